@@ -1,0 +1,146 @@
+// Composition root: wires config, store, Redis, identity and routes into one running service, and takes it down gracefully.
+import client from 'prom-client';
+import type { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import { systemClock, type Clock } from './clock.js';
+import { createLogger, type Logger } from './logger.js';
+import { openStore, storeOptions, type Store } from './db/store.js';
+import { UsersRepository } from './db/users.js';
+import { ApiKeysRepository } from './db/api-keys.js';
+import { createRedis, resolveRedis, type EmbeddedRedis } from './redis.js';
+import { LocalIssuer, remoteVerifier, type IdTokenVerifier } from './identity/id-tokens.js';
+import { Authenticator, type Principal } from './identity/authenticator.js';
+import { HttpAdapter, type AuthResult, type AuthSpec, type Route } from '../http/adapter.js';
+import { keyRoutes } from '../http/routes/keys.js';
+import { opsRoutes } from '../http/routes/ops.js';
+import type { Services } from '../http/routes/types.js';
+import type { Scope } from './protocol.js';
+
+export interface ServiceOptions {
+  readonly config: Config;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Routes added after the built-in ones (tests and embedders). */
+  readonly extraRoutes?: (services: Services) => Route<Principal>[];
+}
+
+const ANONYMOUS: Principal = { uid: '', via: 'none' };
+
+/** Builds the ID-token verifier the configuration asks for. */
+export async function createVerifier(config: Config, clock: Clock): Promise<IdTokenVerifier> {
+  const opts = { issuer: config.idTokenIssuer, audience: config.idTokenAudience, clockToleranceS: config.idTokenClockToleranceS, clock };
+  return config.idTokenJwksUrl ? remoteVerifier(config.idTokenJwksUrl, opts) : LocalIssuer.open(config.dataDir, opts);
+}
+
+export class Service {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly services: Services;
+  readonly http: HttpAdapter<Principal>;
+  port = 0;
+  #embedded: EmbeddedRedis | undefined;
+  #subscriber: Redis;
+  #stopping: Promise<void> | undefined;
+
+  private constructor(services: Services, http: HttpAdapter<Principal>, subscriber: Redis, embedded: EmbeddedRedis | undefined) {
+    this.services = services;
+    this.config = services.config;
+    this.logger = services.logger;
+    this.http = http;
+    this.#subscriber = subscriber;
+    this.#embedded = embedded;
+  }
+
+  /** Opens every dependency, runs migrations and starts listening. */
+  static async start(opts: ServiceOptions): Promise<Service> {
+    const { config } = opts;
+    const clock = opts.clock ?? systemClock;
+    const logger = opts.logger ?? createLogger(config.logLevel);
+    const { url: redisUrl, embedded } = await resolveRedis(config, logger);
+    const store: Store = openStore(storeOptions(config));
+    const redis = createRedis(redisUrl);
+    const subscriber = createRedis(redisUrl);
+    redis.on('error', () => undefined);
+    subscriber.on('error', () => undefined);
+    try {
+      const applied = await store.migrate();
+      if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
+      const registry = new client.Registry();
+      client.collectDefaultMetrics({ register: registry });
+      const apiKeys = new ApiKeysRepository(store.knex);
+      const authenticator = new Authenticator({
+        verifier: await createVerifier(config, clock),
+        keys: apiKeys,
+        clock,
+        logger,
+        lastUsedIntervalMs: config.keyLastUsedIntervalS * 1000,
+        cacheTtlMs: config.keyCacheTtlS * 1000,
+        revocationChannel: `${config.redisPrefix}:api-keys:revoked`,
+      });
+      await authenticator.attach(redis, subscriber);
+      const services: Services = { config, clock, logger, store, redis, registry, users: new UsersRepository(store.knex), apiKeys, authenticator };
+
+      const http = new HttpAdapter<Principal>({
+        logger,
+        registry,
+        maxBodyBytes: config.maxBodyBytes,
+        authenticate: (spec, headers) => authenticate(authenticator, spec, headers),
+      });
+      for (const route of [...opsRoutes(services), ...keyRoutes(services), ...(opts.extraRoutes?.(services) ?? [])]) http.add(route);
+      http.seal();
+
+      const service = new Service(services, http, subscriber, embedded);
+      service.port = await http.listen(config.host, config.port);
+      logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
+      return service;
+    } catch (err) {
+      redis.disconnect();
+      subscriber.disconnect();
+      await store.close().catch(() => undefined);
+      await embedded?.stop();
+      throw err;
+    }
+  }
+
+  /**
+   * Graceful shutdown: stop accepting, let in-flight requests finish (bounded by SHUTDOWN_TIMEOUT_MS),
+   * then close Redis, the store and an embedded redis-server. Safe to call twice.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    const { logger } = this;
+    logger.info('shutting down');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.http.stopListening(),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          logger.warn({ inFlight: this.http.inFlight }, 'shutdown timeout: closing with requests in flight');
+          resolve();
+        }, this.config.shutdownTimeoutMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+    await this.services.authenticator.close();
+    await Promise.allSettled([this.services.redis.quit(), this.#subscriber.quit()]);
+    await this.services.store.close();
+    await this.#embedded?.stop();
+    logger.info('stopped');
+  }
+}
+
+async function authenticate(a: Authenticator, spec: AuthSpec, headers: Readonly<Record<string, string>>): Promise<AuthResult<Principal>> {
+  switch (spec.kind) {
+    case 'none':
+      return { principal: ANONYMOUS };
+    case 'id_token':
+      return { principal: await a.idToken(headers.authorization) };
+    case 'api_key':
+      return { principal: await a.apiKey(headers.authorization, 'dev', spec.scope as Scope, spec.alsoIdToken) };
+  }
+}

@@ -1,0 +1,160 @@
+// Service configuration: the only reader of process.env; validates everything once at boot and returns a frozen object.
+import path from 'node:path';
+
+/** Log levels pino accepts. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const ROLES = ['all', 'api', 'listen', 'jobs'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface Config {
+  /** Interface to listen on. @defaultValue '0.0.0.0' */
+  readonly host: string;
+  /** TCP port for REST, WebSocket, /health and /metrics; 0 picks a free one. @defaultValue 8080 */
+  readonly port: number;
+  /** Which parts this process runs. @defaultValue 'all' */
+  readonly role: Role;
+  /** Directory for the sqlite file, the local ID-token key and an embedded Redis. @defaultValue './data' */
+  readonly dataDir: string;
+  /** PostgreSQL URL; when unset the embedded sqlite file is used. @defaultValue undefined */
+  readonly databaseUrl: string | undefined;
+  /** PostgreSQL schema the service owns (created when missing). @defaultValue 'public' */
+  readonly databaseSchema: string;
+  /** Redis URL for queues, rate limits, caches and locks. @defaultValue 'redis://127.0.0.1:6379' */
+  readonly redisUrl: string;
+  /** Prefix of every Redis key and channel this service writes, so several deployments can share one Redis. @defaultValue 'svc' */
+  readonly redisPrefix: string;
+  /** Start a supervised redis-server under DATA_DIR when nothing answers at REDIS_URL: 'auto' or 'never'. @defaultValue 'auto' */
+  readonly redisEmbedded: 'auto' | 'never';
+  /** pino log level. @defaultValue 'info' */
+  readonly logLevel: LogLevel;
+  /** Largest accepted request body, in bytes; larger bodies answer 413 unread. @defaultValue 1048576 (1 MiB) */
+  readonly maxBodyBytes: number;
+  /** JWKS URL of the identity provider; when unset a local issuer signs and verifies ID tokens. @defaultValue undefined */
+  readonly idTokenJwksUrl: string | undefined;
+  /** Expected `iss` of ID tokens. @defaultValue 'urn:wearable-backend:local-issuer' for the local issuer */
+  readonly idTokenIssuer: string;
+  /** Expected `aud` of ID tokens. @defaultValue 'wearable-backend' for the local issuer */
+  readonly idTokenAudience: string;
+  /** Lifetime of tokens printed by `npm run token`, in seconds. @defaultValue 3600 (1 hour) */
+  readonly idTokenTtlS: number;
+  /** Tolerated clock skew when checking `exp`/`nbf`, in seconds. @defaultValue 30 */
+  readonly idTokenClockToleranceS: number;
+  /** Minimum interval between `last_used_at` writes for one API key, in seconds. @defaultValue 60 */
+  readonly keyLastUsedIntervalS: number;
+  /** How long a verified API key stays in the in-process cache, in seconds (revocation evicts at once). @defaultValue 60 */
+  readonly keyCacheTtlS: number;
+  /** Longest graceful shutdown before the process exits anyway, in milliseconds. @defaultValue 30000 (30 s) */
+  readonly shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  readonly code = 'ENG_ERR_CONFIG_INVALID';
+  constructor(readonly variable: string, reason: string) {
+    super(`${variable}: ${reason}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Every variable this service reads; anything else is ignored. */
+export const CONFIG_VARIABLES = [
+  'HOST', 'PORT', 'ROLE', 'DATA_DIR', 'DATABASE_URL', 'DATABASE_SCHEMA', 'REDIS_URL', 'REDIS_PREFIX', 'REDIS_EMBEDDED',
+  'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
+  'ID_TOKEN_CLOCK_TOLERANCE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
+] as const;
+
+export const LOCAL_ISSUER = 'urn:wearable-backend:local-issuer';
+export const LOCAL_AUDIENCE = 'wearable-backend';
+
+function str(env: Env, name: string, fallback: string): string {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  if (v.trim() !== v) throw new ConfigError(name, 'must not have leading or trailing spaces');
+  return v;
+}
+
+function optional(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : str(env, name, '');
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  if (!/^-?\d+$/.test(v)) throw new ConfigError(name, `must be an integer, got "${v}"`);
+  const n = Number(v);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const v = str(env, name, fallback);
+  if (!(allowed as readonly string[]).includes(v)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${v}"`);
+  }
+  return v as T;
+}
+
+function url(env: Env, name: string, protocols: readonly string[], fallback?: string): string | undefined {
+  const v = fallback === undefined ? optional(env, name) : str(env, name, fallback);
+  if (v === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    throw new ConfigError(name, 'must be a URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.map((p) => p.replace(':', '://')).join(' or ')}`);
+  }
+  return v;
+}
+
+/**
+ * Reads and validates the configuration. Throws ConfigError naming the first bad variable.
+ * @param env - the environment to read; defaults to process.env (the only place the service touches it)
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const jwksUrl = url(env, 'ID_TOKEN_JWKS_URL', ['https:', 'http:']);
+  const issuer = optional(env, 'ID_TOKEN_ISSUER');
+  const audience = optional(env, 'ID_TOKEN_AUDIENCE');
+  if (jwksUrl !== undefined && (issuer === undefined || audience === undefined)) {
+    throw new ConfigError(issuer === undefined ? 'ID_TOKEN_ISSUER' : 'ID_TOKEN_AUDIENCE', 'is required when ID_TOKEN_JWKS_URL is set');
+  }
+  const prefix = str(env, 'REDIS_PREFIX', 'svc');
+  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(prefix)) {
+    throw new ConfigError('REDIS_PREFIX', 'must be 1-64 characters of letters, digits, _ . : -');
+  }
+  const schema = str(env, 'DATABASE_SCHEMA', 'public');
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new ConfigError('DATABASE_SCHEMA', 'must be a lower-case SQL identifier');
+  }
+  const host = str(env, 'HOST', '0.0.0.0');
+  if (!/^[0-9a-fA-F:.]+$|^localhost$/.test(host)) throw new ConfigError('HOST', `must be an IP address or localhost, got "${host}"`);
+
+  const config: Config = {
+    host,
+    port: int(env, 'PORT', 8080, 0, 65535),
+    role: oneOf(env, 'ROLE', ROLES, 'all'),
+    dataDir: path.resolve(str(env, 'DATA_DIR', './data')),
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseSchema: schema,
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:'], 'redis://127.0.0.1:6379') as string,
+    redisPrefix: prefix,
+    redisEmbedded: oneOf(env, 'REDIS_EMBEDDED', ['auto', 'never'] as const, 'auto'),
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 256 * 1024 * 1024),
+    idTokenJwksUrl: jwksUrl,
+    idTokenIssuer: issuer ?? LOCAL_ISSUER,
+    idTokenAudience: audience ?? LOCAL_AUDIENCE,
+    idTokenTtlS: int(env, 'ID_TOKEN_TTL_S', 3600, 60, 30 * 24 * 3600),
+    idTokenClockToleranceS: int(env, 'ID_TOKEN_CLOCK_TOLERANCE_S', 30, 0, 600),
+    keyLastUsedIntervalS: int(env, 'KEY_LAST_USED_INTERVAL_S', 60, 0, 86400),
+    keyCacheTtlS: int(env, 'KEY_CACHE_TTL_S', 60, 0, 3600),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 100, 10 * 60_000),
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,111 @@
+// The store: one knex instance over an embedded sqlite file or PostgreSQL, with the append-only migrations in migrations/.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import knexFactory, { type Knex } from 'knex';
+import type { Config } from '../config.js';
+
+export type Dialect = 'sqlite' | 'pg';
+
+export interface Store {
+  readonly knex: Knex;
+  readonly dialect: Dialect;
+  /** Round-trips one trivial query; throws when the store is unreachable. */
+  ping(): Promise<void>;
+  /** Applies pending migrations; returns the names applied. */
+  migrate(): Promise<string[]>;
+  /** Reverts every migration (tests and `npm run migrate -- down`). */
+  rollbackAll(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** Compiled migrations live beside the compiled engine: dist/migrations. */
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
+
+interface MigrationFile {
+  name: string;
+  file: string;
+}
+
+/** Lists migrations by name without extension, so the recorded name does not depend on .ts or .js. */
+const migrationSource: Knex.MigrationSource<MigrationFile> = {
+  async getMigrations() {
+    const files = fs.readdirSync(MIGRATIONS_DIR).filter((f) => /^\d{14}_[a-z0-9_]+\.js$/.test(f));
+    return files.sort().map((f) => ({ name: f.replace(/\.js$/, ''), file: path.join(MIGRATIONS_DIR, f) }));
+  },
+  getMigrationName: (m) => m.name,
+  async getMigration(m) {
+    return (await import(pathToFileURL(m.file).href)) as Knex.Migration;
+  },
+};
+
+export interface StoreOptions {
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly databaseSchema: string;
+}
+
+export function storeOptions(config: Config): StoreOptions {
+  return { dataDir: config.dataDir, databaseUrl: config.databaseUrl, databaseSchema: config.databaseSchema };
+}
+
+export function openStore(opts: StoreOptions): Store {
+  let knex: Knex;
+  let dialect: Dialect;
+  if (opts.databaseUrl) {
+    dialect = 'pg';
+    knex = knexFactory({
+      client: 'pg',
+      connection: opts.databaseUrl,
+      searchPath: [opts.databaseSchema],
+      pool: { min: 0, max: 10 },
+    });
+  } else {
+    dialect = 'sqlite';
+    fs.mkdirSync(opts.dataDir, { recursive: true });
+    knex = knexFactory({
+      client: 'sqlite3',
+      connection: { filename: path.join(opts.dataDir, 'service.sqlite') },
+      useNullAsDefault: true,
+      pool: {
+        // One connection: sqlite serialises writers anyway, and one connection keeps transactions simple.
+        min: 1,
+        max: 1,
+        afterCreate(conn: { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
+          conn.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;', (err) => done(err, conn));
+        },
+      },
+    });
+  }
+  const migrator = { migrationSource, tableName: 'knex_migrations', ...(dialect === 'pg' ? { schemaName: opts.databaseSchema } : {}) };
+
+  return {
+    knex,
+    dialect,
+    async ping() {
+      await knex.raw('select 1');
+    },
+    async migrate() {
+      if (dialect === 'pg') await knex.raw('create schema if not exists ??', [opts.databaseSchema]);
+      const [, applied] = (await knex.migrate.latest(migrator)) as [number, string[]];
+      return applied;
+    },
+    async rollbackAll() {
+      const [, reverted] = (await knex.migrate.rollback(migrator, true)) as [number, string[]];
+      return reverted;
+    },
+    async close() {
+      await knex.destroy();
+    },
+  };
+}
+
+/** Current time as the ISO 8601 UTC string every `*_at` column holds. */
+export function isoNow(now: number = Date.now()): string {
+  return new Date(now).toISOString();
+}
+
+/** sqlite returns 0/1 for booleans, PostgreSQL true/false. */
+export function bool(v: unknown): boolean {
+  return v === true || v === 1 || v === '1';
+}

@@ -1,0 +1,96 @@
+// The error catalogue: one stable code per failure, with its HTTP status, public message and whether a retry can help.
+// docs/errors.md lists the same codes; test/engine/errors.test.ts keeps the two in step.
+
+interface ErrorDef {
+  /** HTTP status the error answers with. */
+  readonly status: number;
+  /** Public message; `{name}` placeholders are filled from the error's params. Never carries user content. */
+  readonly message: string;
+  /** Whether the same request can succeed later without change. */
+  readonly retryable: boolean;
+}
+
+function def(status: number, message: string, retryable = false): ErrorDef {
+  return { status, message, retryable };
+}
+
+export const ERRORS = {
+  // Configuration and boot: these stop start-up, they never reach a client.
+  ENG_ERR_CONFIG_INVALID: def(500, 'Invalid configuration: {reason}'),
+  ENG_ERR_BOOT_UWS_NATIVE: def(500, 'uWebSockets.js native binary did not load'),
+  ENG_ERR_BOOT_REDIS_UNAVAILABLE: def(500, 'Redis is unreachable and no embedded redis-server could be started'),
+
+  // HTTP framing and validation.
+  ENG_ERR_HTTP_NOT_FOUND: def(404, 'Not Found'),
+  ENG_ERR_HTTP_METHOD_NOT_ALLOWED: def(405, 'Method Not Allowed'),
+  ENG_ERR_HTTP_BODY_TOO_LARGE: def(413, 'Request body too large: the limit is {limit} bytes'),
+  ENG_ERR_HTTP_VALIDATION: def(422, 'Validation error'),
+  ENG_ERR_HTTP_BAD_REQUEST: def(400, '{reason}'),
+
+  // Authentication and authorization.
+  ENG_ERR_AUTH_HEADER_MISSING: def(401, "Missing or invalid Authorization header. Must be 'Bearer API_KEY'"),
+  ENG_ERR_AUTH_KEY_INVALID: def(401, 'Invalid API Key'),
+  ENG_ERR_AUTH_KEY_WRONG_KIND: def(401, 'Invalid API Key: {kind} keys are not accepted here'),
+  ENG_ERR_AUTH_SCOPE_MISSING: def(403, 'Insufficient permissions. Required scope: {scope}'),
+  ENG_ERR_AUTH_NOT_AUTHENTICATED: def(401, 'Not authenticated'),
+  ENG_ERR_AUTH_TOKEN_INVALID: def(401, 'Invalid or expired token'),
+
+  // API keys.
+  ENG_ERR_KEY_SCOPE_UNKNOWN: def(400, 'Invalid scopes. Available: {available}'),
+  ENG_ERR_KEY_NOT_FOUND: def(404, 'API key not found'),
+
+  // Dependencies and the unexpected.
+  ENG_ERR_DEPENDENCY_UNAVAILABLE: def(503, 'Service temporarily unavailable: {dependency} is unreachable', true),
+  ENG_ERR_INTERNAL: def(500, 'Internal Server Error', true),
+} as const satisfies Record<string, ErrorDef>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** Body detail for FastAPI-style validation errors (HTTPValidationError). */
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+  ctx?: Record<string, unknown>;
+}
+
+/**
+ * An error with a stable code. Callers match on `code`, never on `instanceof` or message text.
+ * `detail` overrides the body's `detail` when the contract wants a structured object or an array.
+ */
+export class EngineError extends Error {
+  readonly status: number;
+  readonly retryable: boolean;
+  readonly detail: unknown;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(
+    readonly code: ErrorCode,
+    params: Readonly<Record<string, string | number>> = {},
+    options: { detail?: unknown; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    const entry: ErrorDef = ERRORS[code];
+    const message = entry.message.replace(/\{(\w+)\}/g, (_, k: string) => String(params[k] ?? `{${k}}`));
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'EngineError';
+    this.status = entry.status;
+    this.retryable = entry.retryable;
+    this.detail = options.detail ?? message;
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** A 422 answer in FastAPI's HTTPValidationError shape. */
+export function validationError(issues: ValidationIssue[]): EngineError {
+  return new EngineError('ENG_ERR_HTTP_VALIDATION', {}, { detail: issues });
+}
+
+/** A 422 for one field that failed a rule the schema cannot express (pydantic's `value_error`). */
+export function valueError(loc: (string | number)[], reason: string): EngineError {
+  return validationError([{ loc, msg: `Value error, ${reason}`, type: 'value_error' }]);
+}
+
+export function isEngineError(err: unknown): err is EngineError {
+  const code = (err as { code?: unknown } | null)?.code;
+  return err instanceof Error && typeof code === 'string' && code in ERRORS && typeof (err as { status?: unknown }).status === 'number';
+}

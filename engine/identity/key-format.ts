@@ -1,0 +1,57 @@
+// API key format: `svc_dev_` or `svc_mcp_`, 22 base62 characters of randomness (131 bits) and a 6-character CRC32 checksum.
+// The checksum lets a secret scanner, or this service, reject a mistyped key offline without a store lookup.
+import { createHash, randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+import { KEY_KINDS, type KeyKind } from '../protocol.js';
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const RANDOM_CHARS = 22;
+const CHECKSUM_CHARS = 6;
+const BODY = new RegExp(`^svc_(dev|mcp)_([0-9A-Za-z]{${RANDOM_CHARS}})([0-9A-Za-z]{${CHECKSUM_CHARS}})$`);
+
+function base62(n: bigint, width: number): string {
+  let out = '';
+  while (n > 0n) {
+    out = ALPHABET[Number(n % 62n)] + out;
+    n /= 62n;
+  }
+  return out.padStart(width, '0');
+}
+
+function checksum(prefix: string, random: string): string {
+  return base62(BigInt(crc32(prefix + random)), CHECKSUM_CHARS);
+}
+
+export interface NewKey {
+  /** The full secret, shown once. */
+  key: string;
+  hash: string;
+  prefix: string;
+}
+
+/** SHA-256 hex of the whole key; the only form in which a key is stored. */
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** What a key list shows: the family, the first and last four characters. */
+export function displayPrefix(key: string): string {
+  const kind = key.slice(0, 8);
+  const body = key.slice(8);
+  return `${kind}${body.slice(0, 4)}...${body.slice(-4)}`;
+}
+
+export function generateKey(kind: KeyKind): NewKey {
+  const prefix = KEY_KINDS[kind];
+  const random = base62(BigInt(`0x${randomBytes(17).toString('hex')}`) % 62n ** BigInt(RANDOM_CHARS), RANDOM_CHARS);
+  const key = prefix + random + checksum(prefix, random);
+  return { key, hash: hashKey(key), prefix: displayPrefix(key) };
+}
+
+/** The key's family when it is well formed and its checksum matches; undefined otherwise. */
+export function parseKey(key: string): KeyKind | undefined {
+  const m = BODY.exec(key);
+  if (!m) return undefined;
+  const kind = m[1] as KeyKind;
+  return checksum(KEY_KINDS[kind], m[2]!) === m[3] ? kind : undefined;
+}

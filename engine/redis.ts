@@ -1,0 +1,133 @@
+// Redis connections, and an embedded redis-server the service starts and supervises when nothing answers at REDIS_URL.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from './logger.js';
+import { EngineError } from './errors.js';
+
+/** A client for commands: fails fast rather than queueing forever while Redis is away. */
+export function createRedis(url: string, extra: RedisOptions = {}): Redis {
+  return new Redis(url, {
+    maxRetriesPerRequest: 2,
+    connectTimeout: 2000,
+    enableReadyCheck: true,
+    // Reconnect with capped backoff; commands issued meanwhile fail after maxRetriesPerRequest.
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+    ...extra,
+  });
+}
+
+/** True when a Redis server answers PING at `url` within `timeoutMs`. */
+export async function redisAnswers(url: string, timeoutMs = 1000): Promise<boolean> {
+  const probe = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    return (await probe.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    probe.disconnect();
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function hasRedisServer(): boolean {
+  return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+/**
+ * A redis-server child process with its data under DATA_DIR/redis. Restarted (at most 5 times a minute)
+ * if it exits on its own; stopped with SIGTERM on shutdown so it can write its append-only file.
+ */
+export class EmbeddedRedis {
+  #child: ChildProcess | undefined;
+  #stopping = false;
+  #restarts: number[] = [];
+
+  private constructor(readonly port: number, readonly dir: string, readonly logger: Logger) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  static async start(dataDir: string, logger: Logger): Promise<EmbeddedRedis> {
+    const dir = path.join(dataDir, 'redis');
+    fs.mkdirSync(dir, { recursive: true });
+    const r = new EmbeddedRedis(await freePort(), dir, logger);
+    r.#spawn();
+    const deadline = Date.now() + 10_000;
+    while (!(await redisAnswers(r.url, 500))) {
+      if (Date.now() > deadline || r.#child?.exitCode !== null) {
+        await r.stop();
+        throw new EngineError('ENG_ERR_BOOT_REDIS_UNAVAILABLE');
+      }
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    logger.info({ port: r.port }, 'embedded redis-server started');
+    return r;
+  }
+
+  #spawn(): void {
+    const child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--appendonly', 'yes', '--save', '', '--protected-mode', 'yes', '--daemonize', 'no', '--loglevel', 'warning'],
+      { stdio: 'ignore' },
+    );
+    this.#child = child;
+    child.on('exit', (code, signal) => {
+      if (this.#stopping) return;
+      const now = Date.now();
+      this.#restarts = this.#restarts.filter((t) => now - t < 60_000);
+      if (this.#restarts.length >= 5) {
+        this.logger.error({ code, signal }, 'embedded redis-server keeps exiting; not restarting');
+        return;
+      }
+      this.#restarts.push(now);
+      this.logger.warn({ code, signal }, 'embedded redis-server exited; restarting');
+      this.#spawn();
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    const child = this.#child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      child.kill('SIGTERM');
+    });
+  }
+}
+
+/**
+ * Resolves the Redis URL to use: REDIS_URL when it answers; otherwise, with REDIS_EMBEDDED=auto and
+ * redis-server installed, a supervised local server.
+ */
+export async function resolveRedis(
+  opts: { redisUrl: string; redisEmbedded: 'auto' | 'never'; dataDir: string },
+  logger: Logger,
+): Promise<{ url: string; embedded?: EmbeddedRedis }> {
+  if (await redisAnswers(opts.redisUrl)) return { url: opts.redisUrl };
+  if (opts.redisEmbedded === 'never' || !hasRedisServer()) throw new EngineError('ENG_ERR_BOOT_REDIS_UNAVAILABLE');
+  logger.warn('nothing answers at REDIS_URL; starting an embedded redis-server');
+  const embedded = await EmbeddedRedis.start(opts.dataDir, logger);
+  return { url: embedded.url, embedded };
+}

@@ -1,0 +1,352 @@
+// The HTTP adapter over uWebSockets.js: routing, bounded body reads, validation, auth hook, error bodies. One of the two files that touch uWS.
+import uWS from 'uWebSockets.js';
+import type { TSchema } from '@sinclair/typebox';
+import type { Logger } from 'pino';
+import client from 'prom-client';
+import { EngineError, isEngineError } from '../engine/errors.js';
+import { compile, type Validator } from './validation.js';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** What a route needs from the caller; the app's authenticate hook interprets it. */
+export type AuthSpec =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'id_token' }
+  | { readonly kind: 'api_key'; readonly scope: string; readonly alsoIdToken?: boolean };
+
+export interface RequestContext<P = unknown> {
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: any;
+  readonly body: any;
+  readonly auth: P;
+  /** Lower-case header names. */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export interface Reply {
+  /** @defaultValue 200 */
+  status?: number;
+  /** Serialised as JSON unless `text` is given. */
+  body?: unknown;
+  /** Raw text body, sent with `contentType`. */
+  text?: string;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+export interface RouteDoc {
+  readonly summary: string;
+  readonly tags?: readonly string[];
+  readonly description?: string;
+  /** Response schemas by status, for the OpenAPI document. */
+  readonly responses?: Readonly<Record<number, { description: string; schema?: TSchema }>>;
+}
+
+export interface Route<P = unknown> extends RouteDoc {
+  readonly method: Method;
+  /** OpenAPI-style path, `{name}` for parameters. */
+  readonly path: string;
+  readonly operationId: string;
+  readonly auth: AuthSpec;
+  readonly query?: TSchema;
+  readonly body?: TSchema;
+  /** Hidden routes (health, metrics) stay out of the OpenAPI document. */
+  readonly hidden?: boolean;
+  handler(ctx: RequestContext<P>): Reply | Promise<Reply>;
+}
+
+export interface AuthResult<P> {
+  principal: P;
+  /** Headers added to the answer whatever it is (rate-limit headers, for example). */
+  headers?: Record<string, string>;
+}
+
+export interface HttpAdapterOptions<P> {
+  readonly logger: Logger;
+  readonly registry: client.Registry;
+  /** Largest request body read, in bytes. */
+  readonly maxBodyBytes: number;
+  authenticate(spec: AuthSpec, headers: Readonly<Record<string, string>>, route: Route<P>): Promise<AuthResult<P>>;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized',
+  403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 409: 'Conflict',
+  413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests',
+  500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
+};
+
+const statusLine = (status: number): string => `${status} ${STATUS_TEXT[status] ?? 'Unknown'}`;
+
+interface Compiled<P> {
+  route: Route<P>;
+  paramNames: string[];
+  pattern: RegExp;
+  query?: Validator<unknown>;
+  body?: Validator<unknown>;
+}
+
+const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
+
+class BodyTooLarge extends Error {}
+
+/** Reads a request body of at most `limit` bytes; rejects with BodyTooLarge as soon as it is exceeded. */
+function readBody(res: uWS.HttpResponse, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    res.onData((ab, isLast) => {
+      if (done) return;
+      size += ab.byteLength;
+      if (size > limit) {
+        done = true;
+        reject(new BodyTooLarge());
+        return;
+      }
+      // uWS reuses the ArrayBuffer after this callback: copy it.
+      chunks.push(Buffer.from(new Uint8Array(ab).slice()));
+      if (isLast) {
+        done = true;
+        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      }
+    });
+  });
+}
+
+function parseQuery(raw: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!raw) return out;
+  // FastAPI takes the last value of a repeated scalar parameter.
+  for (const [k, v] of new URLSearchParams(raw)) out[k] = v;
+  return out;
+}
+
+/** Position of a JSON syntax error, as pydantic reports it in `loc`. */
+function jsonErrorPosition(err: unknown): number {
+  const m = /position (\d+)/.exec(err instanceof Error ? err.message : '');
+  return m ? Number(m[1]) : 0;
+}
+
+export class HttpAdapter<P> {
+  readonly app: uWS.TemplatedApp;
+  readonly #routes: Compiled<P>[] = [];
+  readonly #opts: HttpAdapterOptions<P>;
+  readonly #requests: client.Counter<'method' | 'route' | 'status'>;
+  readonly #duration: client.Histogram<'method' | 'route'>;
+  #listenSocket: uWS.us_listen_socket | undefined;
+  #inFlight = 0;
+  #idle: (() => void) | undefined;
+
+  constructor(opts: HttpAdapterOptions<P>) {
+    if (typeof uWS.SSLApp !== 'function' || typeof uWS.App !== 'function') {
+      throw new EngineError('ENG_ERR_BOOT_UWS_NATIVE');
+    }
+    this.#opts = opts;
+    this.app = uWS.App();
+    this.#requests = new client.Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered, by route pattern and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers: [opts.registry],
+    });
+    this.#duration = new client.Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time from request to answer, in seconds.',
+      labelNames: ['method', 'route'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [opts.registry],
+    });
+  }
+
+  get routes(): readonly Route<P>[] {
+    return this.#routes.map((r) => r.route);
+  }
+
+  /** Requests whose answer has not been written yet. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  add(route: Route<P>): this {
+    const paramNames: string[] = [];
+    const uwsPath = route.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+      paramNames.push(name);
+      return `:${name}`;
+    });
+    const pattern = new RegExp(`^${route.path.replace(/\{\w+\}/g, '[^/]+')}/?$`);
+    const compiled: Compiled<P> = {
+      route,
+      paramNames,
+      pattern,
+      ...(route.query ? { query: compile(route.query, 'query') } : {}),
+      ...(route.body ? { body: compile(route.body, 'body') } : {}),
+    };
+    this.#routes.push(compiled);
+    const handler = (res: uWS.HttpResponse, req: uWS.HttpRequest): void => this.#handle(compiled, res, req);
+    const register = { get: this.app.get, post: this.app.post, put: this.app.put, patch: this.app.patch, delete: this.app.del }[route.method];
+    register.call(this.app, uwsPath, handler);
+    return this;
+  }
+
+  /** Installs the fallback that answers 404/405; call after every route is added. */
+  seal(): void {
+    this.app.any('/*', (res, req) => {
+      const url = req.getUrl();
+      const method = req.getMethod();
+      const known = this.#routes.some((r) => r.pattern.test(url));
+      res.onAborted(() => undefined);
+      const err = new EngineError(known ? 'ENG_ERR_HTTP_METHOD_NOT_ALLOWED' : 'ENG_ERR_HTTP_NOT_FOUND');
+      this.#write(res, this.#errorReply(err), false);
+      this.#requests.inc({ method, route: 'unmatched', status: err.status });
+    });
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, (token) => {
+        if (!token) {
+          reject(new Error(`could not listen on ${host}:${port}`));
+          return;
+        }
+        this.#listenSocket = token;
+        resolve(uWS.us_socket_local_port(token));
+      });
+    });
+  }
+
+  /** Stops accepting connections; resolves when every in-flight request has been answered. */
+  async stopListening(): Promise<void> {
+    if (this.#listenSocket) {
+      uWS.us_listen_socket_close(this.#listenSocket);
+      this.#listenSocket = undefined;
+    }
+    if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+  }
+
+  #handle(c: Compiled<P>, res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+    const started = process.hrtime.bigint();
+    // uWS invalidates req after this callback returns: copy what we need now.
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => {
+      headers[k] = v;
+    });
+    const params: Record<string, string> = {};
+    c.paramNames.forEach((name, i) => {
+      params[name] = decodeURIComponent(req.getParameter(i) ?? '');
+    });
+    const rawQuery = req.getQuery() ?? '';
+    const state = { aborted: false };
+    res.onAborted(() => {
+      state.aborted = true;
+    });
+    this.#inFlight++;
+    void this.#run(c, res, headers, params, rawQuery, state).then(
+      (status) => this.#finish(c, started, status),
+      () => this.#finish(c, started, 0),
+    );
+  }
+
+  #finish(c: Compiled<P>, started: bigint, status: number): void {
+    this.#inFlight--;
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    this.#duration.observe({ method: c.route.method, route: c.route.path }, seconds);
+    this.#requests.inc({ method: c.route.method, route: c.route.path, status });
+    if (this.#inFlight === 0 && this.#idle) {
+      const idle = this.#idle;
+      this.#idle = undefined;
+      idle();
+    }
+  }
+
+  /** Runs one request to its answer; returns the status written. */
+  async #run(
+    c: Compiled<P>,
+    res: uWS.HttpResponse,
+    headers: Record<string, string>,
+    params: Record<string, string>,
+    rawQuery: string,
+    state: { aborted: boolean },
+  ): Promise<number> {
+    const route = c.route;
+    let extraHeaders: Record<string, string> | undefined;
+    let reply: Reply;
+    let closeConnection = false;
+    try {
+      let raw: Buffer | undefined;
+      const length = headers['content-length'];
+      const hasBody = BODY_METHODS.has(route.method) && ((length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined);
+      if (hasBody) {
+        if (length !== undefined && Number(length) > this.#opts.maxBodyBytes) {
+          // Refuse before reading a byte, and close: the client may still be sending.
+          closeConnection = true;
+          throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit: this.#opts.maxBodyBytes });
+        }
+        try {
+          raw = await readBody(res, this.#opts.maxBodyBytes);
+        } catch (err) {
+          if (!(err instanceof BodyTooLarge)) throw err;
+          closeConnection = true;
+          throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit: this.#opts.maxBodyBytes });
+        }
+      }
+      const auth = await this.#opts.authenticate(route.auth, headers, route);
+      extraHeaders = auth.headers;
+      const query = c.query ? c.query(parseQuery(rawQuery)) : parseQuery(rawQuery);
+      let body: unknown;
+      if (c.body) {
+        body = this.#parseJson(raw);
+        body = c.body(body);
+      }
+      reply = await route.handler({ params, query, body, auth: auth.principal, headers });
+    } catch (err) {
+      reply = this.#errorReply(err);
+    }
+    if (state.aborted) return 499;
+    if (extraHeaders) reply.headers = { ...extraHeaders, ...reply.headers };
+    this.#write(res, reply, closeConnection);
+    return reply.status ?? 200;
+  }
+
+  #parseJson(raw: Buffer | undefined): unknown {
+    if (raw === undefined || raw.length === 0) {
+      throw new EngineError('ENG_ERR_HTTP_VALIDATION', {}, { detail: [{ loc: ['body'], msg: 'Field required', type: 'missing' }] });
+    }
+    try {
+      return JSON.parse(raw.toString('utf8'));
+    } catch (err) {
+      throw new EngineError('ENG_ERR_HTTP_VALIDATION', {}, {
+        detail: [{ loc: ['body', jsonErrorPosition(err)], msg: 'JSON decode error', type: 'json_invalid', ctx: { error: 'Expecting value' } }],
+      });
+    }
+  }
+
+  #errorReply(err: unknown): Reply {
+    if (isEngineError(err)) {
+      return { status: err.status, body: { detail: err.detail }, headers: { 'x-error-code': err.code, ...err.headers } };
+    }
+    // Log the error class and stack only: messages of library errors may quote user input.
+    this.#opts.logger.error({ err: { name: (err as Error)?.name, stack: (err as Error)?.stack?.split('\n').slice(1, 6).join('\n') } }, 'unhandled error in route');
+    const internal = new EngineError('ENG_ERR_INTERNAL');
+    return { status: internal.status, body: { detail: internal.detail }, headers: { 'x-error-code': internal.code } };
+  }
+
+  #write(res: uWS.HttpResponse, reply: Reply, closeConnection: boolean): void {
+    const status = reply.status ?? 200;
+    let payload: string | undefined;
+    let type: string | undefined;
+    if (reply.text !== undefined) {
+      payload = reply.text;
+      type = reply.contentType ?? 'text/plain; charset=utf-8';
+    } else if (reply.body !== undefined && status !== 204) {
+      payload = JSON.stringify(reply.body);
+      type = 'application/json';
+    }
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      if (type) res.writeHeader('content-type', type);
+      if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.writeHeader(k, v);
+      res.end(payload ?? '', closeConnection);
+    });
+  }
+}

@@ -1,0 +1,25 @@
+// What route modules receive: the services they may call. Handlers never build SQL or touch sockets.
+import type client from 'prom-client';
+import type { Redis } from 'ioredis';
+import type { Config } from '../../engine/config.js';
+import type { Clock } from '../../engine/clock.js';
+import type { Logger } from '../../engine/logger.js';
+import type { Store } from '../../engine/db/store.js';
+import type { UsersRepository } from '../../engine/db/users.js';
+import type { ApiKeysRepository } from '../../engine/db/api-keys.js';
+import type { Authenticator, Principal } from '../../engine/identity/authenticator.js';
+import type { Route } from '../adapter.js';
+
+export interface Services {
+  readonly config: Config;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly store: Store;
+  readonly redis: Redis;
+  readonly registry: client.Registry;
+  readonly users: UsersRepository;
+  readonly apiKeys: ApiKeysRepository;
+  readonly authenticator: Authenticator;
+}
+
+export type AppRoute = Route<Principal>;

@@ -1,0 +1,77 @@
+// Starts the real service in-process on 127.0.0.1:0 with its own data dir, Redis prefix and (optionally) PostgreSQL schema.
+import { randomUUID } from 'node:crypto';
+import type { Test } from 'tap';
+import { loadConfig } from '../../engine/config.js';
+import { Service, type ServiceOptions } from '../../engine/app.js';
+import { ManualClock, type Clock } from '../../engine/clock.js';
+import { LocalIssuer } from '../../engine/identity/id-tokens.js';
+import { createLogger } from '../../engine/logger.js';
+import { storeEnv, type StoreKind } from './stores.js';
+import { request, bearer, type TestRequest, type TestResponse } from './http.js';
+
+export interface TestService {
+  service: Service;
+  url: string;
+  clock: ManualClock;
+  dataDir: string;
+  env: Record<string, string>;
+  /** An ID token for `uid` from the service's local issuer. */
+  token(uid: string, ttlS?: number): Promise<string>;
+  req(path: string, opts?: TestRequest): Promise<TestResponse>;
+  /** Creates a developer key for `uid` through the API and returns the secret. */
+  devKey(uid: string, scopes?: string[]): Promise<string>;
+}
+
+export interface StartOptions {
+  store?: StoreKind;
+  env?: Record<string, string>;
+  clock?: ManualClock;
+  /** Share another service's data dir, store and Redis prefix (a second node of one deployment). */
+  sameDeploymentAs?: TestService;
+  extraRoutes?: ServiceOptions['extraRoutes'];
+}
+
+export async function startService(t: Test, opts: StartOptions = {}): Promise<TestService> {
+  const clock = opts.clock ?? new ManualClock(Date.now());
+  const env: Record<string, string> = opts.sameDeploymentAs
+    ? { ...opts.sameDeploymentAs.env }
+    : {
+        HOST: '127.0.0.1',
+        PORT: '0',
+        DATA_DIR: t.testdir(),
+        REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+        REDIS_PREFIX: `test-${randomUUID()}`,
+        REDIS_EMBEDDED: 'never',
+        LOG_LEVEL: 'silent',
+        ...storeEnv(t, opts.store ?? 'sqlite'),
+        ...opts.env,
+      };
+  const config = loadConfig(env);
+  const service = await Service.start({
+    config,
+    clock: clock as Clock,
+    logger: createLogger(config.logLevel),
+    ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}),
+  });
+  t.teardown(() => service.stop());
+  const url = `http://127.0.0.1:${service.port}`;
+  let issuer: LocalIssuer | undefined;
+  const ts: TestService = {
+    service,
+    url,
+    clock,
+    dataDir: config.dataDir,
+    env,
+    async token(uid, ttlS = 3600) {
+      issuer ??= await LocalIssuer.open(config.dataDir, { issuer: config.idTokenIssuer, audience: config.idTokenAudience, clockToleranceS: 0, clock });
+      return issuer.sign(uid, ttlS);
+    },
+    req: (path, o) => request(url, path, o),
+    async devKey(uid, scopes) {
+      const res = await request(url, '/v1/dev/keys', { method: 'POST', headers: bearer(await ts.token(uid)), body: { name: 'test key', ...(scopes ? { scopes } : {}) } });
+      if (res.status !== 200) throw new Error(`key creation failed: ${res.status} ${res.text}`);
+      return res.json.key as string;
+    },
+  };
+  return ts;
+}
