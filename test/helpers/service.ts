@@ -38,7 +38,8 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     : {
         HOST: '127.0.0.1',
         PORT: '0',
-        DATA_DIR: t.testdir(),
+        // t.testdir() empties the directory each call: only call it when the caller gave none.
+        DATA_DIR: opts.env?.DATA_DIR ?? t.testdir(),
         REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
         REDIS_PREFIX: `test-${randomUUID()}`,
         REDIS_EMBEDDED: 'never',

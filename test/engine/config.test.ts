@@ -1,0 +1,75 @@
+// Configuration: defaults, validation that names the bad variable, and a frozen result.
+import t from 'tap';
+import path from 'node:path';
+import { loadConfig, ConfigError, CONFIG_VARIABLES } from '../../engine/config.js';
+
+t.test('defaults', async (t) => {
+  const c = loadConfig({});
+  t.equal(c.host, '0.0.0.0');
+  t.equal(c.port, 8080);
+  t.equal(c.role, 'all');
+  t.equal(c.dataDir, path.resolve('./data'));
+  t.equal(c.databaseUrl, undefined);
+  t.equal(c.redisUrl, 'redis://127.0.0.1:6379');
+  t.equal(c.redisEmbedded, 'auto');
+  t.equal(c.logLevel, 'info');
+  t.equal(c.maxBodyBytes, 1024 * 1024);
+  t.equal(c.idTokenTtlS, 3600);
+  t.equal(c.keyLastUsedIntervalS, 60);
+  t.ok(Object.isFrozen(c));
+});
+
+t.test('values are read and converted', async (t) => {
+  const c = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATABASE_URL: 'postgres://u@h/db', LOG_LEVEL: 'warn', MAX_BODY_BYTES: '2048', ROLE: 'api' });
+  t.equal(c.port, 0);
+  t.equal(c.host, '127.0.0.1');
+  t.equal(c.databaseUrl, 'postgres://u@h/db');
+  t.equal(c.logLevel, 'warn');
+  t.equal(c.maxBodyBytes, 2048);
+  t.equal(c.role, 'api');
+  t.equal(loadConfig({ PORT: '' }).port, 8080, 'an empty value means the default');
+});
+
+const bad: [Record<string, string>, string][] = [
+  [{ PORT: 'eighty' }, 'PORT'],
+  [{ PORT: '70000' }, 'PORT'],
+  [{ PORT: '-1' }, 'PORT'],
+  [{ HOST: 'my host' }, 'HOST'],
+  [{ ROLE: 'everything' }, 'ROLE'],
+  [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+  [{ DATABASE_URL: 'mysql://x/y' }, 'DATABASE_URL'],
+  [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
+  [{ DATABASE_SCHEMA: 'Robert"); drop' }, 'DATABASE_SCHEMA'],
+  [{ REDIS_URL: 'http://127.0.0.1:6379' }, 'REDIS_URL'],
+  [{ REDIS_PREFIX: 'has space' }, 'REDIS_PREFIX'],
+  [{ REDIS_EMBEDDED: 'sometimes' }, 'REDIS_EMBEDDED'],
+  [{ MAX_BODY_BYTES: '1.5' }, 'MAX_BODY_BYTES'],
+  [{ MAX_BODY_BYTES: '10' }, 'MAX_BODY_BYTES'],
+  [{ ID_TOKEN_JWKS_URL: 'ftp://idp/jwks' }, 'ID_TOKEN_JWKS_URL'],
+  [{ ID_TOKEN_JWKS_URL: 'https://idp/jwks', ID_TOKEN_AUDIENCE: 'a' }, 'ID_TOKEN_ISSUER'],
+  [{ ID_TOKEN_JWKS_URL: 'https://idp/jwks', ID_TOKEN_ISSUER: 'i' }, 'ID_TOKEN_AUDIENCE'],
+  [{ ID_TOKEN_TTL_S: '0' }, 'ID_TOKEN_TTL_S'],
+  [{ KEY_LAST_USED_INTERVAL_S: 'x' }, 'KEY_LAST_USED_INTERVAL_S'],
+  [{ SHUTDOWN_TIMEOUT_MS: '5' }, 'SHUTDOWN_TIMEOUT_MS'],
+  [{ DATA_DIR: ' ./data' }, 'DATA_DIR'],
+];
+
+for (const [env, variable] of bad) {
+  t.test(`bad ${variable}=${Object.values(env).join(',')}`, async (t) => {
+    let caught: unknown;
+    try {
+      loadConfig(env);
+    } catch (err) {
+      caught = err;
+    }
+    t.ok(caught instanceof ConfigError, 'refused');
+    t.equal((caught as ConfigError).variable, variable, 'names the variable');
+    t.match((caught as ConfigError).message, new RegExp(`^${variable}: `));
+  });
+}
+
+t.test('every variable has a row in the README configuration table', async (t) => {
+  const { readFileSync } = await import('node:fs');
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  for (const v of CONFIG_VARIABLES) t.match(readme, new RegExp(`\\| \`${v}\` \\|`), v);
+});
