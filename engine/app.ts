@@ -11,8 +11,7 @@ import { createRedis, resolveRedis, type EmbeddedRedis } from './redis.js';
 import { LocalIssuer, remoteVerifier, type IdTokenVerifier } from './identity/id-tokens.js';
 import { Authenticator, type Principal } from './identity/authenticator.js';
 import { HttpAdapter, type AuthResult, type AuthSpec, type Route } from '../http/adapter.js';
-import { keyRoutes } from '../http/routes/keys.js';
-import { opsRoutes } from '../http/routes/ops.js';
+import { allRoutes } from '../http/routes/index.js';
 import type { Services } from '../http/routes/types.js';
 import type { Scope } from './protocol.js';
 
@@ -86,7 +85,7 @@ export class Service {
         maxBodyBytes: config.maxBodyBytes,
         authenticate: (spec, headers) => authenticate(authenticator, spec, headers),
       });
-      for (const route of [...opsRoutes(services), ...keyRoutes(services), ...(opts.extraRoutes?.(services) ?? [])]) http.add(route);
+      for (const route of [...allRoutes(services), ...(opts.extraRoutes?.(services) ?? [])]) http.add(route);
       http.seal();
 
       const service = new Service(services, http, subscriber, embedded);

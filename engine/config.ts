@@ -47,6 +47,22 @@ export interface Config {
   readonly keyCacheTtlS: number;
   /** Longest graceful shutdown before the process exits anyway, in milliseconds. @defaultValue 30000 (30 s) */
   readonly shutdownTimeoutMs: number;
+  /** Whether new accounts may use the developer memory routes until an operator says otherwise. @defaultValue 'enabled' */
+  readonly memoryAccessDefault: 'enabled' | 'disabled';
+  /** Developer REST requests allowed per API key per minute. @defaultValue 100 */
+  readonly rateLimitPerMinute: number;
+  /** Developer REST requests allowed per user per UTC day. @defaultValue 10000 */
+  readonly rateLimitPerDay: number;
+  /** OpenAI-compatible chat-completions base URL; unset means the built-in deterministic extractor. @defaultValue undefined */
+  readonly llmBaseUrl: string | undefined;
+  /** API key for LLM_BASE_URL. @defaultValue undefined */
+  readonly llmApiKey: string | undefined;
+  /** Model name sent to LLM_BASE_URL. @defaultValue 'gpt-4.1-mini' */
+  readonly llmModel: string;
+  /** Timeout of one LLM request, in milliseconds. @defaultValue 30000 (30 s) */
+  readonly llmTimeoutMs: number;
+  /** Retries of a failed LLM request (timeouts, 429, 5xx). @defaultValue 2 */
+  readonly llmMaxRetries: number;
 }
 
 export class ConfigError extends Error {
@@ -64,6 +80,8 @@ export const CONFIG_VARIABLES = [
   'HOST', 'PORT', 'ROLE', 'DATA_DIR', 'DATABASE_URL', 'DATABASE_SCHEMA', 'REDIS_URL', 'REDIS_PREFIX', 'REDIS_EMBEDDED',
   'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
+  'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
+  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES',
 ] as const;
 
 export const LOCAL_ISSUER = 'urn:wearable-backend:local-issuer';
@@ -155,6 +173,14 @@ export function loadConfig(env: Env = process.env): Config {
     keyLastUsedIntervalS: int(env, 'KEY_LAST_USED_INTERVAL_S', 60, 0, 86400),
     keyCacheTtlS: int(env, 'KEY_CACHE_TTL_S', 60, 0, 3600),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 100, 10 * 60_000),
+    memoryAccessDefault: oneOf(env, 'MEMORY_ACCESS_DEFAULT', ['enabled', 'disabled'] as const, 'enabled'),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 100, 1, 10_000_000),
+    rateLimitPerDay: int(env, 'RATE_LIMIT_PER_DAY', 10_000, 1, 1_000_000_000),
+    llmBaseUrl: url(env, 'LLM_BASE_URL', ['https:', 'http:']),
+    llmApiKey: optional(env, 'LLM_API_KEY'),
+    llmModel: str(env, 'LLM_MODEL', 'gpt-4.1-mini'),
+    llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 30_000, 100, 600_000),
+    llmMaxRetries: int(env, 'LLM_MAX_RETRIES', 2, 0, 10),
   };
   return Object.freeze(config);
 }

@@ -35,6 +35,12 @@ export const ERRORS = {
   ENG_ERR_AUTH_NOT_AUTHENTICATED: def(401, 'Not authenticated'),
   ENG_ERR_AUTH_TOKEN_INVALID: def(401, 'Invalid or expired token'),
 
+  // Developer data API.
+  ENG_ERR_RESOURCE_NOT_FOUND: def(404, '{resource} not found'),
+  ENG_ERR_MEMORY_ACCESS_NOT_READY: def(403, 'Developer memory access is not enabled for this account yet. The key can be valid and correctly scoped.'),
+  ENG_ERR_CATEGORY_INVALID: def(400, 'Invalid category: {category}. Valid categories: {valid}'),
+  ENG_ERR_RATE_LIMITED: def(429, 'Rate limit exceeded. Try again in {seconds}s.', true),
+
   // API keys.
   ENG_ERR_KEY_SCOPE_UNKNOWN: def(400, 'Invalid scopes. Available: {available}'),
   ENG_ERR_KEY_NOT_FOUND: def(404, 'API key not found'),

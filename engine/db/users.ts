@@ -5,9 +5,18 @@ import { bool, isoNow } from './store.js';
 export class UsersRepository {
   constructor(private readonly knex: Knex) {}
 
-  /** Creates the user row if missing; safe to call concurrently. */
-  async ensure(uid: string, now: number): Promise<void> {
-    await this.knex('users').insert({ id: uid, created_at: isoNow(now), memory_access_enabled: false }).onConflict('id').ignore();
+  /**
+   * Creates the user row if missing; safe to call concurrently.
+   * @param memoryAccess - the deployment default (MEMORY_ACCESS_DEFAULT) for a new account's memory gate
+   */
+  async ensure(uid: string, now: number, memoryAccess = false): Promise<void> {
+    await this.knex('users').insert({ id: uid, created_at: isoNow(now), memory_access_enabled: memoryAccess }).onConflict('id').ignore();
+  }
+
+  /** Sets the developer memory readiness gate of one account (creating the account row if needed). */
+  async setMemoryAccess(uid: string, enabled: boolean, now: number): Promise<void> {
+    await this.ensure(uid, now, enabled);
+    await this.knex('users').where({ id: uid }).update({ memory_access_enabled: enabled });
   }
 
   async get(uid: string): Promise<{ id: string; createdAt: string; memoryAccessEnabled: boolean } | undefined> {

@@ -71,7 +71,7 @@ export function keyRoutes(s: Services): AppRoute[] {
         const scopes = SCOPES.filter((x) => requested.includes(x)) as Scope[];
         const kind = (body.key_type ?? 'dev') as KeyKind;
         const now = s.clock.now();
-        await s.users.ensure(auth.uid, now);
+        await s.users.ensure(auth.uid, now, s.config.memoryAccessDefault === 'enabled');
         const secret = generateKey(kind);
         const record = await s.apiKeys.create({ userId: auth.uid, kind, name, hash: secret.hash, prefix: secret.prefix, scopes, now });
         s.logger.info({ keyId: record.id, kind }, 'api key created');

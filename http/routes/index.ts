@@ -1,0 +1,8 @@
+// Every route module, in registration order. The OpenAPI document and the router are both built from this list.
+import type { AppRoute, Services } from './types.js';
+import { opsRoutes } from './ops.js';
+import { keyRoutes } from './keys.js';
+
+export function allRoutes(s: Services): AppRoute[] {
+  return [...opsRoutes(s), ...keyRoutes(s)];
+}
