@@ -14,6 +14,7 @@ import { HttpAdapter, type AuthResult, type AuthSpec, type Route } from '../http
 import { allRoutes } from '../http/routes/index.js';
 import type { Services } from '../http/routes/types.js';
 import type { Scope } from './protocol.js';
+import { RateLimiter } from './rate-limit.js';
 
 export interface ServiceOptions {
   readonly config: Config;
@@ -79,11 +80,12 @@ export class Service {
       await authenticator.attach(redis, subscriber);
       const services: Services = { config, clock, logger, store, redis, registry, users: new UsersRepository(store.knex), apiKeys, authenticator };
 
+      const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay });
       const http = new HttpAdapter<Principal>({
         logger,
         registry,
         maxBodyBytes: config.maxBodyBytes,
-        authenticate: (spec, headers) => authenticate(authenticator, spec, headers),
+        authenticate: (spec, headers, route) => authenticate(authenticator, limiter, spec, headers, route),
       });
       for (const route of [...allRoutes(services), ...(opts.extraRoutes?.(services) ?? [])]) http.add(route);
       http.seal();
@@ -125,21 +127,50 @@ export class Service {
       }),
     ]);
     clearTimeout(timer);
-    await this.services.authenticator.close();
-    await Promise.allSettled([this.services.redis.quit(), this.#subscriber.quit()]);
+    // A Redis that went away must not hold shutdown hostage: quit politely, then drop the connection.
+    await closeWithin(this.services.authenticator.close(), 1000);
+    await Promise.all([this.services.redis, this.#subscriber].map(async (r) => {
+      if (!(await closeWithin(r.quit(), 1000))) r.disconnect();
+    }));
     await this.services.store.close();
     await this.#embedded?.stop();
     logger.info('stopped');
   }
 }
 
-async function authenticate(a: Authenticator, spec: AuthSpec, headers: Readonly<Record<string, string>>): Promise<AuthResult<Principal>> {
+/** Resolves true when `p` settles within `ms`, false otherwise (it is then left to settle on its own). */
+async function closeWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([
+    p.then(() => true, () => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+  ]);
+  clearTimeout(timer);
+  return settled;
+}
+
+/** The developer API's rate limits cover every authenticated route under this prefix. */
+const RATE_LIMITED_PREFIX = '/v1/dev/';
+
+async function authenticate(
+  a: Authenticator,
+  limiter: RateLimiter,
+  spec: AuthSpec,
+  headers: Readonly<Record<string, string>>,
+  route: Route<Principal>,
+): Promise<AuthResult<Principal>> {
+  let principal: Principal;
   switch (spec.kind) {
     case 'none':
       return { principal: ANONYMOUS };
     case 'id_token':
-      return { principal: await a.idToken(headers.authorization) };
+      principal = await a.idToken(headers.authorization);
+      break;
     case 'api_key':
-      return { principal: await a.apiKey(headers.authorization, 'dev', spec.scope as Scope, spec.alsoIdToken) };
+      principal = await a.apiKey(headers.authorization, 'dev', spec.scope as Scope, spec.alsoIdToken);
+      break;
   }
+  if (!route.path.startsWith(RATE_LIMITED_PREFIX)) return { principal };
+  // Per key per minute; a signed-in user without a key counts as one subject of their own.
+  return { principal, headers: await limiter.hit(principal.keyId ?? `user:${principal.uid}`, principal.uid) };
 }
