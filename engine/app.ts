@@ -12,6 +12,7 @@ import { LocalIssuer, remoteVerifier, type IdTokenVerifier } from './identity/id
 import { Authenticator, type Principal } from './identity/authenticator.js';
 import { HttpAdapter, type AuthResult, type AuthSpec, type Route } from '../http/adapter.js';
 import { allRoutes } from '../http/routes/index.js';
+import { openApiRoute } from '../http/routes/openapi.js';
 import type { Services } from '../http/routes/types.js';
 import type { Scope } from './protocol.js';
 import { RateLimiter } from './rate-limit.js';
@@ -88,6 +89,7 @@ export class Service {
         authenticate: (spec, headers, route) => authenticate(authenticator, limiter, spec, headers, route),
       });
       for (const route of [...allRoutes(services), ...(opts.extraRoutes?.(services) ?? [])]) http.add(route);
+      http.add(openApiRoute(() => http.routes as readonly Route<unknown>[]));
       http.seal();
 
       const service = new Service(services, http, subscriber, embedded);
