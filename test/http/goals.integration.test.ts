@@ -107,6 +107,15 @@ for (const store of STORES) {
       t.equal(activeRows.length, 3);
     });
 
+    await t.test('concurrent creates never leave more than 3 active', async (t) => {
+      const carol = bearer(await s.devKey('carol', ['goals:read', 'goals:write']));
+      const results = await Promise.all(Array.from({ length: 6 }, (_, i) => create({ title: `g${i}`, target_value: 1 }, carol)));
+      t.same(results.map((r) => r.status), [200, 200, 200, 200, 200, 200]);
+      const active = await s.service.services.store.knex('goals').where({ user_id: 'carol', is_active: true });
+      t.equal(active.length, 3);
+      t.equal((await s.req(BASE, { headers: carol })).json.length, 3);
+    });
+
     await t.test('update writes no history', async (t) => {
       const id = ids[1]!;
       s.clock.advance(1000);
