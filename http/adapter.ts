@@ -52,6 +52,11 @@ export interface Route<P = unknown> extends RouteDoc {
   readonly body?: TSchema;
   /** Hidden routes (health, metrics) stay out of the OpenAPI document. */
   readonly hidden?: boolean;
+  /**
+   * An account-level check run after authentication and before query/body validation (the memory readiness gate),
+   * so a refused account hears why whatever the request carries. Throws an EngineError to refuse.
+   */
+  guard?(auth: P): Promise<void> | void;
   handler(ctx: RequestContext<P>): Reply | Promise<Reply>;
 }
 
@@ -292,6 +297,7 @@ export class HttpAdapter<P> {
       }
       const auth = await this.#opts.authenticate(route.auth, headers, route);
       extraHeaders = auth.headers;
+      if (route.guard) await route.guard(auth.principal);
       const query = c.query ? c.query(parseQuery(rawQuery)) : parseQuery(rawQuery);
       let body: unknown;
       if (c.body) {

@@ -1,0 +1,143 @@
+// Memories: timeless facts about a user, written through the developer API or extracted from conversations.
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { bool, isoNow } from './store.js';
+
+/** Memory categories (SPEC, Resources: Memory), exact strings. */
+export const MEMORY_CATEGORIES = ['core', 'hobbies', 'lifestyle', 'interests', 'habits', 'work', 'skills', 'learnings', 'other', 'system'] as const;
+export type MemoryCategory = (typeof MEMORY_CATEGORIES)[number];
+
+export const MEMORY_VISIBILITIES = ['public', 'private'] as const;
+export type MemoryVisibility = (typeof MEMORY_VISIBILITIES)[number];
+
+export const isMemoryCategory = (v: string): v is MemoryCategory => (MEMORY_CATEGORIES as readonly string[]).includes(v);
+
+export interface MemoryRecord {
+  id: string;
+  userId: string;
+  content: string;
+  category: MemoryCategory;
+  visibility: MemoryVisibility;
+  tags: string[];
+  /** True when written through the API, false when extracted from a conversation. */
+  manuallyAdded: boolean;
+  conversationId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface NewMemory {
+  content: string;
+  category: MemoryCategory;
+  visibility: MemoryVisibility;
+  tags: string[];
+}
+
+export type MemoryPatch = Partial<NewMemory>;
+
+interface Row {
+  id: string;
+  user_id: string;
+  content: string;
+  category: string;
+  visibility: string;
+  tags: string;
+  manually_added: unknown;
+  conversation_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const toRecord = (r: Row): MemoryRecord => ({
+  id: r.id,
+  userId: r.user_id,
+  content: r.content,
+  category: r.category as MemoryCategory,
+  visibility: r.visibility as MemoryVisibility,
+  tags: JSON.parse(r.tags) as string[],
+  manuallyAdded: bool(r.manually_added),
+  conversationId: r.conversation_id,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+function newRow(userId: string, m: NewMemory, manuallyAdded: boolean, conversationId: string | null, now: number): Row {
+  const at = isoNow(now);
+  return {
+    id: randomUUID(),
+    user_id: userId,
+    content: m.content,
+    category: m.category,
+    visibility: m.visibility,
+    tags: JSON.stringify(m.tags),
+    manually_added: manuallyAdded,
+    conversation_id: conversationId,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+export class MemoriesRepository {
+  constructor(private readonly knex: Knex) {}
+
+  /** Newest first; ties (one batch shares a timestamp) broken by id so pages never overlap or skip. */
+  async list(userId: string, opts: { limit: number; offset: number; categories?: readonly MemoryCategory[] }): Promise<MemoryRecord[]> {
+    const q = this.knex('memories').where({ user_id: userId });
+    if (opts.categories && opts.categories.length > 0) q.whereIn('category', opts.categories as MemoryCategory[]);
+    const rows = (await q
+      .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+      .limit(opts.limit)
+      .offset(opts.offset)) as Row[];
+    return rows.map(toRecord);
+  }
+
+  async get(userId: string, id: string): Promise<MemoryRecord | undefined> {
+    const row = (await this.knex('memories').where({ id, user_id: userId }).first()) as Row | undefined;
+    return row ? toRecord(row) : undefined;
+  }
+
+  /** Inserts every memory in one transaction: all or nothing. */
+  async createMany(userId: string, memories: readonly NewMemory[], now: number): Promise<MemoryRecord[]> {
+    if (memories.length === 0) return [];
+    const rows = memories.map((m) => newRow(userId, m, true, null, now));
+    await this.knex.transaction(async (trx) => {
+      await trx('memories').insert(rows);
+    });
+    return rows.map(toRecord);
+  }
+
+  async create(userId: string, memory: NewMemory, now: number): Promise<MemoryRecord> {
+    const [record] = await this.createMany(userId, [memory], now);
+    return record!;
+  }
+
+  /**
+   * Stores memories the conversation processor extracted; called by its integration, not by a route.
+   * A category outside the enumeration is stored as `other`; visibility is private and tags empty.
+   */
+  async createFromConversation(userId: string, conversationId: string, memories: { content: string; category: string }[], now: number): Promise<void> {
+    if (memories.length === 0) return;
+    const rows = memories.map((m) =>
+      newRow(userId, { content: m.content, category: isMemoryCategory(m.category) ? m.category : 'other', visibility: 'private', tags: [] }, false, conversationId, now),
+    );
+    await this.knex.transaction(async (trx) => {
+      await trx('memories').insert(rows);
+    });
+  }
+
+  /** Applies the given fields; undefined when the memory is not the user's. */
+  async update(userId: string, id: string, patch: MemoryPatch, now: number): Promise<MemoryRecord | undefined> {
+    const changes: Partial<Row> = { updated_at: isoNow(now) };
+    if (patch.content !== undefined) changes.content = patch.content;
+    if (patch.category !== undefined) changes.category = patch.category;
+    if (patch.visibility !== undefined) changes.visibility = patch.visibility;
+    if (patch.tags !== undefined) changes.tags = JSON.stringify(patch.tags);
+    const n = await this.knex('memories').where({ id, user_id: userId }).update(changes);
+    return n > 0 ? this.get(userId, id) : undefined;
+  }
+
+  /** True when a memory of the user's was deleted. */
+  async delete(userId: string, id: string): Promise<boolean> {
+    return (await this.knex('memories').where({ id, user_id: userId }).delete()) > 0;
+  }
+}
