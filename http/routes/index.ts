@@ -2,7 +2,9 @@
 import type { AppRoute, Services } from './types.js';
 import { opsRoutes } from './ops.js';
 import { keyRoutes } from './keys.js';
+import { conversationRoutes } from './conversations.js';
+import { folderRoutes } from './folders.js';
 
 export function allRoutes(s: Services): AppRoute[] {
-  return [...opsRoutes(s), ...keyRoutes(s)];
+  return [...opsRoutes(s), ...keyRoutes(s), ...conversationRoutes(s), ...folderRoutes(s)];
 }
