@@ -7,6 +7,11 @@ import { createLogger, type Logger } from './logger.js';
 import { openStore, storeOptions, type Store } from './db/store.js';
 import { UsersRepository } from './db/users.js';
 import { ApiKeysRepository } from './db/api-keys.js';
+import { ConversationsRepository } from './db/conversations.js';
+import { FoldersRepository } from './db/folders.js';
+import { MemoriesRepository } from './db/memories.js';
+import { ActionItemsRepository } from './db/action-items.js';
+import { createProcessor } from './processing/index.js';
 import { createRedis, resolveRedis, type EmbeddedRedis } from './redis.js';
 import { LocalIssuer, remoteVerifier, type IdTokenVerifier } from './identity/id-tokens.js';
 import { Authenticator, type Principal } from './identity/authenticator.js';
@@ -79,7 +84,22 @@ export class Service {
         revocationChannel: `${config.redisPrefix}:api-keys:revoked`,
       });
       await authenticator.attach(redis, subscriber);
-      const services: Services = { config, clock, logger, store, redis, registry, users: new UsersRepository(store.knex), apiKeys, authenticator };
+      const services: Services = {
+        config,
+        clock,
+        logger,
+        store,
+        redis,
+        registry,
+        users: new UsersRepository(store.knex),
+        apiKeys,
+        authenticator,
+        conversations: new ConversationsRepository(store.knex),
+        folders: new FoldersRepository(store.knex),
+        processor: createProcessor(config, logger),
+        memories: new MemoriesRepository(store.knex),
+        actionItems: new ActionItemsRepository(store.knex),
+      };
 
       const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay });
       const http = new HttpAdapter<Principal>({

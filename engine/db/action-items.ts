@@ -116,12 +116,15 @@ export class ActionItemsRepository {
     return record!;
   }
 
-  /** Stores action items the conversation processor extracted (open, linked to the conversation); called by its integration. */
+  /**
+   * Stores action items the conversation processor extracted (open, linked to the conversation); called by its integration.
+   * Replaces what an earlier run derived from the same conversation, so processing twice gives the same rows.
+   */
   async createFromConversation(userId: string, conversationId: string, items: { description: string; dueAt: string | null }[], now: number): Promise<void> {
-    if (items.length === 0) return;
     const rows = items.map((i) => newRow(userId, { description: i.description, completed: false, dueAt: i.dueAt }, conversationId, now));
     await this.knex.transaction(async (trx) => {
-      await trx('action_items').insert(rows);
+      await trx('action_items').where({ user_id: userId, conversation_id: conversationId }).delete();
+      if (rows.length > 0) await trx('action_items').insert(rows);
     });
   }
 

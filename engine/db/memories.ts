@@ -114,14 +114,15 @@ export class MemoriesRepository {
   /**
    * Stores memories the conversation processor extracted; called by its integration, not by a route.
    * A category outside the enumeration is stored as `other`; visibility is private and tags empty.
+   * Replaces what an earlier run derived from the same conversation, so processing twice gives the same rows.
    */
   async createFromConversation(userId: string, conversationId: string, memories: { content: string; category: string }[], now: number): Promise<void> {
-    if (memories.length === 0) return;
     const rows = memories.map((m) =>
       newRow(userId, { content: m.content, category: isMemoryCategory(m.category) ? m.category : 'other', visibility: 'private', tags: [] }, false, conversationId, now),
     );
     await this.knex.transaction(async (trx) => {
-      await trx('memories').insert(rows);
+      await trx('memories').where({ user_id: userId, conversation_id: conversationId, manually_added: false }).delete();
+      if (rows.length > 0) await trx('memories').insert(rows);
     });
   }
 

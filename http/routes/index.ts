@@ -5,7 +5,17 @@ import { keyRoutes } from './keys.js';
 import { memoryRoutes } from './memories.js';
 import { actionItemRoutes } from './action-items.js';
 import { goalRoutes } from './goals.js';
+import { conversationRoutes } from './conversations.js';
+import { folderRoutes } from './folders.js';
 
 export function allRoutes(s: Services): AppRoute[] {
-  return [...opsRoutes(s), ...keyRoutes(s), ...memoryRoutes(s), ...actionItemRoutes(s), ...goalRoutes(s)];
+  return [
+    ...opsRoutes(s),
+    ...keyRoutes(s),
+    ...conversationRoutes(s),
+    ...folderRoutes(s),
+    ...memoryRoutes(s),
+    ...actionItemRoutes(s),
+    ...goalRoutes(s),
+  ];
 }

@@ -7,6 +7,11 @@ import type { Logger } from '../../engine/logger.js';
 import type { Store } from '../../engine/db/store.js';
 import type { UsersRepository } from '../../engine/db/users.js';
 import type { ApiKeysRepository } from '../../engine/db/api-keys.js';
+import type { ConversationsRepository } from '../../engine/db/conversations.js';
+import type { FoldersRepository } from '../../engine/db/folders.js';
+import type { MemoriesRepository } from '../../engine/db/memories.js';
+import type { ActionItemsRepository } from '../../engine/db/action-items.js';
+import type { ConversationProcessor } from '../../engine/processing/types.js';
 import type { Authenticator, Principal } from '../../engine/identity/authenticator.js';
 import type { Route } from '../adapter.js';
 
@@ -20,6 +25,12 @@ export interface Services {
   readonly users: UsersRepository;
   readonly apiKeys: ApiKeysRepository;
   readonly authenticator: Authenticator;
+  readonly conversations: ConversationsRepository;
+  readonly folders: FoldersRepository;
+  /** Turns a transcript into a discard decision, structure and memories (built-in or LLM). */
+  readonly processor: ConversationProcessor;
+  readonly memories: MemoriesRepository;
+  readonly actionItems: ActionItemsRepository;
 }
 
 export type AppRoute = Route<Principal>;

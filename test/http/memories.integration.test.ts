@@ -217,14 +217,16 @@ for (const store of STORES) {
       const { MemoriesRepository } = await import('../../engine/db/memories.js');
       const repo = new MemoriesRepository(s.service.services.store.knex);
       s.clock.advance(1000);
+      await repo.createFromConversation('alice', 'conv-1', [{ content: 'Stale', category: 'other' }], s.clock.now());
       await repo.createFromConversation('alice', 'conv-1', [{ content: 'Has a dog named Rex', category: 'lifestyle' }, { content: 'Odd', category: 'interesting' }], s.clock.now());
-      await repo.createFromConversation('alice', 'conv-1', [], s.clock.now());
       const stored = await s.service.services.store.knex('memories').where({ conversation_id: 'conv-1' }).orderBy('content');
       t.equal(stored.length, 2);
       t.match(stored[0], { content: 'Has a dog named Rex', category: 'lifestyle', visibility: 'private', tags: '[]', user_id: 'alice' });
       t.equal(stored[1].category, 'other', 'a category outside the enumeration becomes other');
       const list = await s.req(`${BASE}?limit=2`, { headers: ro });
       t.same(list.json.map((m: { manually_added: boolean }) => m.manually_added), [false, false]);
+      await repo.createFromConversation('alice', 'conv-1', [], s.clock.now());
+      t.equal((await s.service.services.store.knex('memories').where({ conversation_id: 'conv-1' })).length, 0, 'reprocessing replaces what an earlier run derived');
     });
   });
 }

@@ -1,0 +1,367 @@
+// Conversations and their transcript segments: stubs for live sessions, segment appends, status changes, processor results, developer reads.
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { ConversationStatus } from '../protocol.js';
+import type { ConversationCategory, ProcessResult, TextSource } from '../processing/types.js';
+import { bool, isoNow } from './store.js';
+
+export interface Geolocation {
+  latitude: number;
+  longitude: number;
+  address?: string | null;
+  external_place_id?: string | null;
+  location_type?: string | null;
+}
+
+/** A stored transcript segment (SPEC's real-time segment model). */
+export interface SegmentRecord {
+  id: string;
+  text: string;
+  speaker: string;
+  speakerId: number | null;
+  isUser: boolean;
+  personId: string | null;
+  /** Seconds from the conversation start. */
+  start: number;
+  end: number;
+  sttProvider: string | null;
+  speechProfileProcessed: boolean;
+}
+
+export type SegmentInput = Pick<SegmentRecord, 'text' | 'start' | 'end'> & Partial<Omit<SegmentRecord, 'text' | 'start' | 'end'>>;
+
+export interface ActionItemView {
+  description: string;
+  completed: boolean;
+  completed_at: string | null;
+  conversation_id: string | null;
+  created_at: string | null;
+  due_at: string | null;
+  updated_at: string | null;
+}
+
+export interface EventView {
+  title: string;
+  start: string;
+  description: string;
+  duration: number;
+  created: boolean;
+}
+
+export interface ConversationRecord {
+  id: string;
+  userId: string;
+  status: ConversationStatus;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string;
+  finishedAt: string | null;
+  source: string | null;
+  language: string | null;
+  textSource: TextSource | null;
+  textSourceSpec: string | null;
+  title: string;
+  overview: string;
+  emoji: string;
+  category: ConversationCategory;
+  actionItems: ActionItemView[];
+  events: EventView[];
+  producedBy: string | null;
+  discarded: boolean;
+  deleted: boolean;
+  visibility: string;
+  folderId: string | null;
+  folderName: string | null;
+  geolocation: Geolocation | null;
+  /** Present only when segments were asked for. */
+  segments?: SegmentRecord[];
+}
+
+export interface NewConversation {
+  userId: string;
+  status: ConversationStatus;
+  startedAt: string;
+  finishedAt: string | null;
+  source: string | null;
+  language: string | null;
+  textSource?: TextSource | null;
+  textSourceSpec?: string | null;
+  geolocation?: Geolocation | null;
+  segments?: readonly SegmentInput[];
+  now: number;
+}
+
+export interface ListFilter {
+  /** Inclusive lower bound on started_at (ISO 8601 UTC). */
+  startDate?: string;
+  /** Inclusive upper bound on started_at (ISO 8601 UTC). */
+  endDate?: string;
+  categories?: readonly string[];
+  limit: number;
+  offset: number;
+  includeSegments: boolean;
+  /** Only conversations in this folder. */
+  folderId?: string;
+}
+
+interface Row {
+  id: string;
+  user_id: string;
+  status: string;
+  created_at: string;
+  updated_at: string;
+  started_at: string;
+  finished_at: string | null;
+  source: string | null;
+  language: string | null;
+  text_source: string | null;
+  text_source_spec: string | null;
+  title: string;
+  overview: string;
+  emoji: string;
+  category: string;
+  structured_extra: string;
+  produced_by: string | null;
+  discarded: unknown;
+  deleted: unknown;
+  visibility: string;
+  folder_id: string | null;
+  folder_name?: string | null;
+  geolocation: string | null;
+}
+
+interface SegmentRow {
+  conversation_id: string;
+  position: number;
+  id: string;
+  text: string;
+  speaker: string;
+  speaker_id: number | null;
+  is_user: unknown;
+  person_id: string | null;
+  start: number | string;
+  end: number | string;
+  stt_provider: string | null;
+  speech_profile_processed: unknown;
+}
+
+const toRecord = (r: Row): ConversationRecord => {
+  const extra = JSON.parse(r.structured_extra) as { action_items?: ActionItemView[]; events?: EventView[] };
+  return {
+    id: r.id,
+    userId: r.user_id,
+    status: r.status as ConversationStatus,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+    source: r.source,
+    language: r.language,
+    textSource: r.text_source as TextSource | null,
+    textSourceSpec: r.text_source_spec,
+    title: r.title,
+    overview: r.overview,
+    emoji: r.emoji,
+    category: r.category as ConversationCategory,
+    actionItems: extra.action_items ?? [],
+    events: extra.events ?? [],
+    producedBy: r.produced_by,
+    discarded: bool(r.discarded),
+    deleted: bool(r.deleted),
+    visibility: r.visibility,
+    folderId: r.folder_id,
+    folderName: r.folder_name ?? null,
+    geolocation: r.geolocation ? (JSON.parse(r.geolocation) as Geolocation) : null,
+  };
+};
+
+const toSegment = (r: SegmentRow): SegmentRecord => ({
+  id: r.id,
+  text: r.text,
+  speaker: r.speaker,
+  speakerId: r.speaker_id,
+  isUser: bool(r.is_user),
+  personId: r.person_id,
+  // PostgreSQL returns double precision as a number, but be safe with drivers that return text.
+  start: Number(r.start),
+  end: Number(r.end),
+  sttProvider: r.stt_provider,
+  speechProfileProcessed: bool(r.speech_profile_processed),
+});
+
+/** The label's number: SPEAKER_01 → 1. */
+export function speakerNumber(label: string | undefined): number | null {
+  const m = /(\d+)$/.exec(label ?? '');
+  return m ? Number(m[1]) : null;
+}
+
+function segmentRow(conversationId: string, position: number, s: SegmentInput): SegmentRow {
+  const speaker = s.speaker ?? 'SPEAKER_00';
+  return {
+    conversation_id: conversationId,
+    position,
+    id: s.id ?? randomUUID(),
+    text: s.text,
+    speaker,
+    speaker_id: s.speakerId ?? speakerNumber(speaker),
+    is_user: s.isUser ?? false,
+    person_id: s.personId ?? null,
+    start: s.start,
+    end: s.end,
+    stt_provider: s.sttProvider ?? null,
+    speech_profile_processed: s.speechProfileProcessed ?? false,
+  };
+}
+
+/** Columns a query selects: the conversation plus its folder's name. */
+const COLUMNS = ['c.*', 'f.name as folder_name'];
+
+export class ConversationsRepository {
+  constructor(private readonly knex: Knex) {}
+
+  #base(db: Knex | Knex.Transaction = this.knex): Knex.QueryBuilder {
+    return db('conversations as c').leftJoin('folders as f', 'f.id', 'c.folder_id').select(COLUMNS);
+  }
+
+  /** Inserts a conversation (a live stub with `in_progress`, or a developer upload with `processing`) with its first segments. */
+  async create(input: NewConversation): Promise<ConversationRecord> {
+    const now = isoNow(input.now);
+    const id = randomUUID();
+    await this.knex.transaction(async (trx) => {
+      await trx('conversations').insert({
+        id,
+        user_id: input.userId,
+        status: input.status,
+        created_at: now,
+        updated_at: now,
+        started_at: input.startedAt,
+        finished_at: input.finishedAt,
+        source: input.source,
+        language: input.language,
+        text_source: input.textSource ?? null,
+        text_source_spec: input.textSourceSpec ?? null,
+        geolocation: input.geolocation ? JSON.stringify(input.geolocation) : null,
+      });
+      const segments = input.segments ?? [];
+      if (segments.length > 0) await this.#insertSegments(trx, id, 0, segments);
+    });
+    return (await this.getById(id))!;
+  }
+
+  async #insertSegments(trx: Knex.Transaction, conversationId: string, from: number, segments: readonly SegmentInput[]): Promise<void> {
+    const rows = segments.map((s, i) => segmentRow(conversationId, from + i, s));
+    // Bounded batches: sqlite allows 999 bound variables per statement.
+    for (let i = 0; i < rows.length; i += 50) await trx('conversation_segments').insert(rows.slice(i, i + 50));
+  }
+
+  /** Appends segments after the last one; returns the position of the first appended. */
+  async appendSegments(conversationId: string, segments: readonly SegmentInput[], now: number): Promise<number> {
+    return this.knex.transaction(async (trx) => {
+      const row = (await trx('conversation_segments').where({ conversation_id: conversationId }).max({ p: 'position' }).first()) as { p: number | null } | undefined;
+      const from = row?.p === null || row?.p === undefined ? 0 : Number(row.p) + 1;
+      await this.#insertSegments(trx, conversationId, from, segments);
+      await trx('conversations').where({ id: conversationId }).update({ updated_at: isoNow(now) });
+      return from;
+    });
+  }
+
+  /** Replaces every segment from `position` on (the live engine rewrites the tail as the provider revises it). */
+  async replaceSegmentsFrom(conversationId: string, position: number, segments: readonly SegmentInput[], now: number): Promise<void> {
+    await this.knex.transaction(async (trx) => {
+      await trx('conversation_segments').where({ conversation_id: conversationId }).andWhere('position', '>=', position).delete();
+      await this.#insertSegments(trx, conversationId, position, segments);
+      await trx('conversations').where({ id: conversationId }).update({ updated_at: isoNow(now) });
+    });
+  }
+
+  async segments(conversationId: string): Promise<SegmentRecord[]> {
+    const rows = (await this.knex('conversation_segments').where({ conversation_id: conversationId }).orderBy('position')) as SegmentRow[];
+    return rows.map(toSegment);
+  }
+
+  async setStatus(id: string, status: ConversationStatus, now: number, extra: { finishedAt?: string } = {}): Promise<void> {
+    await this.knex('conversations')
+      .where({ id })
+      .update({ status, updated_at: isoNow(now), ...(extra.finishedAt ? { finished_at: extra.finishedAt } : {}) });
+  }
+
+  /** Stores a processor result and marks the conversation completed. */
+  async saveResult(id: string, result: ProcessResult, now: number): Promise<void> {
+    const at = isoNow(now);
+    const s = result.structured;
+    const extra = {
+      action_items: s.actionItems.map((a): ActionItemView => ({ description: a.description, completed: false, completed_at: null, conversation_id: id, created_at: at, due_at: a.dueAt, updated_at: at })),
+      events: s.events.map((e): EventView => ({ title: e.title, start: e.start, description: e.description, duration: e.duration, created: false })),
+    };
+    await this.knex('conversations').where({ id }).update({
+      status: ConversationStatus.COMPLETED,
+      title: s.title,
+      overview: s.overview,
+      emoji: s.emoji,
+      category: s.category,
+      structured_extra: JSON.stringify(extra),
+      produced_by: result.producedBy,
+      discarded: result.discarded,
+      updated_at: at,
+    });
+  }
+
+  /** Any conversation by id, whoever owns it (jobs); routes use `get`. */
+  async getById(id: string): Promise<ConversationRecord | undefined> {
+    const row = (await this.#base().where('c.id', id).first()) as Row | undefined;
+    return row ? toRecord(row) : undefined;
+  }
+
+  /** One of the user's conversations (not deleted), optionally with its segments. */
+  async get(userId: string, id: string, opts: { includeSegments?: boolean } = {}): Promise<ConversationRecord | undefined> {
+    const row = (await this.#base().where({ 'c.id': id, 'c.user_id': userId, 'c.deleted': false }).first()) as Row | undefined;
+    if (!row) return undefined;
+    const record = toRecord(row);
+    if (opts.includeSegments) record.segments = await this.segments(id);
+    return record;
+  }
+
+  /** Completed, kept, not deleted conversations; newest `started_at` first, then id, so pages are stable. */
+  async list(userId: string, f: ListFilter): Promise<ConversationRecord[]> {
+    const q = this.#base()
+      .where({ 'c.user_id': userId, 'c.status': ConversationStatus.COMPLETED, 'c.discarded': false, 'c.deleted': false })
+      .orderBy([{ column: 'c.started_at', order: 'desc' }, { column: 'c.id', order: 'desc' }])
+      .limit(f.limit)
+      .offset(f.offset);
+    if (f.startDate) q.andWhere('c.started_at', '>=', f.startDate);
+    if (f.endDate) q.andWhere('c.started_at', '<=', f.endDate);
+    if (f.categories && f.categories.length > 0) q.whereIn('c.category', [...f.categories]);
+    if (f.folderId) q.andWhere('c.folder_id', f.folderId);
+    const records = ((await q) as Row[]).map(toRecord);
+    if (f.includeSegments && records.length > 0) {
+      const rows = (await this.knex('conversation_segments')
+        .whereIn('conversation_id', records.map((r) => r.id))
+        .orderBy([{ column: 'conversation_id' }, { column: 'position' }])) as SegmentRow[];
+      const by = new Map<string, SegmentRecord[]>(records.map((r) => [r.id, []]));
+      for (const row of rows) by.get(row.conversation_id)!.push(toSegment(row));
+      for (const r of records) r.segments = by.get(r.id) ?? [];
+    }
+    return records;
+  }
+
+  /** Updates the title and/or discarded flag; false when the user has no such conversation. */
+  async update(userId: string, id: string, patch: { title?: string; discarded?: boolean }, now: number): Promise<boolean> {
+    const changes: Record<string, unknown> = { updated_at: isoNow(now) };
+    if (patch.title !== undefined) changes.title = patch.title;
+    if (patch.discarded !== undefined) changes.discarded = patch.discarded;
+    const n = await this.knex('conversations').where({ id, user_id: userId, deleted: false }).update(changes);
+    return n > 0;
+  }
+
+  /** Deletes the conversation and its transcript for good; false when the user has no such conversation. */
+  async delete(userId: string, id: string): Promise<boolean> {
+    const n = await this.knex('conversations').where({ id, user_id: userId }).delete();
+    return n > 0;
+  }
+
+  /** Puts the conversation into a folder (or none); false when the user has no such conversation. */
+  async setFolder(userId: string, id: string, folderId: string | null, now: number): Promise<boolean> {
+    const n = await this.knex('conversations').where({ id, user_id: userId, deleted: false }).update({ folder_id: folderId, updated_at: isoNow(now) });
+    return n > 0;
+  }
+}

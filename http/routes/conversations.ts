@@ -1,0 +1,408 @@
+// Developer conversations (SPEC, Conversations): read, list, create from text or segments (processed synchronously), update, delete.
+import { Type, type TSchema } from '@sinclair/typebox';
+import { EngineError, validationError, valueError } from '../../engine/errors.js';
+import { ConversationStatus } from '../../engine/protocol.js';
+import { CONVERSATION_CATEGORIES, type ProcessResult, type TextSource } from '../../engine/processing/types.js';
+import type { ConversationRecord, Geolocation, SegmentInput, SegmentRecord } from '../../engine/db/conversations.js';
+import type { AppRoute, Services } from './types.js';
+
+/** Largest page of the conversation list; a larger `limit` answers 422 (SPEC leaves the maximum open). */
+export const MAX_CONVERSATIONS_PAGE = 100;
+export const MAX_TEXT_CHARS = 100_000;
+export const MAX_SEGMENTS = 500;
+export const MAX_TITLE_CHARS = 500;
+/** Length of a text upload when finished_at is not given, in seconds (REFERENCE §4.2). */
+export const DEFAULT_TEXT_DURATION_S = 300;
+
+const nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
+const DateTime = Type.String({ format: 'date-time' });
+
+export const GeolocationSchema = Type.Object({
+  latitude: Type.Number({ minimum: -90, maximum: 90 }),
+  longitude: Type.Number({ minimum: -180, maximum: 180 }),
+  address: Type.Optional(nullable(Type.String({ maxLength: 1000 }))),
+  external_place_id: Type.Optional(nullable(Type.String({ maxLength: 500, description: 'identifier of a place in an external map service' }))),
+  location_type: Type.Optional(nullable(Type.String({ maxLength: 100 }))),
+});
+
+export const ConversationActionItemSchema = Type.Object({
+  description: Type.String(),
+  completed: Type.Boolean({ default: false }),
+  completed_at: nullable(DateTime),
+  conversation_id: nullable(Type.String()),
+  created_at: nullable(DateTime),
+  due_at: nullable(DateTime),
+  updated_at: nullable(DateTime),
+});
+
+export const ConversationEventSchema = Type.Object({
+  title: Type.String(),
+  start: DateTime,
+  description: Type.String({ default: '' }),
+  duration: Type.Integer({ default: 30, description: 'minutes' }),
+  created: Type.Boolean({ default: false }),
+});
+
+export const StructuredSchema = Type.Object({
+  title: Type.String(),
+  overview: Type.String(),
+  category: Type.Union(CONVERSATION_CATEGORIES.map((c) => Type.Literal(c))),
+  emoji: Type.String({ default: '🧠' }),
+  action_items: Type.Array(ConversationActionItemSchema),
+  events: Type.Array(ConversationEventSchema),
+});
+
+export const DevTranscriptSegmentSchema = Type.Object({
+  text: Type.String(),
+  start: Type.Number({ description: 'seconds from the conversation start' }),
+  end: Type.Number({ description: 'seconds from the conversation start' }),
+  id: nullable(Type.String()),
+  speaker_id: nullable(Type.Integer()),
+  speaker_name: nullable(Type.String({ description: '"User" for the device owner, else "Speaker N"' })),
+});
+
+export const ConversationSchema = Type.Object({
+  id: Type.String(),
+  created_at: DateTime,
+  started_at: nullable(DateTime),
+  finished_at: nullable(DateTime),
+  structured: StructuredSchema,
+  folder_id: nullable(Type.String()),
+  folder_name: nullable(Type.String()),
+  geolocation: nullable(GeolocationSchema),
+  language: nullable(Type.String()),
+  source: nullable(Type.String()),
+  transcript_segments: nullable(Type.Array(DevTranscriptSegmentSchema, { description: 'null unless include_transcript=true' })),
+});
+
+export const CreatedConversationSchema = Type.Object({
+  id: Type.String(),
+  status: Type.Union(Object.values(ConversationStatus).map((s) => Type.Literal(s))),
+  discarded: Type.Boolean(),
+});
+
+const SuccessSchema = Type.Object({ success: Type.Literal(true) });
+
+const IncludeTranscript = Type.Boolean({ default: false, description: 'fill transcript_segments' });
+
+const GetQuery = Type.Object({ include_transcript: Type.Optional(IncludeTranscript) });
+
+const ListQuery = Type.Object({
+  start_date: Type.Optional(Type.String({ description: 'ISO 8601 date or date-time; conversations started at or after it' })),
+  end_date: Type.Optional(Type.String({ description: 'ISO 8601 date or date-time; conversations started at or before it (a bare date includes the whole day)' })),
+  categories: Type.Optional(Type.String({ description: 'comma-separated categories; an unknown one answers 400' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONVERSATIONS_PAGE, default: 25 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  include_transcript: Type.Optional(IncludeTranscript),
+});
+
+const CreateFromTextBody = Type.Object({
+  text: Type.String({ minLength: 1, maxLength: MAX_TEXT_CHARS }),
+  text_source: Type.Optional(Type.Union([Type.Literal('audio_transcript'), Type.Literal('message'), Type.Literal('other_text')], { default: 'other_text' })),
+  text_source_spec: Type.Optional(nullable(Type.String({ maxLength: 200, description: 'free-form detail of the source, such as an app name' }))),
+  started_at: Type.Optional(nullable(DateTime)),
+  finished_at: Type.Optional(nullable(DateTime)),
+  language: Type.Optional(Type.String({ minLength: 1, maxLength: 16, default: 'en' })),
+  geolocation: Type.Optional(nullable(GeolocationSchema)),
+});
+
+const SegmentBody = Type.Object({
+  text: Type.String({ maxLength: MAX_TEXT_CHARS }),
+  speaker: Type.Optional(Type.String({ maxLength: 32, default: 'SPEAKER_00' })),
+  speaker_id: Type.Optional(nullable(Type.Integer({ minimum: 0 }))),
+  is_user: Type.Optional(Type.Boolean({ default: false })),
+  person_id: Type.Optional(nullable(Type.String({ maxLength: 64 }))),
+  start: Type.Number(),
+  end: Type.Number(),
+});
+
+const FromSegmentsBody = Type.Object({
+  transcript_segments: Type.Array(SegmentBody, { minItems: 1, maxItems: MAX_SEGMENTS }),
+  source: Type.Optional(Type.String({ minLength: 1, maxLength: 64, default: 'external_integration' })),
+  started_at: Type.Optional(nullable(DateTime)),
+  finished_at: Type.Optional(nullable(DateTime)),
+  language: Type.Optional(Type.String({ minLength: 1, maxLength: 16, default: 'en' })),
+  geolocation: Type.Optional(nullable(GeolocationSchema)),
+});
+
+const PatchBody = Type.Object({
+  title: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TITLE_CHARS })),
+  discarded: Type.Optional(Type.Boolean()),
+});
+
+function segmentView(s: SegmentRecord): Record<string, unknown> {
+  return { text: s.text, start: s.start, end: s.end, id: s.id, speaker_id: s.speakerId, speaker_name: s.isUser ? 'User' : `Speaker ${s.speakerId ?? 0}` };
+}
+
+/** SPEC's Conversation (developer view). */
+export function conversationView(c: ConversationRecord): Record<string, unknown> {
+  return {
+    id: c.id,
+    created_at: c.createdAt,
+    started_at: c.startedAt,
+    finished_at: c.finishedAt,
+    structured: { title: c.title, overview: c.overview, emoji: c.emoji, category: c.category, action_items: c.actionItems, events: c.events },
+    folder_id: c.folderId,
+    folder_name: c.folderName,
+    geolocation: c.geolocation,
+    language: c.language,
+    source: c.source,
+    transcript_segments: c.segments ? c.segments.map(segmentView) : null,
+  };
+}
+
+/** Parses an ISO 8601 date or date-time query value; a bare date's end of day when `endOfDay`. */
+function queryDate(name: string, value: string | undefined, endOfDay: boolean): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(value);
+  const ok = dateOnly || /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/i.test(value);
+  const ms = ok ? Date.parse(dateOnly ? `${value}T00:00:00Z` : /(Z|[+-]\d{2}:?\d{2})$/i.test(value) ? value.replace(' ', 'T') : `${value.replace(' ', 'T')}Z`) : NaN;
+  if (Number.isNaN(ms)) throw validationError([{ loc: ['query', name], msg: 'Input should be a valid datetime', type: 'datetime_parsing' }]);
+  return new Date(dateOnly && endOfDay ? ms + 86_400_000 - 1 : ms).toISOString();
+}
+
+function parseCategories(raw: string | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const list = raw.split(',').map((x) => x.trim()).filter(Boolean);
+  for (const c of list) {
+    if (!(CONVERSATION_CATEGORIES as readonly string[]).includes(c)) {
+      throw new EngineError('ENG_ERR_CATEGORY_INVALID', { category: c, valid: CONVERSATION_CATEGORIES.join(', ') });
+    }
+  }
+  return list.length > 0 ? list : undefined;
+}
+
+const iso = (s: string): string => new Date(s).toISOString();
+
+/**
+ * What happens once a conversation is processed and stored: its memories and its action items become standalone
+ * records linked by conversation_id (the structure itself is already on the conversation). Idempotent: a second run
+ * replaces what the first derived. The live engine's processing job calls this too.
+ */
+export async function afterProcessed(s: Services, uid: string, conversationId: string, result: ProcessResult): Promise<void> {
+  const now = s.clock.now();
+  // A discarded conversation derives nothing; writing empty lists also clears what an earlier run derived.
+  const memories = result.discarded ? [] : result.memories;
+  const items = result.discarded ? [] : result.structured.actionItems.map((a) => ({ description: a.description, dueAt: a.dueAt }));
+  await s.memories.createFromConversation(uid, conversationId, memories, now);
+  await s.actionItems.createFromConversation(uid, conversationId, items, now);
+  s.logger.debug(
+    { conversationId, memories: result.memories.length, actionItems: result.structured.actionItems.length, producedBy: result.producedBy, uid },
+    'conversation processed',
+  );
+}
+
+interface CreateInput {
+  uid: string;
+  segments: SegmentInput[];
+  textSource: TextSource;
+  textSourceSpec: string | null;
+  source: string;
+  language: string;
+  startedAt: string;
+  finishedAt: string;
+  geolocation: Geolocation | null;
+  allowDiscard: boolean;
+}
+
+/** Stores the upload as `processing`, runs the processor in the request, stores the result as `completed` (or `failed`). */
+async function createAndProcess(s: Services, c: CreateInput): Promise<{ id: string; status: string; discarded: boolean }> {
+  const now = s.clock.now();
+  await s.users.ensure(c.uid, now, s.config.memoryAccessDefault === 'enabled');
+  const record = await s.conversations.create({
+    userId: c.uid,
+    status: ConversationStatus.PROCESSING,
+    startedAt: c.startedAt,
+    finishedAt: c.finishedAt,
+    source: c.source,
+    language: c.language,
+    textSource: c.textSource,
+    textSourceSpec: c.textSourceSpec,
+    geolocation: c.geolocation,
+    segments: c.segments,
+    now,
+  });
+  let result: ProcessResult;
+  try {
+    result = await s.processor.process({
+      segments: c.segments.map((x) => ({ text: x.text, start: x.start, end: x.end, ...(x.speaker ? { speaker: x.speaker } : {}), speakerId: x.speakerId ?? null, isUser: x.isUser ?? false })),
+      textSource: c.textSource,
+      language: c.language,
+      startedAt: c.startedAt,
+      finishedAt: c.finishedAt,
+      allowDiscard: c.allowDiscard,
+    });
+  } catch (err) {
+    await s.conversations.setStatus(record.id, ConversationStatus.FAILED, s.clock.now());
+    s.logger.error({ conversationId: record.id, err: { name: (err as Error)?.name } }, 'conversation processing failed');
+    throw err;
+  }
+  await s.conversations.saveResult(record.id, result, s.clock.now());
+  await afterProcessed(s, c.uid, record.id, result);
+  return { id: record.id, status: ConversationStatus.COMPLETED, discarded: result.discarded };
+}
+
+const notFound = (): EngineError => new EngineError('ENG_ERR_RESOURCE_NOT_FOUND', { resource: 'Conversation' });
+
+const TAGS = ['Conversations'];
+const NOT_FOUND_DOC = { description: 'no such conversation of yours (also for another user\'s id)' };
+
+export function conversationRoutes(s: Services): AppRoute[] {
+  return [
+    {
+      method: 'get',
+      path: '/v1/dev/user/conversations/{conversation_id}',
+      operationId: 'getConversation',
+      summary: 'Get one conversation',
+      description: 'Returns discarded conversations too; deleted or other users\' conversations answer 404. Also accepts the signed-in ID token.',
+      tags: TAGS,
+      auth: { kind: 'api_key', scope: 'conversations:read', alsoIdToken: true },
+      query: GetQuery,
+      responses: { 200: { description: 'the conversation', schema: ConversationSchema }, 404: NOT_FOUND_DOC },
+      async handler({ auth, params, query }) {
+        const c = await s.conversations.get(auth.uid, params.conversation_id!, { includeSegments: query.include_transcript === true });
+        if (!c) throw notFound();
+        return { body: conversationView(c) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/dev/user/conversations',
+      operationId: 'listConversations',
+      summary: 'List conversations, newest first',
+      description:
+        `Completed, kept (not discarded) conversations, ordered by started_at descending then id. Date filters apply to started_at. ` +
+        `limit defaults to 25, at most ${MAX_CONVERSATIONS_PAGE}. A bare JSON array.`,
+      tags: TAGS,
+      auth: { kind: 'api_key', scope: 'conversations:read' },
+      query: ListQuery,
+      responses: { 200: { description: 'a page of conversations', schema: Type.Array(ConversationSchema) }, 400: { description: 'unknown category' } },
+      async handler({ auth, query }) {
+        const startDate = queryDate('start_date', query.start_date, false);
+        const endDate = queryDate('end_date', query.end_date, true);
+        const categories = parseCategories(query.categories);
+        const list = await s.conversations.list(auth.uid, {
+          ...(startDate ? { startDate } : {}),
+          ...(endDate ? { endDate } : {}),
+          ...(categories ? { categories } : {}),
+          limit: query.limit ?? 25,
+          offset: query.offset ?? 0,
+          includeSegments: query.include_transcript === true,
+        });
+        return { body: list.map(conversationView) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/v1/dev/user/conversations',
+      operationId: 'createConversationFromText',
+      summary: 'Create a conversation from a text; it is processed before the answer',
+      description: `started_at defaults to now, finished_at to started_at + ${DEFAULT_TEXT_DURATION_S} s. External texts are never discarded.`,
+      tags: TAGS,
+      auth: { kind: 'api_key', scope: 'conversations:write' },
+      body: CreateFromTextBody,
+      responses: { 200: { description: 'the stored conversation', schema: CreatedConversationSchema } },
+      async handler({ auth, body }) {
+        const startedAt = body.started_at ? iso(body.started_at) : new Date(s.clock.now()).toISOString();
+        const finishedAt = body.finished_at ? iso(body.finished_at) : new Date(Date.parse(startedAt) + DEFAULT_TEXT_DURATION_S * 1000).toISOString();
+        if (finishedAt < startedAt) throw valueError(['body', 'finished_at'], 'finished_at must be after started_at');
+        const duration = (Date.parse(finishedAt) - Date.parse(startedAt)) / 1000;
+        const text = body.text as string;
+        return {
+          body: await createAndProcess(s, {
+            uid: auth.uid,
+            segments: [{ text, start: 0, end: Math.max(duration, 0.001), speaker: 'SPEAKER_00', isUser: false }],
+            textSource: (body.text_source ?? 'other_text') as TextSource,
+            textSourceSpec: body.text_source_spec ?? null,
+            source: 'external_integration',
+            language: body.language ?? 'en',
+            startedAt,
+            finishedAt,
+            geolocation: body.geolocation ?? null,
+            allowDiscard: false,
+          }),
+        };
+      },
+    },
+    {
+      method: 'post',
+      path: '/v1/dev/user/conversations/from-segments',
+      operationId: 'createConversationFromSegments',
+      summary: 'Create a conversation from transcript segments; it is processed before the answer',
+      description: 'started_at defaults to now, finished_at to started_at + the last segment\'s end. May be discarded when nothing worth keeping was said.',
+      tags: TAGS,
+      auth: { kind: 'api_key', scope: 'conversations:write' },
+      body: FromSegmentsBody,
+      responses: { 200: { description: 'the stored conversation', schema: CreatedConversationSchema } },
+      async handler({ auth, body }) {
+        const segs = body.transcript_segments as Array<{ text: string; speaker?: string; speaker_id?: number | null; is_user?: boolean; person_id?: string | null; start: number; end: number }>;
+        const issues = [];
+        for (const [i, seg] of segs.entries()) {
+          const loc = ['body', 'transcript_segments', i];
+          if (seg.start < 0) issues.push({ loc, msg: `Value error, Segment ${i}: start time cannot be negative`, type: 'value_error' });
+          else if (seg.end <= seg.start) issues.push({ loc, msg: `Value error, Segment ${i}: end time must be after start time`, type: 'value_error' });
+          if (seg.text.trim() === '') issues.push({ loc, msg: `Value error, Segment ${i}: text cannot be empty`, type: 'value_error' });
+        }
+        if (issues.length > 0) throw validationError(issues);
+        const startedAt = body.started_at ? iso(body.started_at) : new Date(s.clock.now()).toISOString();
+        const lastEnd = segs[segs.length - 1]!.end;
+        const finishedAt = body.finished_at ? iso(body.finished_at) : new Date(Date.parse(startedAt) + lastEnd * 1000).toISOString();
+        if (finishedAt <= startedAt) throw valueError(['body', 'finished_at'], 'finished_at must be after started_at');
+        return {
+          body: await createAndProcess(s, {
+            uid: auth.uid,
+            segments: segs.map((x) => ({
+              text: x.text,
+              start: x.start,
+              end: x.end,
+              speaker: x.speaker ?? 'SPEAKER_00',
+              ...(x.speaker_id !== undefined && x.speaker_id !== null ? { speakerId: x.speaker_id } : {}),
+              isUser: x.is_user ?? false,
+              personId: x.person_id ?? null,
+            })),
+            textSource: 'audio_transcript',
+            textSourceSpec: null,
+            source: body.source ?? 'external_integration',
+            language: body.language ?? 'en',
+            startedAt,
+            finishedAt,
+            geolocation: body.geolocation ?? null,
+            allowDiscard: true,
+          }),
+        };
+      },
+    },
+    {
+      method: 'patch',
+      path: '/v1/dev/user/conversations/{conversation_id}',
+      operationId: 'updateConversation',
+      summary: 'Update the title and/or the discarded flag',
+      description: 'At least one of title and discarded is required (422 otherwise).',
+      tags: TAGS,
+      auth: { kind: 'api_key', scope: 'conversations:write' },
+      body: PatchBody,
+      responses: { 200: { description: 'the updated conversation', schema: ConversationSchema }, 404: NOT_FOUND_DOC },
+      async handler({ auth, params, body }) {
+        if (body.title === undefined && body.discarded === undefined) throw valueError(['body'], 'At least one field (title or discarded) must be provided');
+        const id = params.conversation_id!;
+        const ok = await s.conversations.update(auth.uid, id, { ...(body.title !== undefined ? { title: body.title } : {}), ...(body.discarded !== undefined ? { discarded: body.discarded } : {}) }, s.clock.now());
+        if (!ok) throw notFound();
+        return { body: conversationView((await s.conversations.get(auth.uid, id))!) };
+      },
+    },
+    {
+      method: 'delete',
+      path: '/v1/dev/user/conversations/{conversation_id}',
+      operationId: 'deleteConversation',
+      summary: 'Delete a conversation and its transcript for good',
+      tags: TAGS,
+      auth: { kind: 'api_key', scope: 'conversations:write' },
+      responses: { 200: { description: 'deleted', schema: SuccessSchema }, 404: NOT_FOUND_DOC },
+      async handler({ auth, params }) {
+        if (!(await s.conversations.delete(auth.uid, params.conversation_id!))) throw notFound();
+        s.logger.info({ conversationId: params.conversation_id }, 'conversation deleted');
+        return { body: { success: true } };
+      },
+    },
+  ];
+}
