@@ -145,7 +145,7 @@ export class Resampler {
     const { up, down, taps, half, coeffs } = this.#bank!;
     const h = this.#hist;
     const avail = this.#histLen;
-    // Output n needs input pos-half+1 … pos+half.
+    // Output n reads input pos-half+1 … pos+half, so pos+half must be < avail.
     const stepInt = Math.floor(down / up);
     const stepFrac = down % up;
     let pos = this.#pos;
@@ -153,7 +153,7 @@ export class Resampler {
     const maxOut = Math.max(0, Math.ceil(((avail - pos - half + 1) * up) / down) + 1);
     const out = new Int16Array(maxOut);
     let n = 0;
-    while (pos + half <= avail && n < maxOut) {
+    while (pos + half < avail && n < maxOut) {
       const c0 = phase * taps;
       const x0 = pos - half + 1;
       let acc = 0;
