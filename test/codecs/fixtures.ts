@@ -117,3 +117,28 @@ export function sine(hz: number, rate: number, seconds: number, amplitude: numbe
   for (let i = 0; i < n; i++) out[i] = Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / rate));
   return out;
 }
+
+/** Minimal shape of engine/pool.ts's CodecStream the helpers need (kept structural to avoid a cycle). */
+interface StreamLike {
+  push(m: Uint8Array): void;
+  close(): Promise<void>;
+  on(event: 'pcm', fn: (pcm: Int16Array[], info: { corruptFrames: number }) => void): unknown;
+  once(event: 'pcm', fn: () => void): unknown;
+}
+
+/**
+ * Streams `messages` and collects the PCM per channel. `batch` = how many messages to push before waiting for the
+ * next answer (Infinity: push everything at once, so they coalesce; 1: one message per task).
+ */
+export async function drive(stream: StreamLike, messages: readonly Uint8Array[], batch = Infinity): Promise<Int16Array[]> {
+  const out: Int16Array[][] = [];
+  stream.on('pcm', (pcm) => pcm.forEach((p, i) => (out[i] ??= []).push(p)));
+  for (let i = 0; i < messages.length; ) {
+    const end = Math.min(messages.length, i + batch);
+    const answered = new Promise<void>((resolve) => stream.once('pcm', resolve));
+    for (; i < end; i++) stream.push(messages[i]!.slice());
+    if (i < messages.length) await answered;
+  }
+  await stream.close();
+  return out.map(concat);
+}
