@@ -51,6 +51,8 @@ export class AacFfmpegDecoder {
   /** Samples written by ffmpeg so far, and samples expected from the frames fed so far (both at 16 kHz). */
   #producedSamples = 0;
   #expectedSamples = 0;
+  /** 16 kHz samples of the last frame fed: ffmpeg's ADTS parser holds one frame until the next one's header arrives. */
+  #lastFrameSamples = 0;
   #waiter: Waiter | null = null;
   #exited: Promise<void>;
   #failed: Error | null = null;
@@ -100,16 +102,20 @@ export class AacFfmpegDecoder {
 
   /** Feeds whole ADTS frames (already checked by `splitAdts`). */
   write(bytes: Uint8Array, frames: readonly AdtsFrame[]): void {
-    for (const f of frames) this.#expectedSamples += (f.samples * 16000) / f.sampleRate;
+    for (const f of frames) {
+      this.#lastFrameSamples = (f.samples * 16000) / f.sampleRate;
+      this.#expectedSamples += this.#lastFrameSamples;
+    }
     this.#proc.stdin.write(bytes);
   }
 
   /**
-   * Takes the PCM written so far, after waiting (at most `maxWaitMs`) for ffmpeg to catch up with the input
-   * minus `slackSamples` (its resampler holds a few samples back until the next frame or the end).
+   * Takes the PCM written so far, after waiting (at most `maxWaitMs`) for ffmpeg to catch up with every frame fed
+   * but the last (its parser holds that one until the next header or the end), minus `slackSamples` (its
+   * resampler also holds a few samples back). Latency is thus one AAC frame (21 ms at 48 kHz, 64 ms at 16 kHz).
    */
   async take(maxWaitMs = 200, slackSamples = 64): Promise<Int16Array> {
-    const mark = Math.floor(this.#expectedSamples) - slackSamples;
+    const mark = Math.floor(this.#expectedSamples - this.#lastFrameSamples) - slackSamples;
     if (this.#producedSamples < mark && this.#failed === null) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, maxWaitMs);

@@ -1,7 +1,7 @@
 // The LC3 addon is bit-exact with dlc3, conceals lost frames and takes the frame size from each call.
 import t from 'tap';
 import { Lc3Decoder, Lc3Encoder } from '../../native/index.js';
-import { concat, dlc3, elc3, frames, speech } from './fixtures.js';
+import { concat, dlc3, elc3, frames, speech } from '../helpers/codec-fixtures.js';
 
 t.test('decoding elc3 output is bit-exact with dlc3', async (t) => {
   const dir = t.testdir();

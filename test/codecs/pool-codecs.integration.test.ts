@@ -3,7 +3,7 @@ import t from 'tap';
 import { CodecPool, type Codec } from '../../engine/pool.js';
 import { Lc3Encoder } from '../../native/index.js';
 import { OpusEncoderStream } from '../../native/opus.js';
-import { aacAdts, drive, elc3, frames, pcmMessages, speech } from './fixtures.js';
+import { aacAdts, drive, elc3, frames, pcmMessages, speech } from '../helpers/codec-fixtures.js';
 
 const pool = new CodecPool({ threads: 2 });
 t.teardown(() => pool.close());

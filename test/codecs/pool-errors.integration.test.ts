@@ -4,7 +4,7 @@ import { CodecPool } from '../../engine/pool.js';
 import { isEngineError } from '../../engine/errors.js';
 import { Lc3Encoder } from '../../native/index.js';
 import { OpusEncoderStream } from '../../native/opus.js';
-import { aacAdts, drive, frames, onChannel, sine, speech, tone } from './fixtures.js';
+import { aacAdts, drive, frames, onChannel, sine, speech, tone } from '../helpers/codec-fixtures.js';
 
 const pool = new CodecPool({ threads: 2 });
 t.teardown(() => pool.close());

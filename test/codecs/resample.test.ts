@@ -1,7 +1,7 @@
 // The resampler keeps tones, attenuates what would alias, and is the same chunked or in one pass.
 import t from 'tap';
 import { Resampler } from '../../workers/resample.js';
-import { concat, sine, tone } from './fixtures.js';
+import { concat, sine, tone } from '../helpers/codec-fixtures.js';
 
 const RATES = [8000, 12000, 24000, 44100, 48000];
 
