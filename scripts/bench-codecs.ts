@@ -1,0 +1,127 @@
+// Bench: CPU per second of audio for each codec, through the codec shards vs the decoder called in-process.
+// Run: node dist/scripts/bench-codecs.js [sessions=4]. CPU counts every thread of this process plus reaped children (ffmpeg).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import path from 'node:path';
+import { CodecPool, type Codec } from '../engine/pool.js';
+import { Lc3Decoder, Lc3Encoder } from '../native/index.js';
+import { OpusDecoder, OpusEncoderStream } from '../native/opus.js';
+import { Resampler } from '../workers/resample.js';
+import { aacAdts, drive, frames, pcmMessages, speech } from '../test/helpers/codec-fixtures.js';
+
+const sessions = Number(process.argv[2] ?? 4);
+const dir = mkdtempSync(path.join(tmpdir(), 'bench-codecs-'));
+
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
+/** CPU µs of reaped children (ffmpeg), from /proc/self/stat fields cutime and cstime (clock ticks: coarse). */
+function childMicros(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[13]) + Number(fields[14])) * 1e6) / CLK_TCK;
+}
+/** CPU µs of every thread of this process (getrusage RUSAGE_SELF). */
+function selfMicros(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
+/** This process's threads plus reaped children. */
+function cpuMicros(): number {
+  return selfMicros() + childMicros();
+}
+
+interface Case {
+  codec: Codec;
+  rate: number;
+  seconds: number;
+  messages: Uint8Array[];
+  /** Decodes every message in-process the cheapest direct way. */
+  direct: () => void;
+}
+
+function buildCases(): Case[] {
+  const s16 = speech(dir, 16000);
+  const s8 = speech(dir, 8000);
+  const s48 = speech(dir, 48000);
+  const opus16 = new OpusEncoderStream(16000);
+  const opusPackets = frames(s16, 160).map((f) => opus16.encode(f));
+  const opus320 = new OpusEncoderStream(16000);
+  const opusFs320 = frames(s16, 320).map((f) => opus320.encode(f));
+  const lc3enc = new Lc3Encoder(10000, 16000);
+  const lc3Frames = frames(s16, 160).map((f) => lc3enc.encode(f, 30));
+  const lc3enc48 = new Lc3Encoder(10000, 48000);
+  const lc3Frames48 = frames(s48, 480).map((f) => lc3enc48.encode(f, 100));
+  const adts = aacAdts(dir, s48, 48000);
+  const aacFile = path.join(dir, 'out-48000.aac');
+  return [
+    { codec: 'pcm16', rate: 16000, seconds: s16.length / 16000, messages: pcmMessages(s16, 160), direct: () => {} },
+    {
+      codec: 'pcm8', rate: 8000, seconds: s8.length / 8000, messages: pcmMessages(s8, 80),
+      direct: () => { const r = new Resampler(8000); for (const m of pcmMessages(s8, 80)) r.push(new Int16Array(m.buffer)); },
+    },
+    {
+      codec: 'opus', rate: 16000, seconds: s16.length / 16000, messages: opusPackets,
+      direct: () => { const d = new OpusDecoder(16000); for (const p of opusPackets) d.decode(p); },
+    },
+    {
+      codec: 'opus_fs320', rate: 16000, seconds: s16.length / 16000, messages: opusFs320,
+      direct: () => { const d = new OpusDecoder(16000); for (const p of opusFs320) d.decode(p); },
+    },
+    {
+      codec: 'lc3_fs1030', rate: 16000, seconds: s16.length / 16000, messages: lc3Frames,
+      direct: () => { const d = new Lc3Decoder(10000, 16000); for (const f of lc3Frames) d.decode(f); },
+    },
+    {
+      codec: 'lc3', rate: 48000, seconds: s48.length / 48000, messages: lc3Frames48,
+      direct: () => { const d = new Lc3Decoder(10000, 48000); const r = new Resampler(48000); for (const f of lc3Frames48) r.push(d.decode(f)); },
+    },
+    {
+      codec: 'aac', rate: 48000, seconds: s48.length / 48000, messages: adts,
+      direct: () => { execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'aac', '-i', aacFile, '-f', 's16le', '-ac', '1', '-ar', '16000', '-y', path.join(dir, 'aac-direct.raw')]); },
+    },
+  ];
+}
+
+async function main(): Promise<void> {
+  const cases = buildCases();
+  const pool = new CodecPool({ threads: 1 });
+  const rows: string[][] = [];
+  for (const c of cases) {
+    // In-process: best of 3.
+    let direct = Infinity;
+    for (let i = 0; i < 3; i++) {
+      const t0 = cpuMicros();
+      c.direct();
+      direct = Math.min(direct, cpuMicros() - t0);
+    }
+    const directPerSec = direct / c.seconds;
+    // Engine path: `sessions` concurrent sessions, pushed 5 messages at a time (a loaded listener coalesces more).
+    const t0 = cpuMicros();
+    const w0 = performance.now();
+    await Promise.all(
+      Array.from({ length: sessions }, (_, i) => {
+        const stream = pool.open({ sessionId: `${c.codec}-${i}`, codec: c.codec, sampleRate: c.rate, channels: 1 });
+        return drive(stream, c.messages, 5);
+      }),
+    );
+    const engine = cpuMicros() - t0;
+    const wallMs = performance.now() - w0;
+    const enginePerSec = engine / (c.seconds * sessions);
+    rows.push([
+      c.codec,
+      String(c.rate),
+      directPerSec.toFixed(0),
+      enginePerSec.toFixed(0),
+      directPerSec >= 1 ? (enginePerSec / directPerSec).toFixed(1) : 'n/a',
+      ((c.seconds * sessions * 1000) / wallMs).toFixed(0),
+    ]);
+  }
+  await pool.close();
+  rmSync(dir, { recursive: true, force: true });
+  console.log(`machine: ${cpus().length}× ${cpus()[0]?.model ?? '?'}, node ${process.version}, ${sessions} sessions/codec, 1 shard`);
+  console.log('baseline: the decoder called in-process (aac: one ffmpeg run over the whole file)');
+  const head = ['codec', 'in Hz', 'direct µs/s', 'engine µs/s', 'ratio', 'x realtime (wall)'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  for (const r of [head, ...rows]) console.log(r.map((v, i) => v.padStart(widths[i]!)).join('  '));
+}
+
+await main();

@@ -1,0 +1,118 @@
+// Every codec through the shards: 16 kHz mono out, duration kept, and batching never changes the samples.
+import t from 'tap';
+import { CodecPool, type Codec } from '../../engine/pool.js';
+import { Lc3Encoder } from '../../native/index.js';
+import { OpusEncoderStream } from '../../native/opus.js';
+import { aacAdts, drive, elc3, frames, pcmMessages, speech } from '../helpers/codec-fixtures.js';
+
+const pool = new CodecPool({ threads: 2 });
+t.teardown(() => pool.close());
+const dir = t.testdir();
+
+interface Case {
+  codec: Codec;
+  rate: number;
+  /** Input samples (at `rate`) and the messages a device would send for them. */
+  make: () => { samples: number; messages: Uint8Array[] };
+}
+
+function opusCase(codec: 'opus' | 'opus_fs320', rate: number): Case {
+  return {
+    codec,
+    rate,
+    make: () => {
+      const pcm = speech(dir, rate);
+      const enc = new OpusEncoderStream(rate);
+      const n = codec === 'opus' ? rate / 100 : rate / 50;
+      return { samples: pcm.length, messages: frames(pcm, n).map((f) => enc.encode(f)) };
+    },
+  };
+}
+
+const cases: Case[] = [
+  { codec: 'pcm16', rate: 16000, make: () => { const p = speech(dir, 16000); return { samples: p.length, messages: pcmMessages(p, 160) }; } },
+  { codec: 'pcm8', rate: 8000, make: () => { const p = speech(dir, 8000); return { samples: p.length, messages: pcmMessages(p, 80) }; } },
+  opusCase('opus', 16000),
+  opusCase('opus_fs320', 16000),
+  opusCase('opus', 48000),
+  opusCase('opus_fs320', 24000),
+  {
+    // Three 30-byte frames per message, as pendants pack them into one BLE notification.
+    codec: 'lc3_fs1030',
+    rate: 16000,
+    make: () => {
+      const p = speech(dir, 16000);
+      const { frames: f } = elc3(dir, p, 16000, 24000);
+      const messages: Uint8Array[] = [];
+      for (let i = 0; i < f.length; i += 3) {
+        const group = f.slice(i, i + 3);
+        const m = new Uint8Array(group.length * 30);
+        group.forEach((g, k) => m.set(g, k * 30));
+        messages.push(m);
+      }
+      return { samples: p.length, messages };
+    },
+  },
+  {
+    // Bare lc3: one frame per message, its size free (here it changes from frame to frame).
+    codec: 'lc3',
+    rate: 48000,
+    make: () => {
+      const p = speech(dir, 48000);
+      const enc = new Lc3Encoder(10000, 48000);
+      const sizes = [60, 80, 100, 120];
+      return { samples: p.length, messages: frames(p, 480).map((f, i) => enc.encode(f, sizes[i % 4]!)) };
+    },
+  },
+  { codec: 'aac', rate: 48000, make: () => { const p = speech(dir, 48000); return { samples: p.length, messages: aacAdts(dir, p, 48000) }; } },
+  {
+    // Two ADTS frames per message.
+    codec: 'aac',
+    rate: 44100,
+    make: () => {
+      const p = speech(dir, 44100);
+      const f = aacAdts(dir, p, 44100);
+      const messages: Uint8Array[] = [];
+      for (let i = 0; i < f.length; i += 2) {
+        const pair = f.slice(i, i + 2);
+        const m = new Uint8Array(pair.reduce((n, x) => n + x.length, 0));
+        let at = 0;
+        for (const x of pair) {
+          m.set(x, at);
+          at += x.length;
+        }
+        messages.push(m);
+      }
+      return { samples: p.length, messages };
+    },
+  },
+];
+
+for (const c of cases) {
+  t.test(`${c.codec} at ${c.rate} Hz: 16 kHz mono out, duration within 2%`, async (t) => {
+    const { samples, messages } = c.make();
+    const stream = pool.open({ sessionId: `${c.codec}-${c.rate}`, codec: c.codec, sampleRate: c.rate, channels: 1 });
+    await stream.ready;
+    const pcm = await drive(stream, messages, 7);
+    t.equal(pcm.length, 1, 'one channel');
+    const inSeconds = samples / c.rate;
+    const outSeconds = pcm[0]!.length / 16000;
+    t.ok(Math.abs(outSeconds - inSeconds) / inSeconds < 0.02, `in ${inSeconds.toFixed(3)} s, out ${outSeconds.toFixed(3)} s`);
+    t.equal(stream.stats.corruptFrames, 0);
+    // Speech, not silence.
+    t.ok(pcm[0]!.some((v) => Math.abs(v) > 1000));
+  });
+}
+
+for (const c of cases.filter((c) => c.codec.startsWith('opus') || c.codec.startsWith('lc3') || c.codec.startsWith('pcm'))) {
+  t.test(`${c.codec} at ${c.rate} Hz: small coalesced batches give the same samples as one pass`, async (t) => {
+    const { messages } = c.make();
+    const once = pool.open({ sessionId: `once-${c.codec}-${c.rate}`, codec: c.codec, sampleRate: c.rate, channels: 1 });
+    const whole = await drive(once, messages);
+    t.ok(once.stats.tasks <= 2, `one pass took ${once.stats.tasks} task(s)`);
+    const small = pool.open({ sessionId: `small-${c.codec}-${c.rate}`, codec: c.codec, sampleRate: c.rate, channels: 1 });
+    const pieces = await drive(small, messages, 3);
+    t.ok(small.stats.tasks > messages.length / 6, `small batches took ${small.stats.tasks} tasks`);
+    t.same(pieces, whole);
+  });
+}

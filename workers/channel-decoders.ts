@@ -1,0 +1,190 @@
+// One decoder per channel of a session, for each codec: bytes in, 16 kHz mono Int16 PCM out (runs in a codec shard).
+import { Lc3Decoder, LC3_MAX_FRAME_BYTES, LC3_MIN_FRAME_BYTES } from '../native/index.js';
+import { OpusDecoder } from '../native/opus.js';
+import { AacFfmpegDecoder, splitAdts } from '../native/aac-ffmpeg.js';
+import { OUTPUT_SAMPLE_RATE_HZ, type CodecParams } from './messages.js';
+import { Resampler } from './resample.js';
+
+export interface ChannelResult {
+  /** 16 kHz PCM chunks in order. */
+  pcm: Int16Array[];
+  frames: number;
+  corruptFrames: number;
+}
+
+export interface ChannelDecoder {
+  /** Decodes this channel's messages (channel-id byte already removed). */
+  decode(messages: readonly Uint8Array[]): ChannelResult | Promise<ChannelResult>;
+  /** Ends the stream and returns the PCM the decoder still holds. */
+  end(): Int16Array | Promise<Int16Array>;
+  /** Frees what the decoder holds without waiting (a thread or session going away). */
+  dispose(): void;
+}
+
+/** LC3 frame duration every device uses, in microseconds. */
+const LC3_FRAME_US = 10000;
+/** `lc3_fs1030`: 30-byte frames, possibly several back to back in one message. */
+const LC3_FS1030_FRAME_BYTES = 30;
+
+/** Samples of `bytes` read as s16le; a view when aligned, else a copy. */
+function s16le(bytes: Uint8Array): Int16Array {
+  if ((bytes.byteOffset & 1) === 0) return new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
+  const copy = new Int16Array(bytes.byteLength >> 1);
+  new Uint8Array(copy.buffer).set(bytes.subarray(0, copy.byteLength));
+  return copy;
+}
+
+/** pcm8 / pcm16: s16le at the session's sample rate, resampled to 16 kHz. An odd byte waits for the next message. */
+class PcmDecoder implements ChannelDecoder {
+  readonly #resampler: Resampler;
+  #carry: number | null = null;
+  constructor(sampleRate: number) {
+    this.#resampler = new Resampler(sampleRate, OUTPUT_SAMPLE_RATE_HZ);
+  }
+  decode(messages: readonly Uint8Array[]): ChannelResult {
+    const pcm: Int16Array[] = [];
+    for (let m of messages) {
+      if (this.#carry !== null && m.length > 0) {
+        const joined = new Uint8Array(m.length + 1);
+        joined[0] = this.#carry;
+        joined.set(m, 1);
+        m = joined;
+        this.#carry = null;
+      }
+      if ((m.length & 1) === 1) {
+        this.#carry = m[m.length - 1]!;
+        m = m.subarray(0, m.length - 1);
+      }
+      if (m.length > 0) pcm.push(this.#resampler.push(s16le(m)));
+    }
+    return { pcm, frames: messages.length, corruptFrames: 0 };
+  }
+  end(): Int16Array {
+    return this.#resampler.flush();
+  }
+  dispose(): void {}
+}
+
+/** opus / opus_fs320: one packet per message, decoded straight at 16 kHz (libopus decodes any stream at any rate). */
+class OpusChannelDecoder implements ChannelDecoder {
+  readonly #decoder = new OpusDecoder(OUTPUT_SAMPLE_RATE_HZ);
+  /** Samples concealed for a lost or corrupt packet: the codec's nominal frame. */
+  readonly #frameSamples: number;
+  constructor(frameSamples: number) {
+    this.#frameSamples = frameSamples;
+  }
+  decode(messages: readonly Uint8Array[]): ChannelResult {
+    const pcm: Int16Array[] = [];
+    let corruptFrames = 0;
+    for (const m of messages) {
+      if (m.length === 0) {
+        pcm.push(this.#decoder.conceal(this.#frameSamples));
+        continue;
+      }
+      try {
+        pcm.push(this.#decoder.decode(m));
+      } catch {
+        corruptFrames++;
+        pcm.push(this.#decoder.conceal(this.#frameSamples));
+      }
+    }
+    return { pcm, frames: messages.length, corruptFrames };
+  }
+  end(): Int16Array {
+    return new Int16Array(0);
+  }
+  dispose(): void {}
+}
+
+/**
+ * lc3 / lc3_fs1030: 10 ms frames. `lc3_fs1030` splits each message into 30-byte frames; bare `lc3` takes the whole
+ * message as one frame (its size sets the bitrate). Undecodable frames are concealed (liblc3 PLC) and counted.
+ */
+class Lc3ChannelDecoder implements ChannelDecoder {
+  readonly #decoder: Lc3Decoder;
+  readonly #resampler: Resampler;
+  readonly #fixedFrameBytes: number | null;
+  constructor(sampleRate: number, fixedFrameBytes: number | null) {
+    this.#decoder = new Lc3Decoder(LC3_FRAME_US, sampleRate);
+    this.#resampler = new Resampler(sampleRate, OUTPUT_SAMPLE_RATE_HZ);
+    this.#fixedFrameBytes = fixedFrameBytes;
+  }
+  decode(messages: readonly Uint8Array[]): ChannelResult {
+    const size = this.#fixedFrameBytes;
+    const frames: (Uint8Array | null)[] = [];
+    let corruptFrames = 0;
+    for (const m of messages) {
+      if (size === null) {
+        frames.push(m);
+        continue;
+      }
+      const whole = Math.floor(m.length / size);
+      for (let i = 0; i < whole; i++) frames.push(m.subarray(i * size, (i + 1) * size));
+      // A ragged tail is not a frame: count it, conceal nothing (we cannot tell how much audio it was).
+      if (m.length % size !== 0) corruptFrames++;
+    }
+    const n = this.#decoder.frameSamples;
+    const out = new Int16Array(frames.length * n);
+    for (let i = 0; i < frames.length; i++) {
+      const f = frames[i]!;
+      const lost = f === null || f.length === 0;
+      if (!lost && (f.length < LC3_MIN_FRAME_BYTES || f.length > LC3_MAX_FRAME_BYTES)) {
+        corruptFrames++;
+        this.#decoder.decodeInto(null, out, i * n);
+        continue;
+      }
+      const concealed = this.#decoder.decodeInto(lost ? null : f, out, i * n);
+      if (concealed && !lost) corruptFrames++;
+    }
+    return { pcm: [this.#resampler.push(out)], frames: frames.length, corruptFrames };
+  }
+  end(): Int16Array {
+    return this.#resampler.flush();
+  }
+  dispose(): void {}
+}
+
+/** aac: one or more whole ADTS frames per message, decoded by an ffmpeg child process (native/aac-ffmpeg.ts). */
+class AacChannelDecoder implements ChannelDecoder {
+  readonly #ffmpeg = new AacFfmpegDecoder();
+  async decode(messages: readonly Uint8Array[]): Promise<ChannelResult> {
+    let frames = 0;
+    let corruptFrames = 0;
+    for (const m of messages) {
+      const adts = splitAdts(m);
+      // Never feed ffmpeg bytes that do not parse: its ADTS parser would lose sync on the frames after.
+      if (adts === null || adts.length === 0) {
+        corruptFrames++;
+        continue;
+      }
+      frames += adts.length;
+      this.#ffmpeg.write(m, adts);
+    }
+    if (this.#ffmpeg.failure !== null) throw this.#ffmpeg.failure;
+    return { pcm: [await this.#ffmpeg.take()], frames, corruptFrames };
+  }
+  end(): Promise<Int16Array> {
+    return this.#ffmpeg.end();
+  }
+  dispose(): void {
+    this.#ffmpeg.kill();
+  }
+}
+
+export function createChannelDecoder(p: CodecParams): ChannelDecoder {
+  switch (p.codec) {
+    case 'pcm8':
+    case 'pcm16':
+      return new PcmDecoder(p.sampleRate);
+    case 'opus':
+      return new OpusChannelDecoder(160);
+    case 'opus_fs320':
+      return new OpusChannelDecoder(320);
+    case 'lc3':
+      return new Lc3ChannelDecoder(p.sampleRate, null);
+    case 'lc3_fs1030':
+      return new Lc3ChannelDecoder(p.sampleRate, LC3_FS1030_FRAME_BYTES);
+    case 'aac':
+      return new AacChannelDecoder();
+  }
+}

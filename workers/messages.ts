@@ -1,0 +1,104 @@
+// Task and answer shapes of the codec shards (workers/decode.ts), shared by engine/pool.ts and the thread.
+import { move } from 'piscina';
+
+/** Codec names of the listen query (SPEC, "Real-time transcription WebSocket"). */
+export const CODECS = ['pcm8', 'pcm16', 'opus', 'opus_fs320', 'aac', 'lc3', 'lc3_fs1030'] as const;
+export type Codec = (typeof CODECS)[number];
+
+/** Input sample rates each codec accepts, in Hz. */
+export const CODEC_SAMPLE_RATES_HZ: Readonly<Record<Codec, readonly number[]>> = {
+  // s16le at `sampleRate`; any rate the resampler takes (pcm8 is 8000 and pcm16 16000 in practice).
+  pcm8: [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000],
+  pcm16: [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000],
+  opus: [8000, 12000, 16000, 24000, 48000],
+  opus_fs320: [8000, 12000, 16000, 24000, 48000],
+  // The ADTS header carries the real rate; ffmpeg resamples whatever it finds.
+  aac: [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000],
+  lc3: [8000, 16000, 24000, 32000, 48000],
+  lc3_fs1030: [8000, 16000, 24000, 32000, 48000],
+};
+
+/** Rate of every PCM answer, in Hz. */
+export const OUTPUT_SAMPLE_RATE_HZ = 16000;
+
+/** What a session's codec is: the listen query's codec, sample_rate and channels. */
+export interface CodecParams {
+  codec: Codec;
+  /** Input sample rate in Hz. */
+  sampleRate: number;
+  /** 1, or 2 when every message starts with a channel-id byte (0x01 or 0x02). */
+  channels: 1 | 2;
+}
+
+/** Why a codec/rate/channels combination is refused, or null when it is accepted. */
+export function checkCodecParams(p: { codec: string; sampleRate: number; channels: number }): string | null {
+  if (!(CODECS as readonly string[]).includes(p.codec)) return `codec ${p.codec} is not one of ${CODECS.join(', ')}`;
+  const rates = CODEC_SAMPLE_RATES_HZ[p.codec as Codec];
+  if (!rates.includes(p.sampleRate)) return `sample_rate ${p.sampleRate} is not supported for ${p.codec} (${rates.join(', ')})`;
+  if (p.channels !== 1 && p.channels !== 2) return `channels ${p.channels} is not supported (1 or 2)`;
+  return null;
+}
+
+export interface OpenTask extends CodecParams {
+  type: 'open';
+  sessionId: string;
+}
+
+/**
+ * A batch of a session's messages, in arrival order. They travel as one transfer list (moved, not copied).
+ * The codec parameters ride along so a thread that replaced a crashed one can re-create the session's decoders.
+ */
+export interface DecodeTask extends CodecParams {
+  type: 'decode';
+  sessionId: string;
+  messages: Uint8Array[];
+}
+
+/** Ends a session in the thread; with `flush`, answers with the PCM the decoders still hold (resampler and AAC tails). */
+export interface CloseTask {
+  type: 'close';
+  sessionId: string;
+  /** false: drop the decoders at once (session disposed, pool closing). */
+  flush: boolean;
+}
+
+/** Test-only: makes the thread die (process.exit in a worker thread ends the thread only). */
+export interface CrashTask {
+  type: 'crash';
+}
+
+export type CodecTask = OpenTask | DecodeTask | CloseTask | CrashTask;
+
+export interface PcmAnswer {
+  ok: true;
+  /** 16 kHz mono Int16 PCM, one array per channel (index 0 = channel 0x01). */
+  pcm: Int16Array[];
+  /** Messages (codec frames, or LC3 frames split out of messages) decoded in this task. */
+  frames: number;
+  /** Frames that failed to decode: counted and skipped (concealed where the codec offers PLC). */
+  corruptFrames: number;
+  /** Whether the decoders had to be re-created (a new thread after a crash). */
+  recreated: boolean;
+}
+
+export interface OkAnswer {
+  ok: true;
+}
+
+/** Errors cross threads as data: `engine/pool.ts` rebuilds an EngineError from `code`. */
+export interface FailAnswer {
+  ok: false;
+  code: 'ENG_ERR_CODEC_UNSUPPORTED' | 'ENG_ERR_CODEC_FAILED' | 'ENG_ERR_INTERNAL';
+  message: string;
+}
+
+export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer;
+
+/** Wraps an answer so Piscina moves `buffers` back to the main thread instead of copying them. */
+export function moveAnswer<T extends object>(value: T, buffers: ArrayBuffer[]): T {
+  const transferable = {
+    [Symbol.for('Piscina.transferable')]: buffers,
+    [Symbol.for('Piscina.valueOf')]: value,
+  };
+  return move(transferable as unknown as Parameters<typeof move>[0]) as unknown as T;
+}
