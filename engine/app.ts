@@ -151,8 +151,10 @@ export class Service {
     clearTimeout(timer);
     // A Redis that went away must not hold shutdown hostage: quit politely, then drop the connection.
     await closeWithin(this.services.authenticator.close(), 1000);
+    // quit() can fail fast while the client is reconnecting; disconnect() afterwards stops any reconnect loop.
     await Promise.all([this.services.redis, this.#subscriber].map(async (r) => {
-      if (!(await closeWithin(r.quit(), 1000))) r.disconnect();
+      await closeWithin(r.quit(), 1000);
+      r.disconnect();
     }));
     await this.services.store.close();
     await this.#embedded?.stop();
@@ -160,15 +162,11 @@ export class Service {
   }
 }
 
-/** Resolves true when `p` settles within `ms`, false otherwise (it is then left to settle on its own). */
-async function closeWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+/** Waits for `p` to settle, but at most `ms` milliseconds (it is then left to settle on its own). */
+async function closeWithin(p: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  const settled = await Promise.race([
-    p.then(() => true, () => true),
-    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
-  ]);
+  await Promise.race([p.then(() => undefined, () => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
-  return settled;
 }
 
 /** The developer API's rate limits cover every authenticated route under this prefix. */
