@@ -1,0 +1,59 @@
+// The speech-to-text contract every engine implements (local, provider_a, provider_b, custom): PCM in, timed words/segments out.
+import type { Outcome } from '../protocol.js';
+
+/** One piece of engine output, times in seconds from the start of the stream's audio. */
+export interface SttSegment {
+  text: string;
+  /** Label such as SPEAKER_00; engines without diarization use SPEAKER_00. */
+  speaker: string;
+  start: number;
+  end: number;
+  /** True when the engine knows this is the device owner (channel 1 of a call, a profile match). */
+  isUser?: boolean;
+  /** Word timings when the engine gives them. */
+  words?: { word: string; start: number; end: number }[];
+}
+
+export interface SttFailure {
+  outcome: Outcome;
+  retryable: boolean;
+  /** Machine reason, e.g. connection_lost, initialization_failed. Never provider text. */
+  reason: string;
+}
+
+export interface SttStreamEvents {
+  segments(segments: SttSegment[]): void;
+  failure(failure: SttFailure): void;
+}
+
+export interface SttStreamOptions {
+  /** BCP-47-ish code, or `multi`. */
+  language: string;
+  /** Always 16000: the decoder stage delivers 16 kHz mono Int16 PCM. */
+  sampleRateHz: 16000;
+  /** Session id, for logs only. */
+  sessionId: string;
+}
+
+/**
+ * One per session (per channel for two-channel calls). write() never blocks; finalize() flushes what the engine
+ * holds and resolves once its last segments were emitted; close() frees everything, idempotently.
+ */
+export interface SttStream {
+  /** Provider name reported in segments (`stt_provider`) and in `ready`. */
+  readonly provider: string;
+  write(pcm: Int16Array): void;
+  finalize(): Promise<void>;
+  close(): Promise<void>;
+  on<E extends keyof SttStreamEvents>(event: E, listener: SttStreamEvents[E]): this;
+  off<E extends keyof SttStreamEvents>(event: E, listener: SttStreamEvents[E]): this;
+}
+
+export interface SttEngine {
+  readonly name: string;
+  /** Whether this engine can serve `language`. */
+  supports(language: string): boolean;
+  /** Opens a stream; rejects with an error carrying an SttFailure-like `reason` when the engine cannot start. */
+  open(opts: SttStreamOptions): Promise<SttStream>;
+  close(): Promise<void>;
+}
