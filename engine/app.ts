@@ -11,6 +11,7 @@ import { ConversationsRepository } from './db/conversations.js';
 import { FoldersRepository } from './db/folders.js';
 import { MemoriesRepository } from './db/memories.js';
 import { ActionItemsRepository } from './db/action-items.js';
+import { GoalsRepository } from './db/goals.js';
 import { createProcessor } from './processing/index.js';
 import { createRedis, resolveRedis, type EmbeddedRedis } from './redis.js';
 import { LocalIssuer, remoteVerifier, type IdTokenVerifier } from './identity/id-tokens.js';
@@ -99,6 +100,7 @@ export class Service {
         processor: createProcessor(config, logger),
         memories: new MemoriesRepository(store.knex),
         actionItems: new ActionItemsRepository(store.knex),
+        goals: new GoalsRepository(store.knex, store.dialect),
       };
 
       const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay });
@@ -188,6 +190,9 @@ async function authenticate(
       break;
     case 'api_key':
       principal = await a.apiKey(headers.authorization, 'dev', spec.scope as Scope, spec.alsoIdToken);
+      break;
+    case 'mcp_key':
+      principal = await a.apiKey(headers.authorization, 'mcp', undefined);
       break;
   }
   if (!route.path.startsWith(RATE_LIMITED_PREFIX)) return { principal };

@@ -12,7 +12,9 @@ export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type AuthSpec =
   | { readonly kind: 'none' }
   | { readonly kind: 'id_token' }
-  | { readonly kind: 'api_key'; readonly scope: string; readonly alsoIdToken?: boolean };
+  | { readonly kind: 'api_key'; readonly scope: string; readonly alsoIdToken?: boolean }
+  /** An assistant-protocol (svc_mcp_) key; each MCP tool checks its own scope. */
+  | { readonly kind: 'mcp_key' };
 
 export interface RequestContext<P = unknown> {
   readonly params: Readonly<Record<string, string>>;
@@ -32,6 +34,22 @@ export interface Reply {
   text?: string;
   contentType?: string;
   headers?: Record<string, string>;
+  /**
+   * A long-lived streamed answer (server-sent events): headers go out at once with `contentType`, then the
+   * function gets a sink to write to until either side closes.
+   */
+  stream?: (sink: StreamSink) => void;
+}
+
+/** The writing end of a streamed answer. */
+export interface StreamSink {
+  readonly closed: boolean;
+  /** Writes a chunk; false when the stream is closed (nothing was written). */
+  write(chunk: string): boolean;
+  /** Ends the answer; idempotent. */
+  end(): void;
+  /** Called once when the stream closes, by either side. */
+  onClose(fn: () => void): void;
 }
 
 export interface RouteDoc {
@@ -95,6 +113,12 @@ const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
 
 class BodyTooLarge extends Error {}
 
+interface RequestState {
+  aborted: boolean;
+  /** Set by a streamed answer, to hear that the client went away. */
+  onAbort?: () => void;
+}
+
 /** Reads a request body of at most `limit` bytes; rejects with BodyTooLarge as soon as it is exceeded. */
 function readBody(res: uWS.HttpResponse, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -141,6 +165,7 @@ export class HttpAdapter<P> {
   readonly #duration: client.Histogram<'method' | 'route'>;
   #listenSocket: uWS.us_listen_socket | undefined;
   #inFlight = 0;
+  readonly #streams = new Set<StreamSink>();
   #idle: (() => void) | undefined;
 
   constructor(opts: HttpAdapterOptions<P>) {
@@ -226,6 +251,8 @@ export class HttpAdapter<P> {
       uWS.us_listen_socket_close(this.#listenSocket);
       this.#listenSocket = undefined;
     }
+    // Streamed answers never finish on their own: end them so their clients reconnect elsewhere.
+    for (const sink of [...this.#streams]) sink.end();
     if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
   }
 
@@ -241,9 +268,10 @@ export class HttpAdapter<P> {
       params[name] = decodeURIComponent(req.getParameter(i) ?? '');
     });
     const rawQuery = req.getQuery() ?? '';
-    const state = { aborted: false };
+    const state: RequestState = { aborted: false };
     res.onAborted(() => {
       state.aborted = true;
+      state.onAbort?.();
     });
     this.#inFlight++;
     void this.#run(c, res, headers, params, rawQuery, state).then(
@@ -271,7 +299,7 @@ export class HttpAdapter<P> {
     headers: Record<string, string>,
     params: Record<string, string>,
     rawQuery: string,
-    state: { aborted: boolean },
+    state: RequestState,
   ): Promise<number> {
     const route = c.route;
     let extraHeaders: Record<string, string> | undefined;
@@ -310,6 +338,10 @@ export class HttpAdapter<P> {
     }
     if (state.aborted) return 499;
     if (extraHeaders) reply.headers = { ...extraHeaders, ...reply.headers };
+    if (reply.stream) {
+      this.#stream(res, reply, state);
+      return reply.status ?? 200;
+    }
     this.#write(res, reply, closeConnection);
     return reply.status ?? 200;
   }
@@ -335,6 +367,47 @@ export class HttpAdapter<P> {
     this.#opts.logger.error({ err: { name: (err as Error)?.name, stack: (err as Error)?.stack?.split('\n').slice(1, 6).join('\n') } }, 'unhandled error in route');
     const internal = new EngineError('ENG_ERR_INTERNAL');
     return { status: internal.status, body: { detail: internal.detail }, headers: { 'x-error-code': internal.code } };
+  }
+
+  #stream(res: uWS.HttpResponse, reply: Reply, state: RequestState): void {
+    const listeners: (() => void)[] = [];
+    let closed = false;
+    const close = (): void => {
+      if (closed) return;
+      closed = true;
+      this.#streams.delete(sink);
+      for (const fn of listeners.splice(0)) fn();
+    };
+    const sink: StreamSink = {
+      get closed() {
+        return closed;
+      },
+      write(chunk) {
+        if (closed) return false;
+        res.cork(() => res.write(chunk));
+        return true;
+      },
+      end() {
+        if (closed) return;
+        res.cork(() => res.end());
+        close();
+      },
+      onClose(fn) {
+        if (closed) fn();
+        else listeners.push(fn);
+      },
+    };
+    state.onAbort = close;
+    this.#streams.add(sink);
+    res.cork(() => {
+      res.writeStatus(statusLine(reply.status ?? 200));
+      res.writeHeader('content-type', reply.contentType ?? 'text/event-stream');
+      res.writeHeader('cache-control', 'no-cache');
+      if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.writeHeader(k, v);
+      // An empty write sends the headers now rather than with the first event.
+      res.write('');
+    });
+    reply.stream!(sink);
   }
 
   #write(res: uWS.HttpResponse, reply: Reply, closeConnection: boolean): void {

@@ -48,6 +48,8 @@ function security(route: Route<unknown>): Record<string, string[]>[] | undefined
       return [{ IdToken: [] }];
     case 'api_key':
       return route.auth.alsoIdToken ? [{ ApiKey: [route.auth.scope] }, { IdToken: [] }] : [{ ApiKey: [route.auth.scope] }];
+    case 'mcp_key':
+      return [{ McpKey: [] }];
   }
 }
 
@@ -102,6 +104,7 @@ export function buildOpenApi(routes: readonly Route<unknown>[]): Record<string, 
       securitySchemes: {
         ApiKey: { type: 'http', scheme: 'bearer', description: 'developer API key (`svc_dev_…`); `svc_mcp_` keys are refused here' },
         IdToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'ID token of the signed-in user' },
+        McpKey: { type: 'http', scheme: 'bearer', description: 'assistant-protocol key (`svc_mcp_…`), accepted only by the MCP endpoints' },
       },
       schemas: {
         ErrorResponse: {

@@ -58,7 +58,7 @@ const ListQuery = Type.Object({
 
 const isDay = (v: string): boolean => /^\d{4}-\d{2}-\d{2}$/.test(v);
 
-function view(i: ActionItemRecord): Record<string, unknown> {
+export function view(i: ActionItemRecord): Record<string, unknown> {
   return {
     id: i.id,
     description: i.description,

@@ -69,7 +69,7 @@ const ListQuery = Type.Object({
 const ProgressQuery = Type.Object({ current_value: Type.Number() });
 const HistoryQuery = Type.Object({ days: Type.Integer({ minimum: 1, maximum: MAX_HISTORY_DAYS, default: DEFAULT_HISTORY_DAYS }) });
 
-function view(g: GoalRecord): Record<string, unknown> {
+export function view(g: GoalRecord): Record<string, unknown> {
   return {
     id: g.id,
     title: g.title,

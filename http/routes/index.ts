@@ -7,6 +7,7 @@ import { actionItemRoutes } from './action-items.js';
 import { goalRoutes } from './goals.js';
 import { conversationRoutes } from './conversations.js';
 import { folderRoutes } from './folders.js';
+import { mcpRoutes } from '../mcp.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
@@ -17,5 +18,6 @@ export function allRoutes(s: Services): AppRoute[] {
     ...memoryRoutes(s),
     ...actionItemRoutes(s),
     ...goalRoutes(s),
+    ...mcpRoutes(s),
   ];
 }

@@ -103,25 +103,28 @@ function parseCategories(raw: string | undefined): MemoryCategory[] {
   return out;
 }
 
+/**
+ * The account-level readiness gate (SPEC, Errors rule 2), checked after the key and its scope: a valid, correctly
+ * scoped key still gets 403 while the account is not enabled. An account without a users row gets the deployment default.
+ * The MCP tools check the same gate.
+ */
+export async function checkMemoryAccess(s: Services, uid: string): Promise<void> {
+  const user = await s.users.get(uid);
+  const enabled = user ? user.memoryAccessEnabled : s.config.memoryAccessDefault === 'enabled';
+  if (enabled) return;
+  throw new EngineError('ENG_ERR_MEMORY_ACCESS_NOT_READY', {}, {
+    detail: {
+      code: 'developer_memory_access_not_ready',
+      reason: 'missing_rollout_state',
+      message: 'Developer memory access is not enabled for this account yet. The API key can be valid and correctly scoped; ask the operator to enable memory access for the account.',
+    },
+  });
+}
+
 export function memoryRoutes(s: Services): AppRoute[] {
   const memories = new MemoriesRepository(s.store.knex);
 
-  /**
-   * The account-level readiness gate (SPEC, Errors rule 2), checked after the key and its scope: a valid, correctly
-   * scoped key still gets 403 while the account is not enabled. An account without a users row gets the deployment default.
-   */
-  async function memoryGate(auth: Principal): Promise<void> {
-    const user = await s.users.get(auth.uid);
-    const enabled = user ? user.memoryAccessEnabled : s.config.memoryAccessDefault === 'enabled';
-    if (enabled) return;
-    throw new EngineError('ENG_ERR_MEMORY_ACCESS_NOT_READY', {}, {
-      detail: {
-        code: 'developer_memory_access_not_ready',
-        reason: 'missing_rollout_state',
-        message: 'Developer memory access is not enabled for this account yet. The API key can be valid and correctly scoped; ask the operator to enable memory access for the account.',
-      },
-    });
-  }
+  const memoryGate = (auth: Principal): Promise<void> => checkMemoryAccess(s, auth.uid);
 
   const tags = ['Memories'];
   return [

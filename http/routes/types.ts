@@ -11,6 +11,7 @@ import type { ConversationsRepository } from '../../engine/db/conversations.js';
 import type { FoldersRepository } from '../../engine/db/folders.js';
 import type { MemoriesRepository } from '../../engine/db/memories.js';
 import type { ActionItemsRepository } from '../../engine/db/action-items.js';
+import type { GoalsRepository } from '../../engine/db/goals.js';
 import type { ConversationProcessor } from '../../engine/processing/types.js';
 import type { Authenticator, Principal } from '../../engine/identity/authenticator.js';
 import type { Route } from '../adapter.js';
@@ -31,6 +32,7 @@ export interface Services {
   readonly processor: ConversationProcessor;
   readonly memories: MemoriesRepository;
   readonly actionItems: ActionItemsRepository;
+  readonly goals: GoalsRepository;
 }
 
 export type AppRoute = Route<Principal>;
