@@ -1,0 +1,131 @@
+// Per-session speaker assignments from the client's `speaker_assigned` messages (REFERENCE §1.7), applied to later segments.
+import type { TranscriptSegment } from './segment.js';
+
+/** Why a `speaker_assigned` message was refused; the session ignores it and keeps its maps as they were. */
+export const SPEAKER_ASSIGNED_ERROR = {
+  /** Not a JSON object, or `type` is not `speaker_assigned`. */
+  NOT_A_MESSAGE: 'ENG_ERR_WS_SPEAKER_ASSIGNED_NOT_A_MESSAGE',
+  /** `speaker_id`, `person_id` or `person_name` is absent (all three are required). */
+  FIELD_MISSING: 'ENG_ERR_WS_SPEAKER_ASSIGNED_FIELD_MISSING',
+  /** A field has the wrong type or is out of range. */
+  FIELD_INVALID: 'ENG_ERR_WS_SPEAKER_ASSIGNED_FIELD_INVALID',
+} as const;
+export type SpeakerAssignedErrorCode = (typeof SPEAKER_ASSIGNED_ERROR)[keyof typeof SPEAKER_ASSIGNED_ERROR];
+
+export interface SpeakerAssignedError {
+  code: SpeakerAssignedErrorCode;
+  /** The offending field; names only, never values (they can be personal data). */
+  field: string;
+}
+
+/** The `person_id` that means "the device owner" rather than a stored person. */
+export const USER_PERSON_ID = 'user';
+
+export interface SpeakerAssignment {
+  /** null when the assignment is to the device owner. */
+  personId: string | null;
+  personName: string;
+  isUser: boolean;
+}
+
+export interface SpeakerAssignedMessage {
+  speakerId: number;
+  personId: string;
+  personName: string;
+  segmentIds: string[];
+}
+
+export type AssignResult = { ok: true; message: SpeakerAssignedMessage } | { ok: false; error: SpeakerAssignedError };
+
+export interface SpeakerAssignmentsOptions {
+  /**
+   * Most `segment_ids` one message may carry; a bigger list is refused so one message cannot grow the map unbounded.
+   * @defaultValue 1000
+   */
+  maxSegmentIdsPerMessage?: number;
+  /**
+   * Most segment assignments kept per session; the oldest are forgotten first (old segments are long merged).
+   * @defaultValue 10000
+   */
+  maxSegmentAssignments?: number;
+}
+
+function fail(code: SpeakerAssignedErrorCode, field: string): AssignResult {
+  return { ok: false, error: { code, field } };
+}
+
+/** Validates a parsed `speaker_assigned` message without touching any state. */
+export function parseSpeakerAssigned(raw: unknown, maxSegmentIds = 1000): AssignResult {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return fail(SPEAKER_ASSIGNED_ERROR.NOT_A_MESSAGE, 'type');
+  const m = raw as Record<string, unknown>;
+  if (m['type'] !== 'speaker_assigned') return fail(SPEAKER_ASSIGNED_ERROR.NOT_A_MESSAGE, 'type');
+  for (const field of ['speaker_id', 'person_id', 'person_name']) {
+    if (m[field] === undefined || m[field] === null) return fail(SPEAKER_ASSIGNED_ERROR.FIELD_MISSING, field);
+  }
+  const speakerId = m['speaker_id'];
+  if (typeof speakerId !== 'number' || !Number.isSafeInteger(speakerId) || speakerId < 0) {
+    return fail(SPEAKER_ASSIGNED_ERROR.FIELD_INVALID, 'speaker_id');
+  }
+  const personId = m['person_id'];
+  // An empty person_id names nobody: it is what an unconfirmed suggestion carries, not an assignment.
+  if (typeof personId !== 'string' || personId === '') return fail(SPEAKER_ASSIGNED_ERROR.FIELD_INVALID, 'person_id');
+  const personName = m['person_name'];
+  if (typeof personName !== 'string') return fail(SPEAKER_ASSIGNED_ERROR.FIELD_INVALID, 'person_name');
+  const rawIds = m['segment_ids'] ?? [];
+  if (!Array.isArray(rawIds) || rawIds.length > maxSegmentIds || !rawIds.every((id): id is string => typeof id === 'string' && id !== '')) {
+    return fail(SPEAKER_ASSIGNED_ERROR.FIELD_INVALID, 'segment_ids');
+  }
+  return { ok: true, message: { speakerId, personId, personName, segmentIds: [...rawIds] } };
+}
+
+/** One session's speaker → person and segment → person maps; later assignments overwrite earlier ones. */
+export class SpeakerAssignments {
+  readonly #bySpeaker = new Map<number, SpeakerAssignment>();
+  readonly #bySegment = new Map<string, SpeakerAssignment>();
+  readonly #maxSegmentIds: number;
+  readonly #maxSegments: number;
+
+  constructor(options: SpeakerAssignmentsOptions = {}) {
+    this.#maxSegmentIds = options.maxSegmentIdsPerMessage ?? 1000;
+    this.#maxSegments = options.maxSegmentAssignments ?? 10_000;
+  }
+
+  /** Validates `raw` and, when valid, records it; an invalid message changes nothing. */
+  assign(raw: unknown): AssignResult {
+    const result = parseSpeakerAssigned(raw, this.#maxSegmentIds);
+    if (!result.ok) return result;
+    const { speakerId, personId, personName, segmentIds } = result.message;
+    const isUser = personId === USER_PERSON_ID;
+    const assignment: SpeakerAssignment = Object.freeze({ personId: isUser ? null : personId, personName, isUser });
+    this.#bySpeaker.set(speakerId, assignment);
+    for (const id of segmentIds) {
+      // Re-inserting moves the id to the back, so eviction below drops the least recently assigned.
+      this.#bySegment.delete(id);
+      this.#bySegment.set(id, assignment);
+    }
+    for (const id of this.#bySegment.keys()) {
+      if (this.#bySegment.size <= this.#maxSegments) break;
+      this.#bySegment.delete(id);
+    }
+    return result;
+  }
+
+  forSpeaker(speakerId: number): SpeakerAssignment | undefined {
+    return this.#bySpeaker.get(speakerId);
+  }
+
+  forSegment(segmentId: string): SpeakerAssignment | undefined {
+    return this.#bySegment.get(segmentId);
+  }
+
+  /**
+   * The segment with `isUser`/`personId` taken from the maps: an assignment naming the segment itself wins over
+   * one for its speaker, because the client picked that exact segment. Unassigned segments come back unchanged.
+   * Never mutates `segment`.
+   */
+  apply(segment: TranscriptSegment): TranscriptSegment {
+    const a = this.#bySegment.get(segment.id) ?? this.#bySpeaker.get(segment.speakerId);
+    if (a === undefined) return { ...segment };
+    return { ...segment, isUser: a.isUser, personId: a.personId };
+  }
+}
