@@ -15,7 +15,8 @@ export const USAGE = `npm run bench -- rest [--seconds 10] [--connections 50] [-
   --warmup       unmeasured run before each target, in seconds (default 1; 0 with --smoke)
   --targets      which targets to run, comma-separated (default all: get,post,bare)
   --profile      run the service under node --cpu-prof and print its top self-time costs
-  --smoke        1 s per target, no warm-up (the test in test/bench/ uses it)`;
+  --smoke        1 s per target, no warm-up (the test in test/bench/ uses it)
+  --out          result file (default bench/results/<timestamp>-rest.json)`;
 
 const ROUTE = '/v1/dev/user/memories';
 const SEED_MEMORIES = 100;
@@ -178,7 +179,7 @@ export async function run(options) {
     serviceExitCode: serviceExit,
     ...(prof ? { profile: { dir: path.relative(BENCH_DIR, profileDir), ...prof } } : {}),
   };
-  const file = writeResult('rest', result);
+  const file = writeResult('rest', result, options.out);
 
   console.log(machineLine(m));
   console.log(`baseline: bare uWebSockets.js, one route, constant JSON of the same bytes as GET; autocannon ${connections} connections, pipelining ${pipelining}, ${seconds} s per target after ${warmup} s warm-up`);

@@ -63,14 +63,15 @@ export function table(head, rows) {
 }
 
 /**
- * Writes bench/results/<timestamp>-<scenario>.json and returns its path.
+ * Writes bench/results/<timestamp>-<scenario>.json (or `out`, given with --out) and returns its path.
  * @param {string} scenario
  * @param {object} result
+ * @param {string | true} [out]
  */
-export function writeResult(scenario, result) {
-  mkdirSync(RESULTS_DIR, { recursive: true });
+export function writeResult(scenario, result, out) {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  const file = path.join(RESULTS_DIR, `${stamp}-${scenario}.json`);
+  const file = typeof out === 'string' ? path.resolve(out) : path.join(RESULTS_DIR, `${stamp}-${scenario}.json`);
+  mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   return file;
 }

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { ROOT_DIR, machine, noiseLine, writeResult } from '../lib/report.mjs';
 
 export const USAGE = `npm run bench -- codecs [--sessions 4]
-  --sessions     concurrent sessions per codec (default 4)`;
+  --sessions     concurrent sessions per codec (default 4)
+  --out          result file (default bench/results/<timestamp>-codecs.json)`;
 
 /** Column titles of scripts/bench-codecs.ts and the JSON field each becomes. */
 const COLUMNS = /** @type {const} */ ({
@@ -66,7 +67,7 @@ export async function run(options) {
     rows: Object.fromEntries(rows.map((r) => [String(r.codec), r])),
     output: out,
   };
-  const file = writeResult('codecs', result);
+  const file = writeResult('codecs', result, options.out);
   console.log(noiseLine(m));
   console.log(`results: ${path.relative(process.cwd(), file)}`);
   return result;
