@@ -40,9 +40,14 @@ function ensureBenchDeps() {
   step('installing bench dependencies', 'npm', ['install', '--prefix', BENCH_DIR, '--no-audit', '--no-fund', '--loglevel=error'], ROOT_DIR);
 }
 
-/** The benches run the compiled service and scripts; build them when dist/ is missing. */
-function ensureBuilt() {
-  if (existsSync(path.join(ROOT_DIR, 'dist/engine/index.js')) && existsSync(path.join(ROOT_DIR, 'dist/scripts/token.js'))) return;
+/**
+ * The benches run the compiled service and scripts (and codecs the LC3 addon); scripts/setup builds what is missing.
+ * @param {string} scenario
+ */
+function ensureBuilt(scenario) {
+  const needed = ['dist/engine/index.js', 'dist/scripts/token.js', 'dist/scripts/bench-codecs.js'];
+  if (scenario === 'codecs') needed.push('native/build/Release/lc3.node');
+  if (needed.every((f) => existsSync(path.join(ROOT_DIR, f)))) return;
   step('building the service', 'bash', ['scripts/setup'], ROOT_DIR);
 }
 
@@ -55,7 +60,7 @@ if (!scenario || scenario === 'help' || !(scenario in SCENARIOS)) {
 const mod = await (async () => {
   if (scenario !== 'compare') {
     ensureBenchDeps();
-    ensureBuilt();
+    ensureBuilt(scenario);
   }
   return import(SCENARIOS[/** @type {keyof typeof SCENARIOS} */ (scenario)]);
 })();
