@@ -1,0 +1,234 @@
+// Macro bench of the developer REST API: the real service in its own process vs a bare uWebSockets.js server (the baseline).
+// Targets: GET /v1/dev/user/memories (API-key auth + rate limit in Redis + sqlite read), POST of one memory, and the bare server.
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { BENCH_DIR, RESULTS_DIR, machine, machineLine, noiseLine, table, writeResult } from '../lib/report.mjs';
+import { freePort, idToken, startChild } from '../lib/processes.mjs';
+import { summarize } from '../lib/cpuprofile.mjs';
+
+export const USAGE = `npm run bench -- rest [--seconds 10] [--connections 50] [--pipelining 1] [--warmup 1] [--targets get,post,bare] [--profile] [--smoke]
+  --seconds      measured duration per target, in seconds (default 10)
+  --warmup       unmeasured run before each target, in seconds (default 1; 0 with --smoke)
+  --targets      which targets to run, comma-separated (default all: get,post,bare)
+  --profile      run the service under node --cpu-prof and print its top self-time costs
+  --smoke        1 s per target, no warm-up (the test in test/bench/ uses it)
+  --out          result file (default bench/results/<timestamp>-rest.json)`;
+
+const ROUTE = '/v1/dev/user/memories';
+const SEED_MEMORIES = 100;
+const SEED_BATCH = 25; // MAX_MEMORIES_BATCH in http/routes/memories.ts
+/** Throughput of the authenticated GET as a share of bare uWS that this bench aims for. */
+export const GOAL_GET_RATIO = 0.25;
+
+/**
+ * @typedef {object} Target
+ * @property {string} name
+ * @property {string} method
+ * @property {string} path
+ * @property {string} what
+ * @property {number} requestsPerSec mean requests per second over the measured run
+ * @property {number} p50Ms median latency, in milliseconds
+ * @property {number} p99Ms 99th percentile latency, in milliseconds
+ * @property {number} requests completed requests
+ * @property {number} non2xx answers that were not 2xx (a bench with any is broken)
+ * @property {number} errors connection errors
+ * @property {number} timeouts
+ * @property {number} bytesPerSec
+ */
+
+/**
+ * @param {Record<string, string | true>} options
+ */
+export async function run(options) {
+  const smoke = options.smoke === true;
+  const seconds = Number(options.seconds ?? (smoke ? 1 : 10));
+  const warmup = Number(options.warmup ?? (smoke ? 0 : 1));
+  const connections = Number(options.connections ?? 50);
+  const pipelining = Number(options.pipelining ?? 1);
+  const targets = String(options.targets ?? 'get,post,bare').split(',');
+  const profile = options.profile === true;
+  for (const [k, v] of Object.entries({ seconds, warmup, connections, pipelining })) {
+    if (!Number.isFinite(v) || v < 0 || (k !== 'warmup' && v === 0)) throw new Error(`--${k} must be a positive number`);
+  }
+  const m = machine();
+
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-rest-'));
+  const redisPrefix = `bench-${randomUUID()}`;
+  const profileDir = path.join(RESULTS_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
+  const env = {
+    HOST: '127.0.0.1',
+    PORT: String(await freePort()),
+    DATA_DIR: dataDir,
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    REDIS_PREFIX: redisPrefix,
+    REDIS_EMBEDDED: 'never',
+    LOG_LEVEL: 'warn',
+    // Limits stay ON (every request pays the Redis round trip) but are never hit. 10^7 is the largest RATE_LIMIT_PER_MINUTE config accepts.
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    RATE_LIMIT_PER_DAY: '1000000000',
+  };
+  /** @type {Awaited<ReturnType<typeof startChild>>[]} */
+  const children = [];
+  /** @type {Record<string, Target>} */
+  const results = {};
+  let serviceExit = /** @type {number | null} */ (null);
+  try {
+    const service = await startChild({
+      name: 'service',
+      args: [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/engine/index.js'],
+      env,
+      port: Number(env.PORT),
+      probePath: '/health',
+    });
+    children.push(service);
+
+    // A key for one user, as test/helpers/service.ts makes one, and 100 memories to read.
+    const uid = 'bench-user';
+    const token = await idToken(uid, env);
+    const keyRes = await fetch(`${service.url}/v1/dev/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench', scopes: ['memories:read', 'memories:write'] }),
+    });
+    if (keyRes.status !== 200) throw new Error(`key creation answered ${keyRes.status}: ${await keyRes.text()}`);
+    const key = /** @type {{ key: string }} */ (await keyRes.json()).key;
+    const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    for (let i = 0; i < SEED_MEMORIES; i += SEED_BATCH) {
+      const memories = Array.from({ length: SEED_BATCH }, (_, j) => ({ content: `Bench memory ${i + j}: prefers oat milk in the morning coffee.`, tags: ['bench'] }));
+      const res = await fetch(`${service.url}${ROUTE}/batch`, { method: 'POST', headers: auth, body: JSON.stringify({ memories }) });
+      if (res.status !== 200) throw new Error(`seeding answered ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+    }
+    const first = await fetch(`${service.url}${ROUTE}`, { headers: auth });
+    const getBody = Buffer.from(await first.arrayBuffer());
+    if (first.status !== 200) throw new Error(`GET ${ROUTE} answered ${first.status}: ${getBody}`);
+
+    // The baseline answers the very bytes the real GET answered, so the ratio measures our work, not payload size.
+    const bodyFile = path.join(dataDir, 'bare-body.json');
+    writeFileSync(bodyFile, getBody);
+    const barePort = await freePort();
+    if (targets.includes('bare')) {
+      children.push(
+        await startChild({ name: 'bare uWS', args: [path.join(BENCH_DIR, 'http/bare-uws.mjs'), '--port', String(barePort), '--path', ROUTE, '--body-file', bodyFile], env: {}, port: barePort, probePath: ROUTE }),
+      );
+    }
+
+    const postBody = JSON.stringify({ content: 'Bench: met Sam at the climbing gym, wants the route beta.', tags: ['bench'] });
+    const plan = [
+      { name: 'get', method: 'GET', url: `${service.url}${ROUTE}`, headers: auth, what: 'auth + rate limit + sqlite read (25 of 100 memories)' },
+      { name: 'post', method: 'POST', url: `${service.url}${ROUTE}`, headers: auth, body: postBody, what: 'auth + rate limit + validation + sqlite insert' },
+      { name: 'bare', method: 'GET', url: `http://127.0.0.1:${barePort}${ROUTE}`, headers: {}, what: `bare uWS, constant ${getBody.length}-byte JSON (baseline)` },
+    ].filter((p) => targets.includes(p.name));
+
+    for (const p of plan) {
+      const ac = { url: p.url, method: /** @type {any} */ (p.method), headers: p.headers, connections, pipelining, ...(p.body ? { body: p.body } : {}) };
+      if (warmup > 0) await autocannon({ ...ac, duration: warmup });
+      const r = await autocannon({ ...ac, duration: seconds });
+      results[p.name] = {
+        name: p.name,
+        method: p.method,
+        path: ROUTE,
+        what: p.what,
+        requestsPerSec: Math.round(r.requests.average),
+        p50Ms: r.latency.p50,
+        p99Ms: r.latency.p99,
+        requests: r.requests.total,
+        non2xx: r.non2xx,
+        errors: r.errors,
+        timeouts: r.timeouts,
+        bytesPerSec: Math.round(r.throughput.average),
+      };
+      process.stderr.write(`rest: ${p.name} done (${Math.round(r.requests.average)} req/s)\n`);
+    }
+  } finally {
+    // The service first: its exit code says whether it shut down cleanly under load; --cpu-prof writes its profile on exit.
+    for (const c of children) {
+      const code = await c.stop();
+      if (c === children[0]) serviceExit = code;
+    }
+    await cleanRedis(redisPrefix);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+
+  const bare = results.bare;
+  /** @type {Record<string, number | null>} */
+  const ratios = {};
+  for (const t of Object.values(results)) if (t.name !== 'bare') ratios[t.name] = bare ? Math.round((t.requestsPerSec / bare.requestsPerSec) * 1000) / 1000 : null;
+  const getRatio = ratios.get ?? null;
+  /** @type {ReturnType<typeof summarize> | undefined} */
+  let prof;
+  if (profile) {
+    const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
+    if (files[0]) prof = summarize(path.join(profileDir, files[0]));
+  }
+
+  const result = {
+    scenario: 'rest',
+    version: 1,
+    startedAt: new Date().toISOString(),
+    machine: m,
+    options: { seconds, warmup, connections, pipelining, targets, profile, smoke },
+    baseline: 'bare',
+    targets: results,
+    ratios,
+    goal: { target: 'get', minRatio: GOAL_GET_RATIO, ratio: getRatio, met: getRatio === null ? null : getRatio >= GOAL_GET_RATIO },
+    serviceExitCode: serviceExit,
+    ...(prof ? { profile: { dir: path.relative(BENCH_DIR, profileDir), ...prof } } : {}),
+  };
+  const file = writeResult('rest', result, options.out);
+
+  console.log(machineLine(m));
+  console.log(`baseline: bare uWebSockets.js, one route, constant JSON of the same bytes as GET; autocannon ${connections} connections, pipelining ${pipelining}, ${seconds} s per target after ${warmup} s warm-up`);
+  console.log(
+    table(
+      ['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ratio to bare', 'what'],
+      Object.values(results).map((t) => [
+        `${t.name} ${t.method} ${t.name === 'bare' ? '(bare)' : t.path}`,
+        String(t.requestsPerSec),
+        String(t.p50Ms),
+        String(t.p99Ms),
+        String(t.non2xx + t.errors + t.timeouts),
+        t.name === 'bare' ? '1' : ratios[t.name] === null ? 'n/a' : (ratios[t.name] ?? 0).toFixed(3),
+        t.what,
+      ]),
+    ),
+  );
+  if (getRatio !== null) console.log(`goal: GET ≥ ${GOAL_GET_RATIO * 100}% of bare: ${(getRatio * 100).toFixed(1)}% ${getRatio >= GOAL_GET_RATIO ? 'met' : 'NOT met'}`);
+  if (prof) {
+    console.log(`profile of the service (${prof.busyMs} ms busy of ${prof.totalMs} ms; ${result.profile?.dir}):`);
+    console.log(table(['self ms', '%', 'area'], prof.areas.map((a) => [String(a.selfMs), a.pct.toFixed(1), a.area])));
+    console.log(table(['self ms', '%', 'function', 'where'], prof.functions.map((f) => [String(f.selfMs), f.pct.toFixed(1), f.name, f.where])));
+  }
+  console.log(noiseLine(m));
+  console.log(`results: ${path.relative(process.cwd(), file)}`);
+
+  const broken = Object.values(results).some((t) => t.non2xx + t.errors + t.timeouts > 0 || t.requests === 0);
+  if (broken) throw new Error('some requests failed (non-2xx, errors or timeouts): the figures are not valid');
+  if (serviceExit !== 0) throw new Error(`the service exited with ${serviceExit} on SIGTERM`);
+  return result;
+}
+
+/**
+ * Deletes every key under the bench's Redis prefix (rate-limit counters), so runs leave the shared Redis as they found it.
+ * @param {string} prefix
+ */
+async function cleanRedis(prefix) {
+  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+  } catch {
+    // Best effort: the keys expire within a day anyway.
+  } finally {
+    redis.disconnect();
+  }
+}

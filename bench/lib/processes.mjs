@@ -1,0 +1,85 @@
+// Child processes of a bench: the real service (dist/engine/index.js) and the bare uWS baseline, started, probed and stopped.
+import { spawn, execFile } from 'node:child_process';
+import { createServer } from 'node:net';
+import { once } from 'node:events';
+import { promisify } from 'node:util';
+import path from 'node:path';
+import { ROOT_DIR } from './report.mjs';
+
+const execFileP = promisify(execFile);
+
+/** A free TCP port on 127.0.0.1; the service logs its port only at info level, and the bench runs it at warn. */
+export async function freePort() {
+  const srv = createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const addr = srv.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  srv.close();
+  await once(srv, 'close');
+  return port;
+}
+
+/**
+ * @typedef {object} Child
+ * @property {import('node:child_process').ChildProcess} proc
+ * @property {string} url
+ * @property {() => string} output stderr and stdout so far (for error messages).
+ * @property {() => Promise<number | null>} stop SIGTERM, then SIGKILL after 10 s; resolves to the exit code.
+ */
+
+/**
+ * Starts `node <args>` and waits until `GET <probePath>` answers 200.
+ * @param {{ args: string[], env: Record<string, string>, port: number, probePath: string, name: string, timeoutMs?: number }} o
+ * @returns {Promise<Child>}
+ */
+export async function startChild(o) {
+  const proc = spawn(process.execPath, o.args, { cwd: ROOT_DIR, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const keep = (/** @type {Buffer} */ b) => {
+    out = (out + b.toString()).slice(-8000);
+  };
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  const url = `http://127.0.0.1:${o.port}`;
+  const deadline = Date.now() + (o.timeoutMs ?? 30_000);
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`${o.name} exited with ${proc.exitCode} before answering:\n${out}`);
+    try {
+      const res = await fetch(url + o.probePath);
+      await res.arrayBuffer();
+      if (res.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`${o.name} did not answer ${o.probePath} within ${o.timeoutMs ?? 30_000} ms:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    proc,
+    url,
+    output: () => out,
+    async stop() {
+      if (proc.exitCode !== null) return proc.exitCode;
+      const exited = once(proc, 'exit');
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+      return proc.exitCode;
+    },
+  };
+}
+
+/**
+ * An ID token for `uid` from the local issuer in `env.DATA_DIR`, as test/helpers/service.ts gets one.
+ * @param {string} uid
+ * @param {Record<string, string>} env
+ */
+export async function idToken(uid, env) {
+  const { stdout } = await execFileP(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/token.js'), uid], { cwd: ROOT_DIR, env: { ...process.env, ...env } });
+  return stdout.trim();
+}
