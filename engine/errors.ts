@@ -53,6 +53,11 @@ export const ERRORS = {
   ENG_ERR_CODEC_UNSUPPORTED: def(400, 'Unsupported audio format: {reason}'),
   ENG_ERR_CODEC_FAILED: def(500, 'Audio decoder failed: {reason}', true),
   ENG_ERR_CODEC_STREAM_CLOSED: def(500, 'Audio stream {sessionId} is closed'),
+
+  // Speech-to-text (engine/stt/).
+  ENG_ERR_STT_LANGUAGE_UNSUPPORTED: def(400, 'The {engine} speech engine does not support language {language}'),
+  ENG_ERR_STT_LOCAL_FAILED: def(500, 'Local speech engine failed: {reason}', true),
+  ENG_ERR_STT_VAD_FAILED: def(500, 'Speech gate failed: {reason}', true),
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;
