@@ -13,6 +13,8 @@ export function createRedis(url: string, extra: RedisOptions = {}): Redis {
     maxRetriesPerRequest: 2,
     connectTimeout: 2000,
     enableReadyCheck: true,
+    // Commands issued in the same tick (many requests' rate-limit checks) share one round trip.
+    enableAutoPipelining: true,
     // Reconnect with capped backoff; commands issued meanwhile fail after maxRetriesPerRequest.
     retryStrategy: (times) => Math.min(times * 200, 2000),
     ...extra,

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 import knexFactory, { type Knex } from 'knex';
 import type { Config } from '../config.js';
 
@@ -18,6 +19,34 @@ export interface Store {
   rollbackAll(): Promise<string[]>;
   close(): Promise<void>;
 }
+
+const require = createRequire(import.meta.url);
+type ClientClass = new (...args: unknown[]) => { transaction(...args: unknown[]): unknown };
+const SqliteClient = require('knex/lib/dialects/sqlite3/index.js') as ClientClass;
+const SqliteTransaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction.js') as new (...args: unknown[]) => {
+  query(conn: unknown, sql: string): Promise<unknown>;
+};
+
+/**
+ * Rationale: several sqlite connections let reads run in parallel (WAL readers never block), but a deferred
+ * transaction that reads and then writes can fail with SQLITE_BUSY when another connection wrote in between,
+ * and the busy timeout does not help there. BEGIN IMMEDIATE takes the write lock up front, where the busy
+ * timeout does apply, so write transactions queue instead of failing, and their reads see the latest data.
+ */
+class ImmediateSqliteTransaction extends SqliteTransaction {
+  begin(conn: unknown): Promise<unknown> {
+    return this.query(conn, 'BEGIN IMMEDIATE;');
+  }
+}
+
+class ImmediateSqliteClient extends SqliteClient {
+  override transaction(...args: unknown[]): unknown {
+    return new ImmediateSqliteTransaction(this, ...args);
+  }
+}
+
+/** sqlite connections: enough for parallel reads on the libuv threadpool (4 threads by default). */
+const SQLITE_CONNECTIONS = 4;
 
 /** Compiled migrations live beside the compiled engine: dist/migrations. */
 const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
@@ -64,13 +93,12 @@ export function openStore(opts: StoreOptions): Store {
     dialect = 'sqlite';
     fs.mkdirSync(opts.dataDir, { recursive: true });
     knex = knexFactory({
-      client: 'sqlite3',
+      client: ImmediateSqliteClient as unknown as typeof knexFactory.Client,
       connection: { filename: path.join(opts.dataDir, 'service.sqlite') },
       useNullAsDefault: true,
       pool: {
-        // One connection: sqlite serialises writers anyway, and one connection keeps transactions simple.
         min: 1,
-        max: 1,
+        max: SQLITE_CONNECTIONS,
         afterCreate(conn: { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
           conn.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;', (err) => done(err, conn));
         },
