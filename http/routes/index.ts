@@ -7,12 +7,14 @@ import { actionItemRoutes } from './action-items.js';
 import { goalRoutes } from './goals.js';
 import { conversationRoutes } from './conversations.js';
 import { folderRoutes } from './folders.js';
+import { listenRoutes } from './listen.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
     ...opsRoutes(s),
     ...keyRoutes(s),
     ...conversationRoutes(s),
+    ...listenRoutes(s),
     ...folderRoutes(s),
     ...memoryRoutes(s),
     ...actionItemRoutes(s),

@@ -13,6 +13,7 @@ import type { MemoriesRepository } from '../../engine/db/memories.js';
 import type { ActionItemsRepository } from '../../engine/db/action-items.js';
 import type { ConversationProcessor } from '../../engine/processing/types.js';
 import type { Authenticator, Principal } from '../../engine/identity/authenticator.js';
+import type { ConversationLifecycle } from '../../engine/conversation-lifecycle.js';
 import type { Route } from '../adapter.js';
 
 export interface Services {
@@ -31,6 +32,8 @@ export interface Services {
   readonly processor: ConversationProcessor;
   readonly memories: MemoriesRepository;
   readonly actionItems: ActionItemsRepository;
+  /** Live conversations: open, resume, end (process or delete). */
+  readonly lifecycle: ConversationLifecycle;
 }
 
 export type AppRoute = Route<Principal>;
