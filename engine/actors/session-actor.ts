@@ -79,7 +79,7 @@ export class SessionActor {
   #flushing: Promise<void> | undefined;
   #draining: Promise<void> | undefined;
   /** Counters for tests and metrics. */
-  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, pcmSamples: 0, malformed: 0 };
+  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0 };
   // TODO(engine/audio/speakers.ts): hand these to the speaker module once it lands; kept raw (bounded) until then.
   readonly speakerAssignments: unknown[] = [];
   // TODO(engine/audio/images.ts): hand these to the image assembler once it lands; kept raw (bounded) until then.
@@ -173,6 +173,7 @@ export class SessionActor {
   /** A text message from the client: JSON events; anything else is ignored. */
   onText(text: string): void {
     this.#lastClientMessageMs = this.#o.clock.now();
+    this.stats.textMessages++;
     if (this.#state === SessionState.CLOSED) return;
     const msg = parseClientMessage(text);
     switch (msg.kind) {
@@ -216,7 +217,10 @@ export class SessionActor {
 
   /** A conversation event for this user (memory_processing_started / memory_created), `memory` already rendered. */
   conversationEvent(type: string, conversationId: string, memory: Record<string, unknown>): void {
-    if (type === ListenMessage.MEMORY_PROCESSING_STARTED) this.#loop.conversationEnded(conversationId);
+    if (type === ListenMessage.MEMORY_PROCESSING_STARTED && this.#loop.conversationId === conversationId) {
+      this.#loop.conversationEnded(conversationId);
+      if (this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
+    }
     if (this.#state === SessionState.CLOSED) return;
     this.#send(JSON.stringify(type === ListenMessage.MEMORY_CREATED ? { type, memory, messages: [] } : { type, memory }));
   }
