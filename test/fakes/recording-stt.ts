@@ -1,6 +1,6 @@
 // A test STT engine: records the PCM each stream receives and emits segments when the test says so.
 import { EventEmitter } from 'node:events';
-import type { SttEngine, SttSegment, SttStream, SttStreamEvents, SttStreamOptions } from '../../engine/stt/types.js';
+import type { SttEngine, SttFailure, SttSegment, SttStream, SttStreamEvents, SttStreamOptions } from '../../engine/stt/types.js';
 
 export class RecordingSttStream implements SttStream {
   readonly provider = 'recording';
@@ -17,6 +17,10 @@ export class RecordingSttStream implements SttStream {
   /** Emits segments as the engine would. */
   emit(segments: SttSegment[]): void {
     this.#events.emit('segments', segments);
+  }
+  /** Reports the engine unusable, as a provider connection lost mid-session would. */
+  fail(failure: SttFailure): void {
+    this.#events.emit('failure', failure);
   }
   async finalize(): Promise<void> {
     this.finalized = true;
@@ -35,12 +39,15 @@ export class RecordingSttStream implements SttStream {
 }
 
 export class RecordingSttEngine implements SttEngine {
-  readonly name = 'recording';
   readonly streams: RecordingSttStream[] = [];
-  supports(): boolean {
-    return true;
+  /** When set, open() rejects (an engine that cannot start). */
+  failOpen = false;
+  constructor(readonly name = 'recording', readonly languages: readonly string[] | null = null) {}
+  supports(language: string): boolean {
+    return this.languages === null || this.languages.includes(language);
   }
   async open(opts: SttStreamOptions): Promise<SttStream> {
+    if (this.failOpen) throw Object.assign(new Error('cannot start'), { reason: 'initialization_failed' });
     const s = new RecordingSttStream(opts);
     this.streams.push(s);
     return s;

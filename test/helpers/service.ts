@@ -38,7 +38,7 @@ export interface StartOptions {
 export async function startService(t: Test, opts: StartOptions = {}): Promise<TestService> {
   const clock = opts.clock ?? new ManualClock(Date.now());
   const env: Record<string, string> = opts.sameDeploymentAs
-    ? { ...opts.sameDeploymentAs.env }
+    ? { ...opts.sameDeploymentAs.env, ...opts.env }
     : {
         HOST: '127.0.0.1',
         PORT: '0',
