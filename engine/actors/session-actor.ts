@@ -2,7 +2,7 @@
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
-import type { CodecPool, CodecStream } from '../pool.js';
+import type { CodecPool } from '../pool.js';
 import { checkCodecParams, type Codec } from '../../workers/messages.js';
 import { isEngineError } from '../errors.js';
 import { CloseCode, LISTEN, ListenMessage, Outcome, SERVICE_STATUS_TEXT, ServiceStatus } from '../protocol.js';
@@ -14,6 +14,8 @@ import type { ListenParams } from '../transport/listen-query.js';
 import { BufferLoop, type RawSegment } from '../audio/buffer-loop.js';
 import { toWire } from '../audio/segment.js';
 import { parseClientMessage } from './client-messages.js';
+import { Outbox } from './outbox.js';
+import { AudioInlet } from './audio-inlet.js';
 
 /** SPEC "Real-time connection", plus DRAINING (finalising before close). */
 export const SessionState = {
@@ -55,26 +57,16 @@ export interface SessionActorOptions {
   onClosed: (actor: SessionActor) => void;
 }
 
-/** Messages handed to the codec at once: below CodecPool's maxBatchMessages, so one push is one decode task. */
-const MAX_DECODE_BATCH = 500;
-
 export class SessionActor {
   readonly sessionId: string;
   readonly uid: string;
   readonly #o: SessionActorOptions;
   readonly #loop: BufferLoop;
   #state: SessionState = SessionState.OPENING;
-  #codec: CodecStream | undefined;
+  readonly #out: Outbox;
+  #inlet: AudioInlet | undefined;
   #stt: SttStream[] = [];
   #timers: TimerId[] = [];
-  #inbound: Uint8Array[] = [];
-  #inboundBytes = 0;
-  /** Bytes handed to the codec whose PCM has not come back yet. */
-  #decodingBytes = 0;
-  #outbox: string[] = [];
-  #outboxBytes = 0;
-  #blocked = false;
-  #socketOpen = true;
   #lastClientMessageMs: number;
   #flushing: Promise<void> | undefined;
   #draining: Promise<void> | undefined;
@@ -90,6 +82,7 @@ export class SessionActor {
     this.sessionId = opts.sessionId;
     this.uid = opts.params.uid;
     this.#lastClientMessageMs = opts.clock.now();
+    this.#out = new Outbox(opts.socket, opts.maxOutboundBytes, () => this.#close(CloseCode.POLICY_VIOLATION, 'client does not read its messages'));
     this.#loop = new BufferLoop({
       uid: opts.params.uid,
       sessionId: opts.sessionId,
@@ -118,14 +111,13 @@ export class SessionActor {
     const bad = checkCodecParams({ codec: p.codec, sampleRate: p.sampleRate, channels: p.channels });
     try {
       if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
-      this.#codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
+      const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
+      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm) => this.#onPcm(pcm) });
     } catch (err) {
       const reason = bad ?? (isEngineError(err) ? err.message : 'unsupported audio format');
       this.#close(CloseCode.UNSUPPORTED_DATA, reason);
       return;
     }
-    this.#codec.on('pcm', (pcm) => this.#onPcm(pcm));
-    this.#codec.on('failure', () => this.#decoded());
     try {
       this.#status(ServiceStatus.INITIATING);
       this.#status(ServiceStatus.IN_PROGRESS_CONVERSATIONS_PROCESSING);
@@ -140,12 +132,12 @@ export class SessionActor {
       return;
     }
     if (this.#state !== SessionState.OPENING) return;
-    this.#state = this.#inbound.length > 0 ? SessionState.STREAMING : SessionState.READY;
+    this.#state = this.stats.audioMessages > 0 ? SessionState.STREAMING : SessionState.READY;
     this.#status(ServiceStatus.READY);
     const { scheduler } = this.#o;
     this.#timers.push(scheduler.every(LISTEN.heartbeatIntervalMs, () => this.#heartbeat()));
     this.#timers.push(scheduler.every(LISTEN.bufferWindowMs, () => this.#tick()));
-    this.#pump();
+    this.#inlet?.start();
   }
 
   /** A binary message from the client. The bytes are the actor's (the transport copied them). */
@@ -156,18 +148,15 @@ export class SessionActor {
       return;
     }
     if (this.#state === SessionState.DRAINING || this.#state === SessionState.CLOSED) return;
-    if (this.#inboundBytes + this.#decodingBytes + message.byteLength > this.#o.maxInboundBytes) {
-      this.#o.logger.warn({ sessionId: this.sessionId, queuedBytes: this.#inboundBytes + this.#decodingBytes }, 'inbound audio queue full');
+    if (!this.#inlet?.accept(message)) {
+      this.#o.logger.warn({ sessionId: this.sessionId, pendingBytes: this.#inlet?.pendingBytes }, 'inbound audio queue full');
       this.#close(CloseCode.TRY_AGAIN_LATER, 'audio arrives faster than it can be decoded');
       return;
     }
     this.stats.audioMessages++;
     this.stats.audioBytes += message.byteLength;
-    this.#inbound.push(message);
-    this.#inboundBytes += message.byteLength;
     this.#loop.noteAudio();
     if (this.#state === SessionState.READY || this.#state === SessionState.PROCESSING) this.#state = SessionState.STREAMING;
-    this.#pump();
   }
 
   /** A text message from the client: JSON events; anything else is ignored. */
@@ -201,17 +190,12 @@ export class SessionActor {
 
   /** The socket drained: send what waited. */
   onDrain(): void {
-    this.#blocked = false;
-    while (this.#outbox.length > 0 && !this.#blocked && this.#socketOpen) {
-      const next = this.#outbox.shift()!;
-      this.#outboxBytes -= next.length;
-      this.#write(next);
-    }
+    this.#out.drain();
   }
 
   /** The client went away: finalise what was accepted, persist it, release everything. */
   onClientClosed(): void {
-    this.#socketOpen = false;
+    this.#out.close();
     void this.drain(CloseCode.NORMAL, 'client closed');
   }
 
@@ -222,7 +206,7 @@ export class SessionActor {
       if (this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
     }
     if (this.#state === SessionState.CLOSED) return;
-    this.#send(JSON.stringify(type === ListenMessage.MEMORY_CREATED ? { type, memory, messages: [] } : { type, memory }));
+    this.#out.send(JSON.stringify(type === ListenMessage.MEMORY_CREATED ? { type, memory, messages: [] } : { type, memory }));
   }
 
   /**
@@ -241,12 +225,9 @@ export class SessionActor {
     for (const id of this.#timers) this.#o.scheduler.cancel(id);
     this.#timers = [];
     try {
-      if (!wasOpening && this.#codec) {
-        // Everything accepted goes to the codec now; close({flush}) emits the decoders' tail.
-        for (const m of this.#inbound) this.#codec.push(m);
-        this.#inbound = [];
-        this.#inboundBytes = 0;
-        await this.#codec.close({ flush: true });
+      if (!wasOpening && this.#inlet) {
+        // Everything accepted is decoded and reaches STT before it is finalised.
+        await this.#inlet.finish();
         await Promise.all(this.#stt.map((s) => s.finalize()));
         await this.#flushing;
         await this.#flushOnce();
@@ -265,21 +246,15 @@ export class SessionActor {
     this.#state = SessionState.CLOSED;
     for (const id of this.#timers) this.#o.scheduler.cancel(id);
     this.#timers = [];
-    this.#codec?.removeAllListeners('pcm');
-    void this.#codec?.close({ flush: false }).catch(() => undefined);
+    this.#inlet?.dispose();
     for (const s of this.#stt) void s.close().catch(() => undefined);
     this.#stt = [];
-    this.#inbound = [];
-    this.#outbox = [];
-    this.#inboundBytes = this.#outboxBytes = this.#decodingBytes = 0;
+    this.#out.close();
     this.#o.onClosed(this);
   }
 
   #close(code: number, reason: string): void {
-    if (this.#socketOpen) {
-      this.#socketOpen = false;
-      this.#o.socket.end(code, reason);
-    }
+    this.#out.end(code, reason);
     this.dispose();
   }
 
@@ -317,20 +292,8 @@ export class SessionActor {
 
   #sttFailed(f: SttFailure, provider: string): void {
     if (this.#state === SessionState.CLOSED) return;
-    this.#send(JSON.stringify({ type: ListenMessage.SERVICE_STATUS, status: ServiceStatus.STT_FAILED, status_text: 'Transcription service unavailable', outcome: f.outcome, provider, retryable: f.retryable, reason: f.reason }));
+    this.#out.send(JSON.stringify({ type: ListenMessage.SERVICE_STATUS, status: ServiceStatus.STT_FAILED, status_text: 'Transcription service unavailable', outcome: f.outcome, provider, retryable: f.retryable, reason: f.reason }));
     this.#close(CloseCode.INTERNAL_ERROR, LISTEN.sttFailedReason);
-  }
-
-  #pump(): void {
-    if (this.#decodingBytes > 0 || !this.#codec || this.#inbound.length === 0) return;
-    if (this.#state !== SessionState.READY && this.#state !== SessionState.STREAMING && this.#state !== SessionState.PROCESSING) return;
-    const batch = this.#inbound.length <= MAX_DECODE_BATCH ? this.#inbound : this.#inbound.slice(0, MAX_DECODE_BATCH);
-    this.#inbound = this.#inbound.length <= MAX_DECODE_BATCH ? [] : this.#inbound.slice(MAX_DECODE_BATCH);
-    for (const m of batch) {
-      this.#inboundBytes -= m.byteLength;
-      this.#decodingBytes += m.byteLength;
-      this.#codec.push(m);
-    }
   }
 
   #onPcm(pcm: Int16Array[]): void {
@@ -338,12 +301,6 @@ export class SessionActor {
       this.stats.pcmSamples += channel.length;
       if (channel.length > 0) this.#stt[Math.min(i, this.#stt.length - 1)]?.write(channel);
     });
-    this.#decoded();
-  }
-
-  #decoded(): void {
-    this.#decodingBytes = 0;
-    if (this.#state !== SessionState.DRAINING) this.#pump();
   }
 
   #heartbeat(): void {
@@ -351,7 +308,7 @@ export class SessionActor {
       void this.drain(CloseCode.GOING_AWAY, 'inactivity timeout');
       return;
     }
-    if (!this.#blocked) this.#write(LISTEN.heartbeatText);
+    this.#out.sendIfIdle(LISTEN.heartbeatText);
   }
 
   /** The 600 ms step; the scheduler awaits the returned promise, and a step never overlaps the previous one. */
@@ -364,8 +321,8 @@ export class SessionActor {
   async #flushOnce(): Promise<void> {
     try {
       const r = await this.#loop.flush();
-      if (r.removedIds.length > 0) this.#send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
-      if (r.updated.length > 0) this.#send(JSON.stringify(r.updated.map(toWire)));
+      if (r.removedIds.length > 0) this.#out.send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
+      if (r.updated.length > 0) this.#out.send(JSON.stringify(r.updated.map(toWire)));
       if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
     } catch (err) {
       this.#o.logger.error({ sessionId: this.sessionId, err: { name: (err as Error)?.name } }, 'transcript flush failed');
@@ -374,25 +331,7 @@ export class SessionActor {
 
   #status(status: ServiceStatus): void {
     const text = SERVICE_STATUS_TEXT[status];
-    this.#send(JSON.stringify(text ? { type: ListenMessage.SERVICE_STATUS, status, status_text: text } : { type: ListenMessage.SERVICE_STATUS, status }));
-  }
-
-  /** Sends now, or queues behind backpressure; a client that stops reading is closed, not buffered for without end. */
-  #send(data: string): void {
-    if (!this.#socketOpen) return;
-    if (!this.#blocked) {
-      this.#write(data);
-      return;
-    }
-    this.#outbox.push(data);
-    this.#outboxBytes += data.length;
-    if (this.#outboxBytes > this.#o.maxOutboundBytes) this.#close(CloseCode.POLICY_VIOLATION, 'client does not read its messages');
-  }
-
-  #write(data: string): void {
-    const r = this.#o.socket.send(data);
-    if (r === 'backpressure') this.#blocked = true;
-    else if (r === 'dropped') this.#close(CloseCode.POLICY_VIOLATION, 'client does not read its messages');
+    this.#out.send(JSON.stringify(text ? { type: ListenMessage.SERVICE_STATUS, status, status_text: text } : { type: ListenMessage.SERVICE_STATUS, status }));
   }
 }
 
