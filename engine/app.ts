@@ -160,6 +160,14 @@ export class Service {
       const stt = new SttRegistry(opts.sttEngines ?? []);
       const actors = new ActorRegistry({ maxSessions: config.maxSessions, maxSessionsPerUser: config.maxSessionsPerUser, conversations, logger });
       await events.attach((event) => void actors.deliver(event));
+      new client.Gauge({
+        name: 'listen_sessions',
+        help: 'Live /v4/listen sessions on this node.',
+        registers: [registry],
+        collect() {
+          this.set(actors.size);
+        },
+      });
       if (runsJobs) worker = new ProcessConversationWorker({ services, events, redisUrl, prefix: config.redisPrefix, concurrency: config.jobConcurrency });
 
       const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay });

@@ -5,7 +5,7 @@ import type { Services } from '../../http/routes/types.js';
 import { afterProcessed } from '../../http/routes/conversations.js';
 import { ConversationStatus } from '../protocol.js';
 import { lastActivityMs } from '../conversation-lifecycle.js';
-import { bullConnection, QueueName, type ProcessConversationData } from './queues.js';
+import { bullConnection, QueueName, within, type ProcessConversationData } from './queues.js';
 import { SessionEventType, type SessionEvents } from './session-events.js';
 
 /** What one run did (tests and logs). */
@@ -68,10 +68,11 @@ export interface ProcessConversationWorkerOptions {
 /** The BullMQ consumer of the `processing` queue; started by Service when ROLE is all or jobs. */
 export class ProcessConversationWorker {
   readonly #connection: Redis;
+  #closing = false;
   readonly worker: Worker<ProcessConversationData, ProcessOutcome>;
 
   constructor(opts: ProcessConversationWorkerOptions) {
-    this.#connection = bullConnection(opts.redisUrl);
+    this.#connection = bullConnection(opts.redisUrl, 'worker', () => this.#closing);
     this.worker = new Worker<ProcessConversationData, ProcessOutcome>(
       QueueName.PROCESSING,
       (job: Job<ProcessConversationData>, _token?: string, signal?: AbortSignal) => processConversation(opts.services, opts.events, job.data, signal),
@@ -80,9 +81,13 @@ export class ProcessConversationWorker {
     this.worker.on('error', () => undefined);
   }
 
-  async close(): Promise<void> {
-    await this.worker.close().catch(() => undefined);
-    await this.#connection.quit().catch(() => undefined);
+  /** Lets running jobs finish (bounded), then drops the connections even when Redis is gone. */
+  async close(timeoutMs = 5000): Promise<void> {
+    this.#closing = true;
+    // With Redis gone no job can finish anyway: close at once (BullMQ re-runs stalled jobs elsewhere).
+    await within(this.worker.close(this.#connection.status !== 'ready'), timeoutMs);
+    await within(this.worker.disconnect(), 500);
+    await within(this.#connection.quit(), 500);
     this.#connection.disconnect();
   }
 }

@@ -22,11 +22,27 @@ export interface ProcessingQueueOptions {
   prefix: string;
 }
 
-/** A BullMQ connection that never gives up on a command (BullMQ requires maxRetriesPerRequest: null). */
-export function bullConnection(url: string): Redis {
-  const r = new Redis(url, { maxRetriesPerRequest: null, retryStrategy: (times) => Math.min(times * 200, 2000) });
+/**
+ * A BullMQ connection. Workers need `maxRetriesPerRequest: null` (their blocking reads wait forever); producers use a
+ * small retry budget, so enqueueing fails fast while Redis is away instead of hanging a session or a shutdown.
+ */
+export function bullConnection(url: string, role: 'worker' | 'producer', closing: () => boolean = () => false): Redis {
+  const r = new Redis(url, {
+    maxRetriesPerRequest: role === 'worker' ? null : 2,
+    connectTimeout: 2000,
+    // Once closing, stop reconnecting: BullMQ duplicates this connection (blocking reads), and a duplicate left
+    // reconnecting to a lost Redis would keep the process alive.
+    retryStrategy: (times) => (closing() ? null : Math.min(times * 200, 2000)),
+  });
   r.on('error', () => undefined);
   return r;
+}
+
+/** Waits for `p`, but at most `ms` milliseconds (a lost Redis must not hold shutdown hostage). */
+export async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.then(() => undefined, () => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 export class ProcessingQueue {
@@ -34,7 +50,7 @@ export class ProcessingQueue {
   readonly queue: Queue<ProcessConversationData>;
 
   constructor(opts: ProcessingQueueOptions) {
-    this.#connection = bullConnection(opts.redisUrl);
+    this.#connection = bullConnection(opts.redisUrl, 'producer');
     this.queue = new Queue<ProcessConversationData>(QueueName.PROCESSING, { connection: this.#connection, prefix: opts.prefix });
     this.queue.on('error', () => undefined);
   }
@@ -61,8 +77,8 @@ export class ProcessingQueue {
   }
 
   async close(): Promise<void> {
-    await this.queue.close().catch(() => undefined);
-    await this.#connection.quit().catch(() => undefined);
+    await within(this.queue.close(), 1000);
+    await within(this.#connection.quit(), 500);
     this.#connection.disconnect();
   }
 }

@@ -46,6 +46,7 @@ export class SessionEvents {
 
   async close(): Promise<void> {
     if (this.#listener) this.#subscriber.off('message', this.#listener);
-    await this.#subscriber.unsubscribe(this.#channel).catch(() => undefined);
+    // Bounded: a subscriber that lost Redis must not hold shutdown (app.ts disconnects it next).
+    await Promise.race([this.#subscriber.unsubscribe(this.#channel).catch(() => undefined), new Promise((r) => setTimeout(r, 500).unref())]);
   }
 }
