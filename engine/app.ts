@@ -22,6 +22,19 @@ import { openApiRoute } from '../http/routes/openapi.js';
 import type { Services } from '../http/routes/types.js';
 import type { Scope } from './protocol.js';
 import { RateLimiter } from './rate-limit.js';
+import { Scheduler } from './scheduler.js';
+import { CodecPool } from './pool.js';
+import type { SttEngine } from './stt/types.js';
+import { LocalGatedEngine } from './stt/local-gated.js';
+import { SttRegistry } from './stt/registry.js';
+import { ProcessingQueue } from './jobs/queues.js';
+import { SessionEvents } from './jobs/session-events.js';
+import { ProcessConversationWorker } from './jobs/process-conversation.js';
+import { ConversationLifecycle } from './conversation-lifecycle.js';
+import { ActorRegistry } from './actors/actor-registry.js';
+import { SessionActor } from './actors/session-actor.js';
+import { attachListen } from './transport/uws-server.js';
+import { CloseCode } from './protocol.js';
 
 export interface ServiceOptions {
   readonly config: Config;
@@ -29,6 +42,28 @@ export interface ServiceOptions {
   readonly logger?: Logger;
   /** Routes added after the built-in ones (tests and embedders). */
   readonly extraRoutes?: (services: Services) => Route<Principal>[];
+  /**
+   * STT engines for live sessions, in preference order (a session's `stt_service` may pick one by name).
+   * @defaultValue the `local` engine (PocketSphinx, English) behind the speech gate when VAD_GATE is on
+   */
+  readonly sttEngines?: readonly SttEngine[];
+  /**
+   * How often the process-wide scheduler walks due timers, in milliseconds; 0 leaves it to `service.scheduler.tick()`
+   * (tests driving a ManualClock).
+   * @defaultValue 50
+   */
+  readonly schedulerResolutionMs?: number;
+}
+
+/** The live path's parts; present on every node, the socket and worker only for the roles that run them. */
+interface LiveParts {
+  scheduler: Scheduler;
+  queue: ProcessingQueue;
+  events: SessionEvents;
+  registry: ActorRegistry;
+  stt: SttRegistry;
+  codecPool: CodecPool | undefined;
+  worker: ProcessConversationWorker | undefined;
 }
 
 const ANONYMOUS: Principal = { uid: '', via: 'none' };
@@ -48,14 +83,26 @@ export class Service {
   #embedded: EmbeddedRedis | undefined;
   #subscriber: Redis;
   #stopping: Promise<void> | undefined;
+  readonly #live: LiveParts;
 
-  private constructor(services: Services, http: HttpAdapter<Principal>, subscriber: Redis, embedded: EmbeddedRedis | undefined) {
+  private constructor(services: Services, http: HttpAdapter<Principal>, subscriber: Redis, embedded: EmbeddedRedis | undefined, live: LiveParts) {
+    this.#live = live;
     this.services = services;
     this.config = services.config;
     this.logger = services.logger;
     this.http = http;
     this.#subscriber = subscriber;
     this.#embedded = embedded;
+  }
+
+  /** The process-wide timer of every session actor (tests call `tick()` after moving the clock). */
+  get scheduler(): Scheduler {
+    return this.#live.scheduler;
+  }
+
+  /** This node's live sessions. */
+  get sessions(): ActorRegistry {
+    return this.#live.registry;
   }
 
   /** Opens every dependency, runs migrations and starts listening. */
@@ -69,12 +116,22 @@ export class Service {
     const subscriber = createRedis(redisUrl);
     redis.on('error', () => undefined);
     subscriber.on('error', () => undefined);
+    const scheduler = new Scheduler({ clock, resolutionMs: opts.schedulerResolutionMs ?? 50, onError: (err) => logger.error({ err: { name: (err as Error)?.name } }, 'scheduled task failed') });
+    const queue = new ProcessingQueue({ redisUrl, prefix: config.redisPrefix });
+    const events = new SessionEvents({ publisher: redis, subscriber, channel: `${config.redisPrefix}:listen:events` });
+    const runsListen = config.role === 'all' || config.role === 'listen';
+    const runsJobs = config.role === 'all' || config.role === 'jobs';
+    let codecPool: CodecPool | undefined;
+    let worker: ProcessConversationWorker | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
       const apiKeys = new ApiKeysRepository(store.knex);
+      const users = new UsersRepository(store.knex);
+      const conversations = new ConversationsRepository(store.knex);
+      const lifecycle = new ConversationLifecycle({ conversations, users, clock, logger, queue, events, memoryAccessDefault: config.memoryAccessDefault === 'enabled' });
       const authenticator = new Authenticator({
         verifier: await createVerifier(config, clock),
         keys: apiKeys,
@@ -92,16 +149,29 @@ export class Service {
         store,
         redis,
         registry,
-        users: new UsersRepository(store.knex),
+        users,
         apiKeys,
         authenticator,
-        conversations: new ConversationsRepository(store.knex),
+        conversations,
         folders: new FoldersRepository(store.knex),
         processor: createProcessor(config, logger),
         memories: new MemoriesRepository(store.knex),
         actionItems: new ActionItemsRepository(store.knex),
         goals: new GoalsRepository(store.knex, store.dialect),
+        lifecycle,
       };
+      const stt = new SttRegistry(opts.sttEngines ?? [new LocalGatedEngine({ vadGate: config.vadGate })]);
+      const actors = new ActorRegistry({ maxSessions: config.maxSessions, maxSessionsPerUser: config.maxSessionsPerUser, conversations, logger });
+      await events.attach((event) => void actors.deliver(event));
+      new client.Gauge({
+        name: 'listen_sessions',
+        help: 'Live /v4/listen sessions on this node.',
+        registers: [registry],
+        collect() {
+          this.set(actors.size);
+        },
+      });
+      if (runsJobs) worker = new ProcessConversationWorker({ services, events, redisUrl, prefix: config.redisPrefix, concurrency: config.jobConcurrency });
 
       const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay });
       const http = new HttpAdapter<Principal>({
@@ -112,13 +182,41 @@ export class Service {
       });
       for (const route of [...allRoutes(services), ...(opts.extraRoutes?.(services) ?? [])]) http.add(route);
       http.add(openApiRoute(() => http.routes as readonly Route<unknown>[]));
+      if (runsListen) {
+        const pool = (codecPool = new CodecPool(config.codecThreads > 0 ? { threads: config.codecThreads } : {}));
+        attachListen(http.app, {
+          authenticator,
+          registry: actors,
+          logger,
+          createActor: ({ sessionId, params, socket }) =>
+            new SessionActor({
+              sessionId,
+              params,
+              socket,
+              scheduler,
+              clock,
+              logger,
+              codecPool: pool,
+              stt,
+              lifecycle,
+              conversations,
+              maxInboundBytes: config.listenMaxInboundBytes,
+              maxOutboundBytes: 4 * 1024 * 1024,
+              onClosed: (actor) => actors.remove(actor),
+            }),
+        });
+      }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded);
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: actors, stt, codecPool, worker });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
     } catch (err) {
+      scheduler.close();
+      await worker?.close();
+      await queue.close();
+      await codecPool?.close().catch(() => undefined);
       redis.disconnect();
       subscriber.disconnect();
       await store.close().catch(() => undefined);
@@ -151,6 +249,16 @@ export class Service {
       }),
     ]);
     clearTimeout(timer);
+    // Live sessions: stop admitting, finalise STT, flush the last segments, close with 1001; their open
+    // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
+    const live = this.#live;
+    await closeWithin(live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), this.config.shutdownTimeoutMs);
+    await live.worker?.close();
+    await live.queue.close();
+    await live.events.close();
+    await live.codecPool?.close().catch(() => undefined);
+    await live.stt.close();
+    live.scheduler.close();
     // A Redis that went away must not hold shutdown hostage: quit politely, then drop the connection.
     await closeWithin(this.services.authenticator.close(), 1000);
     // quit() can fail fast while the client is reconnecting; disconnect() afterwards stops any reconnect loop.

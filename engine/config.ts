@@ -63,6 +63,18 @@ export interface Config {
   readonly llmTimeoutMs: number;
   /** Retries of a failed LLM request (timeouts, 429, 5xx). @defaultValue 2 */
   readonly llmMaxRetries: number;
+  /** Run the Silero speech gate in front of the local engine ('on' or 'off'). @defaultValue true */
+  readonly vadGate: boolean;
+  /** Live listen sessions this node holds at most; one more is closed with 1013. @defaultValue 1000 */
+  readonly maxSessions: number;
+  /** Live listen sessions one user holds at most on this node; one more is closed with 1013. @defaultValue 4 */
+  readonly maxSessionsPerUser: number;
+  /** Audio bytes a session may have received but not yet decoded; past it the session is closed with 1013. @defaultValue 1048576 (1 MiB) */
+  readonly listenMaxInboundBytes: number;
+  /** Codec shard threads; 0 means one fewer than the CPUs, at least 1. @defaultValue 0 */
+  readonly codecThreads: number;
+  /** process-conversation jobs one node runs at once. @defaultValue 2 */
+  readonly jobConcurrency: number;
 }
 
 export class ConfigError extends Error {
@@ -81,7 +93,8 @@ export const CONFIG_VARIABLES = [
   'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
-  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES',
+  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS',
+  'JOB_CONCURRENCY',
 ] as const;
 
 export const LOCAL_ISSUER = 'urn:wearable-backend:local-issuer';
@@ -181,6 +194,12 @@ export function loadConfig(env: Env = process.env): Config {
     llmModel: str(env, 'LLM_MODEL', 'gpt-4.1-mini'),
     llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 30_000, 100, 600_000),
     llmMaxRetries: int(env, 'LLM_MAX_RETRIES', 2, 0, 10),
+    vadGate: oneOf(env, 'VAD_GATE', ['on', 'off'] as const, 'on') === 'on',
+    maxSessions: int(env, 'MAX_SESSIONS', 1000, 1, 1_000_000),
+    maxSessionsPerUser: int(env, 'MAX_SESSIONS_PER_USER', 4, 1, 1000),
+    listenMaxInboundBytes: int(env, 'LISTEN_MAX_INBOUND_BYTES', 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
+    codecThreads: int(env, 'CODEC_THREADS', 0, 0, 256),
+    jobConcurrency: int(env, 'JOB_CONCURRENCY', 2, 1, 256),
   };
   return Object.freeze(config);
 }

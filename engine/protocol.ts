@@ -62,3 +62,40 @@ export const ConversationStatus = {
   FAILED: 'failed',
 } as const;
 export type ConversationStatus = (typeof ConversationStatus)[keyof typeof ConversationStatus];
+
+/** `type` of JSON messages on the listen WebSocket, both directions (SPEC "Messages sent over the WebSocket"; REFERENCE §1.8). */
+export const ListenMessage = {
+  SERVICE_STATUS: 'service_status',
+  SEGMENTS_DELETED: 'segments_deleted',
+  MEMORY_PROCESSING_STARTED: 'memory_processing_started',
+  MEMORY_CREATED: 'memory_created',
+  SUGGESTED_TRANSCRIPT: 'suggested_transcript',
+  SPEAKER_ASSIGNED: 'speaker_assigned',
+  IMAGE_CHUNK: 'image_chunk',
+} as const;
+export type ListenMessage = (typeof ListenMessage)[keyof typeof ListenMessage];
+
+/** Human text sent with each `service_status` (REFERENCE §1.8); `ready` carries none. */
+export const SERVICE_STATUS_TEXT: Readonly<Partial<Record<ServiceStatus, string>>> = {
+  initiating: 'Service Starting',
+  in_progress_conversations_processing: 'Processing Conversations',
+  stt_initiating: 'STT Service Starting',
+};
+
+/** Timings and sizes of the listen protocol (SPEC, Limits). */
+export const LISTEN = {
+  /** The server's text-frame heartbeat `"ping"`, every 10 s. */
+  heartbeatText: 'ping',
+  heartbeatIntervalMs: 10_000,
+  /** No client message of any kind for this long closes the session with 1001. */
+  inactivityTimeoutMs: 90_000,
+  /** Transcript buffer processing interval. */
+  bufferWindowMs: 600,
+  /** Binary messages of at most this many bytes are client keep-alives. */
+  keepAliveMaxBytes: 2,
+  conversationTimeoutDefaultS: 120,
+  conversationTimeoutMinS: 2,
+  conversationTimeoutMaxS: 14_400,
+  /** Close reason after `stt_failed`. */
+  sttFailedReason: 'transcription_service_unavailable',
+} as const;

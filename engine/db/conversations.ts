@@ -306,6 +306,37 @@ export class ConversationsRepository {
     });
   }
 
+  /** The user's newest conversation in `status` (live sessions resume their `in_progress` one). */
+  async latestWithStatus(userId: string, status: ConversationStatus): Promise<ConversationRecord | undefined> {
+    const row = (await this.#base()
+      .where({ 'c.user_id': userId, 'c.status': status, 'c.deleted': false })
+      .orderBy([{ column: 'c.updated_at', order: 'desc' }, { column: 'c.id', order: 'desc' }])
+      .first()) as Row | undefined;
+    return row ? toRecord(row) : undefined;
+  }
+
+  /** Ids of the user's conversations in `status`. */
+  async idsWithStatus(userId: string, status: ConversationStatus): Promise<string[]> {
+    const rows = (await this.knex('conversations').where({ user_id: userId, status, deleted: false }).select('id')) as { id: string }[];
+    return rows.map((r) => r.id);
+  }
+
+  /** Moves `id` from status `from` to `to` only if it is still in `from`; true when this call made the change. */
+  async transition(id: string, from: ConversationStatus, to: ConversationStatus, now: number, extra: { finishedAt?: string } = {}): Promise<boolean> {
+    const n = await this.knex('conversations')
+      .where({ id, status: from })
+      .update({ status: to, updated_at: isoNow(now), ...(extra.finishedAt ? { finished_at: extra.finishedAt } : {}) });
+    return n > 0;
+  }
+
+  /** Deletes a conversation and its transcript whoever owns it (an empty live conversation is deleted, not processed). */
+  async deleteById(id: string): Promise<void> {
+    await this.knex.transaction(async (trx) => {
+      await trx('conversation_segments').where({ conversation_id: id }).delete();
+      await trx('conversations').where({ id }).delete();
+    });
+  }
+
   /** Any conversation by id, whoever owns it (jobs); routes use `get`. */
   async getById(id: string): Promise<ConversationRecord | undefined> {
     const row = (await this.#base().where('c.id', id).first()) as Row | undefined;

@@ -8,12 +8,14 @@ import { goalRoutes } from './goals.js';
 import { conversationRoutes } from './conversations.js';
 import { folderRoutes } from './folders.js';
 import { mcpRoutes } from '../mcp.js';
+import { listenRoutes } from './listen.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
     ...opsRoutes(s),
     ...keyRoutes(s),
     ...conversationRoutes(s),
+    ...listenRoutes(s),
     ...folderRoutes(s),
     ...memoryRoutes(s),
     ...actionItemRoutes(s),

@@ -14,6 +14,7 @@ import type { ActionItemsRepository } from '../../engine/db/action-items.js';
 import type { GoalsRepository } from '../../engine/db/goals.js';
 import type { ConversationProcessor } from '../../engine/processing/types.js';
 import type { Authenticator, Principal } from '../../engine/identity/authenticator.js';
+import type { ConversationLifecycle } from '../../engine/conversation-lifecycle.js';
 import type { Route } from '../adapter.js';
 
 export interface Services {
@@ -33,6 +34,8 @@ export interface Services {
   readonly memories: MemoriesRepository;
   readonly actionItems: ActionItemsRepository;
   readonly goals: GoalsRepository;
+  /** Live conversations: open, resume, end (process or delete). */
+  readonly lifecycle: ConversationLifecycle;
 }
 
 export type AppRoute = Route<Principal>;

@@ -29,12 +29,16 @@ export interface StartOptions {
   /** Share another service's data dir, store and Redis prefix (a second node of one deployment). */
   sameDeploymentAs?: TestService;
   extraRoutes?: ServiceOptions['extraRoutes'];
+  /** STT engines for live sessions (default: none, the NullSttEngine). */
+  sttEngines?: ServiceOptions['sttEngines'];
+  /** Scheduler interval; default 0: tests drive timers with `service.scheduler.tick()` after `clock.advance()`. */
+  schedulerResolutionMs?: number;
 }
 
 export async function startService(t: Test, opts: StartOptions = {}): Promise<TestService> {
   const clock = opts.clock ?? new ManualClock(Date.now());
   const env: Record<string, string> = opts.sameDeploymentAs
-    ? { ...opts.sameDeploymentAs.env }
+    ? { ...opts.sameDeploymentAs.env, ...opts.env }
     : {
         HOST: '127.0.0.1',
         PORT: '0',
@@ -53,6 +57,8 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     clock: clock as Clock,
     logger: createLogger(config.logLevel),
     ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}),
+    ...(opts.sttEngines ? { sttEngines: opts.sttEngines } : {}),
+    schedulerResolutionMs: opts.schedulerResolutionMs ?? 0,
   });
   t.teardown(() => service.stop());
   const url = `http://127.0.0.1:${service.port}`;

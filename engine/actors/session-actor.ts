@@ -1,0 +1,341 @@
+// One live listen session: its state machine, inbound audio queue, codec and STT streams, timers and transcript loop. Never touches a socket.
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { Scheduler, TimerId } from '../scheduler.js';
+import type { CodecPool } from '../pool.js';
+import { checkCodecParams, type Codec } from '../../workers/messages.js';
+import { isEngineError } from '../errors.js';
+import { CloseCode, LISTEN, ListenMessage, Outcome, SERVICE_STATUS_TEXT, ServiceStatus } from '../protocol.js';
+import type { SttFailure, SttSegment, SttStream } from '../stt/types.js';
+import type { SttRegistry } from '../stt/registry.js';
+import type { ConversationLifecycle } from '../conversation-lifecycle.js';
+import type { ConversationsRepository } from '../db/conversations.js';
+import type { ListenParams } from '../transport/listen-query.js';
+import { BufferLoop, type RawSegment } from '../audio/buffer-loop.js';
+import { toWire } from '../audio/segment.js';
+import { parseClientMessage } from './client-messages.js';
+import { Outbox } from './outbox.js';
+import { AudioInlet } from './audio-inlet.js';
+
+/** SPEC "Real-time connection", plus DRAINING (finalising before close). */
+export const SessionState = {
+  OPENING: 'opening',
+  READY: 'ready',
+  STREAMING: 'streaming',
+  PROCESSING: 'processing',
+  DRAINING: 'draining',
+  CLOSED: 'closed',
+} as const;
+export type SessionState = (typeof SessionState)[keyof typeof SessionState];
+
+export type SendResult = 'ok' | 'backpressure' | 'dropped';
+
+/** What the transport gives an actor: it never sees the WebSocket itself. */
+export interface SessionSocket {
+  /** Sends one frame (string → text, bytes → binary). 'backpressure': sent but buffered, wait for onDrain(). */
+  send(data: string | Uint8Array): SendResult;
+  /** Closes with `code` and a reason of at most 123 bytes. */
+  end(code: number, reason: string): void;
+}
+
+export interface SessionActorOptions {
+  sessionId: string;
+  params: ListenParams;
+  socket: SessionSocket;
+  scheduler: Scheduler;
+  clock: Clock;
+  logger: Logger;
+  codecPool: CodecPool;
+  stt: SttRegistry;
+  lifecycle: ConversationLifecycle;
+  conversations: ConversationsRepository;
+  /** Audio bytes received but not yet decoded before the session is closed as too slow to serve. */
+  maxInboundBytes: number;
+  /** Bytes queued for a client that does not read before it is closed. */
+  maxOutboundBytes: number;
+  /** Called once from dispose(). */
+  onClosed: (actor: SessionActor) => void;
+}
+
+export class SessionActor {
+  readonly sessionId: string;
+  readonly uid: string;
+  readonly #o: SessionActorOptions;
+  readonly #loop: BufferLoop;
+  #state: SessionState = SessionState.OPENING;
+  readonly #out: Outbox;
+  #inlet: AudioInlet | undefined;
+  #stt: SttStream[] = [];
+  #timers: TimerId[] = [];
+  #lastClientMessageMs: number;
+  #flushing: Promise<void> | undefined;
+  #draining: Promise<void> | undefined;
+  /** Counters for tests and metrics. */
+  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0 };
+  // TODO(engine/audio/speakers.ts): hand these to the speaker module once it lands; kept raw (bounded) until then.
+  readonly speakerAssignments: unknown[] = [];
+  // TODO(engine/audio/images.ts): hand these to the image assembler once it lands; kept raw (bounded) until then.
+  readonly imageChunks: unknown[] = [];
+
+  constructor(opts: SessionActorOptions) {
+    this.#o = opts;
+    this.sessionId = opts.sessionId;
+    this.uid = opts.params.uid;
+    this.#lastClientMessageMs = opts.clock.now();
+    this.#out = new Outbox(opts.socket, opts.maxOutboundBytes, () => this.#close(CloseCode.POLICY_VIOLATION, 'client does not read its messages'));
+    this.#loop = new BufferLoop({
+      uid: opts.params.uid,
+      sessionId: opts.sessionId,
+      source: opts.params.source,
+      language: opts.params.language,
+      conversationTimeoutS: opts.params.conversationTimeoutS,
+      speechProfileProcessed: true,
+      lifecycle: opts.lifecycle,
+      conversations: opts.conversations,
+      clock: opts.clock,
+      logger: opts.logger,
+    });
+  }
+
+  get state(): SessionState {
+    return this.#state;
+  }
+
+  get conversationId(): string | undefined {
+    return this.#loop.conversationId;
+  }
+
+  /** Opens codec and STT, resumes the conversation, sends the service_status sequence, starts the timers. */
+  async start(): Promise<void> {
+    const { params: p, logger } = this.#o;
+    const bad = checkCodecParams({ codec: p.codec, sampleRate: p.sampleRate, channels: p.channels });
+    try {
+      if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
+      const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
+      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm) => this.#onPcm(pcm) });
+    } catch (err) {
+      const reason = bad ?? (isEngineError(err) ? err.message : 'unsupported audio format');
+      this.#close(CloseCode.UNSUPPORTED_DATA, reason);
+      return;
+    }
+    try {
+      this.#status(ServiceStatus.INITIATING);
+      this.#status(ServiceStatus.IN_PROGRESS_CONVERSATIONS_PROCESSING);
+      await this.#o.lifecycle.requeueProcessing(this.uid);
+      await this.#loop.resume();
+      if (this.#state !== SessionState.OPENING) return;
+      this.#status(ServiceStatus.STT_INITIATING);
+      if (!(await this.#openStt())) return;
+    } catch (err) {
+      logger.error({ sessionId: this.sessionId, err: { name: (err as Error)?.name } }, 'session start failed');
+      this.#close(CloseCode.INTERNAL_ERROR, 'session could not start');
+      return;
+    }
+    if (this.#state !== SessionState.OPENING) return;
+    this.#state = this.stats.audioMessages > 0 ? SessionState.STREAMING : SessionState.READY;
+    this.#status(ServiceStatus.READY);
+    const { scheduler } = this.#o;
+    this.#timers.push(scheduler.every(LISTEN.heartbeatIntervalMs, () => this.#heartbeat()));
+    this.#timers.push(scheduler.every(LISTEN.bufferWindowMs, () => this.#tick()));
+    this.#inlet?.start();
+  }
+
+  /** A binary message from the client. The bytes are the actor's (the transport copied them). */
+  onBinary(message: Uint8Array): void {
+    this.#lastClientMessageMs = this.#o.clock.now();
+    if (message.byteLength <= LISTEN.keepAliveMaxBytes) {
+      this.stats.keepAlives++;
+      return;
+    }
+    if (this.#state === SessionState.DRAINING || this.#state === SessionState.CLOSED) return;
+    if (!this.#inlet?.accept(message)) {
+      this.#o.logger.warn({ sessionId: this.sessionId, pendingBytes: this.#inlet?.pendingBytes }, 'inbound audio queue full');
+      this.#close(CloseCode.TRY_AGAIN_LATER, 'audio arrives faster than it can be decoded');
+      return;
+    }
+    this.stats.audioMessages++;
+    this.stats.audioBytes += message.byteLength;
+    this.#loop.noteAudio();
+    if (this.#state === SessionState.READY || this.#state === SessionState.PROCESSING) this.#state = SessionState.STREAMING;
+  }
+
+  /** A text message from the client: JSON events; anything else is ignored. */
+  onText(text: string): void {
+    this.#lastClientMessageMs = this.#o.clock.now();
+    this.stats.textMessages++;
+    if (this.#state === SessionState.CLOSED) return;
+    const msg = parseClientMessage(text);
+    switch (msg.kind) {
+      case 'malformed':
+        this.stats.malformed++;
+        this.#o.logger.debug({ sessionId: this.sessionId, bytes: text.length }, 'malformed text frame ignored');
+        return;
+      case 'suggested_transcript': {
+        if (!this.#o.params.customStt || this.#state === SessionState.DRAINING) return;
+        this.#loop.noteAudio();
+        this.#loop.add(msg.segments);
+        if (this.#state === SessionState.READY || this.#state === SessionState.PROCESSING) this.#state = SessionState.STREAMING;
+        return;
+      }
+      case 'speaker_assigned':
+        keepLast(this.speakerAssignments, msg.raw, 100);
+        return;
+      case 'image_chunk':
+        keepLast(this.imageChunks, msg.raw, 200);
+        return;
+      case 'other':
+        return;
+    }
+  }
+
+  /** The socket drained: send what waited. */
+  onDrain(): void {
+    this.#out.drain();
+  }
+
+  /** The client went away: finalise what was accepted, persist it, release everything. */
+  onClientClosed(): void {
+    this.#out.close();
+    void this.drain(CloseCode.NORMAL, 'client closed');
+  }
+
+  /** A conversation event for this user (memory_processing_started / memory_created), `memory` already rendered. */
+  conversationEvent(type: string, conversationId: string, memory: Record<string, unknown>): void {
+    if (type === ListenMessage.MEMORY_PROCESSING_STARTED && this.#loop.conversationId === conversationId) {
+      this.#loop.conversationEnded(conversationId);
+      if (this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
+    }
+    if (this.#state === SessionState.CLOSED) return;
+    this.#out.send(JSON.stringify(type === ListenMessage.MEMORY_CREATED ? { type, memory, messages: [] } : { type, memory }));
+  }
+
+  /**
+   * Graceful end: stop taking audio, decode what was accepted, finalise STT, flush the last segments to the store and
+   * the client, close with `code`, leave the open conversation to the idle check, dispose. Safe to call twice.
+   */
+  drain(code: number, reason: string): Promise<void> {
+    this.#draining ??= this.#drain(code, reason);
+    return this.#draining;
+  }
+
+  async #drain(code: number, reason: string): Promise<void> {
+    if (this.#state === SessionState.CLOSED) return;
+    const wasOpening = this.#state === SessionState.OPENING;
+    this.#state = SessionState.DRAINING;
+    for (const id of this.#timers) this.#o.scheduler.cancel(id);
+    this.#timers = [];
+    try {
+      if (!wasOpening && this.#inlet) {
+        // Everything accepted is decoded and reaches STT before it is finalised.
+        await this.#inlet.finish();
+        await Promise.all(this.#stt.map((s) => s.finalize()));
+        await this.#flushing;
+        await this.#flushOnce();
+      }
+      const open = this.#loop.conversationId;
+      if (open) await this.#o.lifecycle.leftInProgress(open, this.uid, this.#o.params.conversationTimeoutS);
+    } catch (err) {
+      this.#o.logger.error({ sessionId: this.sessionId, err: { name: (err as Error)?.name } }, 'session drain failed');
+    }
+    this.#close(code, reason);
+  }
+
+  /** Frees codec and STT streams, timers and queues. Idempotent; the actor holds nothing afterwards. */
+  dispose(): void {
+    if (this.#state === SessionState.CLOSED) return;
+    this.#state = SessionState.CLOSED;
+    for (const id of this.#timers) this.#o.scheduler.cancel(id);
+    this.#timers = [];
+    this.#inlet?.dispose();
+    for (const s of this.#stt) void s.close().catch(() => undefined);
+    this.#stt = [];
+    this.#out.close();
+    this.#o.onClosed(this);
+  }
+
+  #close(code: number, reason: string): void {
+    this.#out.end(code, reason);
+    this.dispose();
+  }
+
+  async #openStt(): Promise<boolean> {
+    const p = this.#o.params;
+    if (p.customStt) return true; // the app sends suggested_transcript; no engine
+    const engine = this.#o.stt.pick(p.language, p.sttService);
+    if (!engine) {
+      this.#sttFailed({ outcome: Outcome.CONFIG_ERROR, retryable: false, reason: 'language_not_supported' }, 'none');
+      return false;
+    }
+    try {
+      for (let ch = 0; ch < p.channels; ch++) this.#stt.push(await engine.open({ language: p.language, sampleRateHz: 16000, sessionId: this.sessionId }));
+    } catch {
+      this.#sttFailed({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'initialization_failed' }, engine.name);
+      return false;
+    }
+    if (this.#state !== SessionState.OPENING) {
+      for (const s of this.#stt) void s.close().catch(() => undefined);
+      this.#stt = [];
+      return false;
+    }
+    this.#stt.forEach((s, ch) => {
+      s.on('segments', (segs) => this.#loop.add(segs.map((x) => this.#raw(x, s.provider, ch))));
+      s.on('failure', (f) => this.#sttFailed(f, s.provider));
+    });
+    return true;
+  }
+
+  /** Two-channel calls: channel 1 is the wearer (SPEAKER_00), channel 2 the remote side (SPEAKER_01). */
+  #raw(s: SttSegment, provider: string, channel: number): RawSegment {
+    if (this.#o.params.channels === 2) return { ...s, speaker: channel === 0 ? 'SPEAKER_00' : 'SPEAKER_01', isUser: channel === 0, sttProvider: provider };
+    return { ...s, sttProvider: provider };
+  }
+
+  #sttFailed(f: SttFailure, provider: string): void {
+    if (this.#state === SessionState.CLOSED) return;
+    this.#out.send(JSON.stringify({ type: ListenMessage.SERVICE_STATUS, status: ServiceStatus.STT_FAILED, status_text: 'Transcription service unavailable', outcome: f.outcome, provider, retryable: f.retryable, reason: f.reason }));
+    this.#close(CloseCode.INTERNAL_ERROR, LISTEN.sttFailedReason);
+  }
+
+  #onPcm(pcm: Int16Array[]): void {
+    pcm.forEach((channel, i) => {
+      this.stats.pcmSamples += channel.length;
+      if (channel.length > 0) this.#stt[Math.min(i, this.#stt.length - 1)]?.write(channel);
+    });
+  }
+
+  #heartbeat(): void {
+    if (this.#o.clock.now() - this.#lastClientMessageMs >= LISTEN.inactivityTimeoutMs) {
+      void this.drain(CloseCode.GOING_AWAY, 'inactivity timeout');
+      return;
+    }
+    this.#out.sendIfIdle(LISTEN.heartbeatText);
+  }
+
+  /** The 600 ms step; the scheduler awaits the returned promise, and a step never overlaps the previous one. */
+  #tick(): Promise<void> | undefined {
+    if (this.#flushing) return undefined;
+    this.#flushing = this.#flushOnce().finally(() => (this.#flushing = undefined));
+    return this.#flushing;
+  }
+
+  async #flushOnce(): Promise<void> {
+    try {
+      const r = await this.#loop.flush();
+      if (r.removedIds.length > 0) this.#out.send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
+      if (r.updated.length > 0) this.#out.send(JSON.stringify(r.updated.map(toWire)));
+      if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
+    } catch (err) {
+      this.#o.logger.error({ sessionId: this.sessionId, err: { name: (err as Error)?.name } }, 'transcript flush failed');
+    }
+  }
+
+  #status(status: ServiceStatus): void {
+    const text = SERVICE_STATUS_TEXT[status];
+    this.#out.send(JSON.stringify(text ? { type: ListenMessage.SERVICE_STATUS, status, status_text: text } : { type: ListenMessage.SERVICE_STATUS, status }));
+  }
+}
+
+function keepLast(list: unknown[], item: unknown, max: number): void {
+  list.push(item);
+  if (list.length > max) list.splice(0, list.length - max);
+}

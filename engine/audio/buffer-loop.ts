@@ -1,0 +1,179 @@
+// A session's transcript loop (REFERENCE §1.4, §1.5): buffered engine segments → conversation time → merge → persist, and the silence timeout.
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { ConversationsRepository, SegmentRecord } from '../db/conversations.js';
+import { ConversationStatus } from '../protocol.js';
+import { lastActivityMs, type ConversationLifecycle } from '../conversation-lifecycle.js';
+import type { SttSegment } from '../stt/types.js';
+import { speakerIdOf, type TranscriptSegment } from './segment.js';
+import { combineSegments } from './segments.js';
+
+export interface BufferLoopOptions {
+  uid: string;
+  sessionId: string;
+  source: string | null;
+  language: string;
+  /** Seconds without a new segment before the conversation is processed. */
+  conversationTimeoutS: number;
+  /** Whether the speech-profile phase counts as done for new segments (no profiles yet: always true). */
+  speechProfileProcessed: boolean;
+  lifecycle: ConversationLifecycle;
+  conversations: ConversationsRepository;
+  clock: Clock;
+  logger: Logger;
+  /**
+   * Most raw segments held between two flushes; older ones are dropped past it (the compatible system's deque).
+   * @defaultValue 1000
+   */
+  maxPendingSegments?: number;
+}
+
+/** A raw segment as an engine or the app (suggested_transcript) gave it: seconds from the session's first audio. */
+export interface RawSegment extends SttSegment {
+  personId?: string | null;
+  sttProvider: string | null;
+}
+
+/** What one flush produced for the client. */
+export interface FlushResult {
+  updated: TranscriptSegment[];
+  removedIds: string[];
+  /** Set when the silence timeout ended the conversation in this flush. */
+  ended?: { conversationId: string; outcome: string };
+}
+
+interface Current {
+  id: string;
+  startedAtMs: number;
+  transcript: TranscriptSegment[];
+  /** When a segment last arrived (or the conversation was opened/resumed), epoch ms. */
+  lastSegmentAtMs: number;
+}
+
+const EMPTY: FlushResult = { updated: [], removedIds: [] };
+
+export class BufferLoop {
+  readonly #o: BufferLoopOptions;
+  readonly #maxPending: number;
+  #pending: RawSegment[] = [];
+  /** Epoch ms of the first audio byte (or first suggested transcript): segment times count from here. */
+  #streamStartMs: number | undefined;
+  /** Audio arrived since the last conversation ended: the next flush opens a conversation. */
+  #audioSinceEnd = false;
+  #current: Current | undefined;
+  /** Segments dropped because the buffer was full (logged, never silently lost). */
+  droppedSegments = 0;
+
+  constructor(opts: BufferLoopOptions) {
+    this.#o = opts;
+    this.#maxPending = opts.maxPendingSegments ?? 1000;
+  }
+
+  get conversationId(): string | undefined {
+    return this.#current?.id;
+  }
+
+  /** Continues the user's in_progress conversation when it is within the timeout (times stay continuous). */
+  async resume(): Promise<void> {
+    const c = await this.#o.lifecycle.resume(this.#o.uid, this.#o.conversationTimeoutS);
+    if (!c) return;
+    this.#current = { id: c.id, startedAtMs: Date.parse(c.startedAt), transcript: (c.segments ?? []).map(fromRecord), lastSegmentAtMs: lastActivityMs(c) };
+  }
+
+  /** Audio (or a suggested transcript) arrived now. */
+  noteAudio(): void {
+    this.#streamStartMs ??= this.#o.clock.now();
+    this.#audioSinceEnd = true;
+  }
+
+  add(segments: readonly RawSegment[]): void {
+    for (const s of segments) {
+      if (typeof s.text !== 'string' || s.text.trim() === '') continue;
+      this.#pending.push(s);
+    }
+    if (this.#pending.length > this.#maxPending) {
+      const drop = this.#pending.length - this.#maxPending;
+      this.#pending.splice(0, drop);
+      this.droppedSegments += drop;
+      this.#o.logger.warn({ sessionId: this.#o.sessionId, dropped: drop }, 'transcript buffer full: oldest segments dropped');
+    }
+  }
+
+  /** Forgets the current conversation when it was ended elsewhere (POST /v1/conversations, another node). */
+  conversationEnded(conversationId: string): void {
+    if (this.#current?.id === conversationId) this.#current = undefined;
+  }
+
+  /** One 600 ms step. Never runs twice at once: the actor awaits it before the next. */
+  async flush(): Promise<FlushResult> {
+    const now = this.#o.clock.now();
+    const batch = this.#pending;
+    this.#pending = [];
+    if (batch.length === 0) {
+      const cur = this.#current;
+      if (cur && now - cur.lastSegmentAtMs >= this.#o.conversationTimeoutS * 1000) {
+        this.#current = undefined;
+        this.#audioSinceEnd = false;
+        const outcome = await this.#o.lifecycle.end(cur.id, this.#o.uid);
+        return { ...EMPTY, ended: { conversationId: cur.id, outcome } };
+      }
+      if (!cur && this.#audioSinceEnd) await this.#open(now);
+      return EMPTY;
+    }
+    if (this.#current && !(await this.#stillInProgress(this.#current.id))) this.#current = undefined;
+    const cur = this.#current ?? (await this.#open(now));
+    const streamStartMs = this.#streamStartMs ?? now;
+    // Engine times count from the session's first audio; the conversation may have started earlier (resume) or later.
+    const offsetS = (streamStartMs - cur.startedAtMs) / 1000;
+    const incoming = batch.map((s) => toSegment(s, offsetS, this.#o.speechProfileProcessed));
+    const merged = combineSegments(cur.transcript, incoming);
+    const from = firstChanged(cur.transcript, merged.updated, merged.removedIds);
+    await this.#o.conversations.replaceSegmentsFrom(cur.id, from, merged.segments.slice(from), now);
+    cur.transcript = merged.segments;
+    cur.lastSegmentAtMs = now;
+    return { updated: merged.updated, removedIds: merged.removedIds };
+  }
+
+  async #open(now: number): Promise<Current> {
+    const c = await this.#o.lifecycle.open(this.#o.uid, this.#o.source, this.#o.language, this.#streamStartMs ?? now);
+    this.#current = { id: c.id, startedAtMs: Math.min(Date.parse(c.startedAt), now), transcript: [], lastSegmentAtMs: now };
+    this.#audioSinceEnd = false;
+    return this.#current;
+  }
+
+  async #stillInProgress(id: string): Promise<boolean> {
+    const c = await this.#o.conversations.getById(id);
+    return c?.status === ConversationStatus.IN_PROGRESS;
+  }
+}
+
+function toSegment(s: RawSegment, offsetS: number, speechProfileProcessed: boolean): TranscriptSegment {
+  const speaker = s.speaker || 'SPEAKER_00';
+  const start = Math.max(0, round3(s.start + offsetS));
+  return {
+    id: randomUUID(),
+    text: s.text,
+    speaker,
+    speakerId: speakerIdOf(speaker),
+    isUser: s.isUser ?? false,
+    personId: s.personId ?? null,
+    start,
+    end: Math.max(start, round3(s.end + offsetS)),
+    speechProfileProcessed,
+    sttProvider: s.sttProvider,
+  };
+}
+
+function fromRecord(r: SegmentRecord): TranscriptSegment {
+  return { ...r, speakerId: r.speakerId ?? speakerIdOf(r.speaker) };
+}
+
+/** Position of the first stored segment the merge changed or removed; everything from there is rewritten. */
+function firstChanged(stored: readonly TranscriptSegment[], updated: readonly TranscriptSegment[], removedIds: readonly string[]): number {
+  const touched = new Set([...updated.map((s) => s.id), ...removedIds]);
+  const i = stored.findIndex((s) => touched.has(s.id));
+  return i === -1 ? stored.length : i;
+}
+
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;

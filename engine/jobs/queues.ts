@@ -1,0 +1,84 @@
+// The BullMQ producer side: queue and job names, payload shapes, and the processing queue live sessions and routes enqueue to.
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+
+export const QueueName = { PROCESSING: 'processing' } as const;
+export const JobName = { PROCESS_CONVERSATION: 'process-conversation' } as const;
+
+/** Payload of process-conversation: ids only, never transcripts. */
+export interface ProcessConversationData {
+  conversationId: string;
+  uid: string;
+  /**
+   * Set on the idle check queued when a session ends with its conversation still `in_progress`: the job ends the
+   * conversation only if no segment arrived for this many milliseconds, else does nothing.
+   */
+  idleMs?: number;
+}
+
+export interface ProcessingQueueOptions {
+  redisUrl: string;
+  /** BullMQ key prefix (the config's REDIS_PREFIX). */
+  prefix: string;
+}
+
+/**
+ * A BullMQ connection. Workers need `maxRetriesPerRequest: null` (their blocking reads wait forever); producers use a
+ * small retry budget, so enqueueing fails fast while Redis is away instead of hanging a session or a shutdown.
+ */
+export function bullConnection(url: string, role: 'worker' | 'producer', closing: () => boolean = () => false): Redis {
+  const r = new Redis(url, {
+    maxRetriesPerRequest: role === 'worker' ? null : 2,
+    connectTimeout: 2000,
+    // Once closing, stop reconnecting: BullMQ duplicates this connection (blocking reads), and a duplicate left
+    // reconnecting to a lost Redis would keep the process alive.
+    retryStrategy: (times) => (closing() ? null : Math.min(times * 200, 2000)),
+  });
+  r.on('error', () => undefined);
+  return r;
+}
+
+/** Waits for `p`, but at most `ms` milliseconds (a lost Redis must not hold shutdown hostage). */
+export async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.then(() => undefined, () => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
+export class ProcessingQueue {
+  readonly #connection: Redis;
+  readonly queue: Queue<ProcessConversationData>;
+
+  constructor(opts: ProcessingQueueOptions) {
+    this.#connection = bullConnection(opts.redisUrl, 'producer');
+    this.queue = new Queue<ProcessConversationData>(QueueName.PROCESSING, { connection: this.#connection, prefix: opts.prefix });
+    this.queue.on('error', () => undefined);
+  }
+
+  /** Enqueues processing; the job id is the conversation id, so enqueueing twice runs it once. */
+  async process(conversationId: string, uid: string): Promise<void> {
+    await this.queue.add(JobName.PROCESS_CONVERSATION, { conversationId, uid }, {
+      jobId: conversationId,
+      attempts: 3,
+      backoff: { type: 'exponential', delay: 2000 },
+      removeOnComplete: true,
+      removeOnFail: 1000,
+    });
+  }
+
+  /** Ends the conversation after `delayMs` unless a segment arrived meanwhile (a session left it `in_progress`). */
+  async idleCheck(conversationId: string, uid: string, delayMs: number): Promise<void> {
+    await this.queue.add(JobName.PROCESS_CONVERSATION, { conversationId, uid, idleMs: delayMs }, {
+      jobId: `${conversationId}-idle-${Date.now()}`,
+      delay: delayMs,
+      removeOnComplete: true,
+      removeOnFail: 100,
+    });
+  }
+
+  async close(): Promise<void> {
+    await within(this.queue.close(), 1000);
+    await within(this.#connection.quit(), 500);
+    this.#connection.disconnect();
+  }
+}

@@ -1,0 +1,25 @@
+// Chooses the STT engine for a session from the engines the Service was given, in preference order.
+import type { SttEngine } from './types.js';
+import { NullSttEngine } from './null.js';
+
+export class SttRegistry {
+  readonly engines: readonly SttEngine[];
+
+  /** `engines` in preference order; empty means the NullSttEngine (no transcription). */
+  constructor(engines: readonly SttEngine[]) {
+    this.engines = engines.length > 0 ? engines : [new NullSttEngine()];
+  }
+
+  /**
+   * The engine for `language`: the one named `preferred` when it is configured and supports the language, else the
+   * first that does; undefined when none can serve it (the session then fails closed with stt_failed).
+   */
+  pick(language: string, preferred: string | null): SttEngine | undefined {
+    const named = preferred ? this.engines.find((e) => e.name === preferred && e.supports(language)) : undefined;
+    return named ?? this.engines.find((e) => e.supports(language));
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.engines.map((e) => e.close()));
+  }
+}

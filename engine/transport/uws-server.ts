@@ -1,0 +1,139 @@
+// The listen WebSocket's uWS adapter: upgrade (query + ID token), then frames in and out of a SessionActor. The only uWS code of the live path.
+import { randomUUID } from 'node:crypto';
+import uWS from 'uWebSockets.js';
+import type { Logger } from '../logger.js';
+import type { Authenticator } from '../identity/authenticator.js';
+import { isEngineError } from '../errors.js';
+import type { ActorRegistry } from '../actors/actor-registry.js';
+import type { SendResult, SessionActor, SessionSocket } from '../actors/session-actor.js';
+import { parseListenQuery, type ListenParams } from './listen-query.js';
+
+export const LISTEN_PATH = '/v4/listen';
+
+export interface ListenServerOptions {
+  authenticator: Authenticator;
+  registry: ActorRegistry;
+  /** Builds (but does not start) the actor for an accepted session. */
+  createActor: (ctx: { sessionId: string; params: ListenParams; socket: SessionSocket }) => SessionActor;
+  logger: Logger;
+  /**
+   * Largest client message, in bytes: an audio frame is far below it, a batch of frames still fits.
+   * @defaultValue 65536 (64 KiB)
+   */
+  maxPayloadBytes?: number;
+  /**
+   * Bytes uWS buffers for a client that does not read before send() reports 'dropped'.
+   * @defaultValue 1048576 (1 MiB)
+   */
+  maxBackpressureBytes?: number;
+}
+
+interface UserData {
+  sessionId: string;
+  params: ListenParams;
+  actor?: SessionActor;
+  closed: boolean;
+}
+
+/** Close reasons are at most 123 bytes (RFC 6455). */
+export function closeReason(reason: string): string {
+  const b = Buffer.from(reason, 'utf8');
+  return b.length <= 123 ? reason : b.subarray(0, 123).toString('utf8').replace(/\uFFFD+$/, '');
+}
+
+function reject(res: uWS.HttpResponse, status: string, detail: string, extra: Record<string, string> = {}): void {
+  res.cork(() => {
+    res.writeStatus(status).writeHeader('content-type', 'application/json');
+    for (const [k, v] of Object.entries(extra)) res.writeHeader(k, v);
+    res.end(JSON.stringify({ detail }));
+  });
+}
+
+/** Registers `/v4/listen` on `app`; call before the HTTP adapter's catch-all is installed (seal()). */
+export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): void {
+  app.ws<UserData>(LISTEN_PATH, {
+    compression: uWS.DISABLED,
+    maxPayloadLength: o.maxPayloadBytes ?? 64 * 1024,
+    maxBackpressure: o.maxBackpressureBytes ?? 1024 * 1024,
+    // The session enforces its own 90 s inactivity rule (any client message counts), so uWS's idle timer is off.
+    idleTimeout: 0,
+    sendPingsAutomatically: false,
+
+    upgrade: (res, req, context) => {
+      // uWS invalidates req when this callback returns: copy everything first.
+      const query = req.getQuery() ?? '';
+      const authorization = req.getHeader('authorization');
+      const key = req.getHeader('sec-websocket-key');
+      const protocol = req.getHeader('sec-websocket-protocol');
+      const extensions = req.getHeader('sec-websocket-extensions');
+      let aborted = false;
+      res.onAborted(() => (aborted = true));
+
+      const parsed = parseListenQuery(query);
+      if (!parsed.ok) {
+        reject(res, '400 Bad Request', parsed.reason);
+        return;
+      }
+      const params = parsed.params;
+      o.authenticator.idToken(authorization || undefined).then(
+        (principal) => {
+          if (aborted) return;
+          if (principal.uid !== params.uid) {
+            reject(res, '401 Unauthorized', 'Invalid authorization token', { 'www-authenticate': 'Bearer' });
+            return;
+          }
+          const data: UserData = { sessionId: randomUUID(), params, closed: false };
+          res.cork(() => res.upgrade(data, key, protocol, extensions, context));
+        },
+        (err: unknown) => {
+          if (aborted) return;
+          const status = isEngineError(err) && err.status === 401 ? '401 Unauthorized' : '503 Service Unavailable';
+          reject(res, status, status.startsWith('401') ? 'Invalid or expired token' : 'Service temporarily unavailable', { 'www-authenticate': 'Bearer' });
+        },
+      );
+    },
+
+    open: (ws) => {
+      const data = ws.getUserData();
+      const admission = o.registry.admit(data.params.uid);
+      if (!admission.ok) {
+        ws.end(admission.code, closeReason(admission.reason));
+        return;
+      }
+      const socket: SessionSocket = {
+        send(message): SendResult {
+          if (data.closed) return 'dropped';
+          const r = ws.send(message, typeof message !== 'string');
+          return r === 1 ? 'ok' : r === 0 ? 'backpressure' : 'dropped';
+        },
+        end(code, reason) {
+          if (data.closed) return;
+          data.closed = true;
+          ws.end(code, closeReason(reason));
+        },
+      };
+      const actor = o.createActor({ sessionId: data.sessionId, params: data.params, socket });
+      data.actor = actor;
+      o.registry.add(actor);
+      actor.start().catch((err: unknown) => {
+        o.logger.error({ sessionId: data.sessionId, err: { name: (err as Error)?.name } }, 'session start threw');
+      });
+    },
+
+    message: (ws, message, isBinary) => {
+      const actor = ws.getUserData().actor;
+      if (!actor) return;
+      // The ArrayBuffer is neutered after this callback: binary is copied into its own buffer (moved to the codec thread later).
+      if (isBinary) actor.onBinary(new Uint8Array(message.slice(0)));
+      else actor.onText(Buffer.from(message).toString('utf8'));
+    },
+
+    drain: (ws) => ws.getUserData().actor?.onDrain(),
+
+    close: (ws) => {
+      const data = ws.getUserData();
+      data.closed = true;
+      data.actor?.onClientClosed();
+    },
+  });
+}

@@ -1,0 +1,32 @@
+// Routes of the live listen path: POST /v1/conversations ends the user's in-progress conversation (SPEC, Conversation status).
+import { Type } from '@sinclair/typebox';
+import { EngineError } from '../../engine/errors.js';
+import { conversationView } from './conversations.js';
+import type { AppRoute, Services } from './types.js';
+
+export function listenRoutes(s: Services): AppRoute[] {
+  return [
+    {
+      method: 'post',
+      path: '/v1/conversations',
+      operationId: 'endInProgressConversation',
+      summary: 'End the in-progress conversation now and queue it for processing',
+      description:
+        'Manual end of recording: the user\'s in-progress conversation moves to `processing` and a process-conversation job is queued; ' +
+        'live sessions receive `memory_processing_started` and later `memory_created`, and keep streaming into a new conversation. ' +
+        'An in-progress conversation without segments is deleted instead, and answers 404 like no conversation at all.',
+      tags: ['Conversations'],
+      auth: { kind: 'id_token' },
+      body: Type.Object({}, { description: 'an empty JSON object' }),
+      responses: {
+        200: { description: 'the conversation, now processing', schema: Type.Object({ memory: Type.Any(), messages: Type.Array(Type.Any()) }) },
+        404: { description: 'no in-progress conversation with segments' },
+      },
+      async handler({ auth }) {
+        const ended = await s.lifecycle.endCurrent(auth.uid);
+        if (!ended || ended.outcome === 'deleted') throw new EngineError('ENG_ERR_RESOURCE_NOT_FOUND', { resource: 'Conversation' });
+        return { body: { memory: { ...conversationView(ended.conversation), status: ended.conversation.status }, messages: [] } };
+      },
+    },
+  ];
+}

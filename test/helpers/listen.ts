@@ -1,0 +1,106 @@
+// A /v4/listen client for tests: collects every frame, waits for matching ones, reports the close code and reason.
+import WebSocket from 'ws';
+import type { TestService } from './service.js';
+
+export interface Closed {
+  code: number;
+  reason: string;
+}
+
+export class ListenClient {
+  readonly frames: string[] = [];
+  readonly closed: Promise<Closed>;
+  #cursor = 0;
+  #wake: (() => void) | undefined;
+
+  constructor(readonly ws: WebSocket) {
+    ws.on('message', (data, isBinary) => {
+      this.frames.push(isBinary ? `<binary ${(data as Buffer).length}>` : String(data));
+      this.#wake?.();
+    });
+    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  }
+
+  /** The next frame (after those already taken) matching `pred`; earlier non-matching frames are skipped. */
+  async next(pred: (frame: string) => boolean = () => true, timeoutMs = 10_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      while (this.#cursor < this.frames.length) {
+        const f = this.frames[this.#cursor++]!;
+        if (pred(f)) return f;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no matching frame within ${timeoutMs} ms; got ${JSON.stringify(this.frames.slice(-5))}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  /** The next JSON frame whose parsed value satisfies `pred`. */
+  async json(pred: (msg: any) => boolean, timeoutMs?: number): Promise<any> {
+    const f = await this.next((x) => {
+      try {
+        return pred(JSON.parse(x));
+      } catch {
+        return false;
+      }
+    }, timeoutMs);
+    return JSON.parse(f);
+  }
+
+  /** Waits for service_status ready. */
+  ready(): Promise<any> {
+    return this.json((m) => m.type === 'service_status' && m.status === 'ready');
+  }
+
+  close(): void {
+    this.ws.close(1000);
+  }
+}
+
+export type ConnectResult = { client: ListenClient; status?: undefined } | { client?: undefined; status: number; body: string };
+
+/** Opens /v4/listen; `token` undefined signs one for query.uid, null sends no Authorization header. */
+export async function connect(ts: TestService, query: Record<string, string>, token?: string | null): Promise<ConnectResult> {
+  const qs = new URLSearchParams(query).toString();
+  const bearer = token === undefined ? await ts.token(query.uid ?? 'nobody') : token;
+  const ws = new WebSocket(`ws://127.0.0.1:${ts.service.port}/v4/listen?${qs}`, bearer ? { headers: { authorization: `Bearer ${bearer}` } } : {});
+  const client = new ListenClient(ws);
+  return new Promise((resolve, reject) => {
+    ws.on('open', () => resolve({ client }));
+    ws.on('unexpected-response', (_req, res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    ws.on('error', (err) => reject(err));
+  });
+}
+
+/** Connects and fails the test setup when the upgrade is refused. */
+export async function open(ts: TestService, query: Record<string, string>): Promise<ListenClient> {
+  const r = await connect(ts, query);
+  if (!r.client) throw new Error(`upgrade refused: ${r.status} ${r.body}`);
+  return r.client;
+}
+
+/** Polls `cond` (real time, for async work such as decoding; never used to wait out protocol timeouts). */
+export async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Moves the service's clock and runs the timers that became due. */
+export async function advance(ts: TestService, ms: number): Promise<void> {
+  ts.clock.advance(ms);
+  await ts.service.scheduler.tick();
+}

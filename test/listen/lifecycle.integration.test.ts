@@ -1,0 +1,125 @@
+// Conversation lifecycle over the live socket: suggested transcripts, silence timeout → job → memory_created, manual end, resume.
+import t from 'tap';
+import { startService, type TestService } from '../helpers/service.js';
+import { bearer } from '../helpers/http.js';
+import { advance, open, until, type ListenClient } from '../helpers/listen.js';
+
+const suggested = (segments: object[]): string => JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments });
+const LINES = [
+  { text: 'I need to call the dentist tomorrow morning about my appointment.', speaker: 'SPEAKER_00', speaker_id: 0, is_user: true, person_id: null, start: 0, end: 3.5 },
+  { text: 'Remember to buy milk and bread on the way home.', speaker: 'SPEAKER_01', speaker_id: 1, is_user: false, person_id: null, start: 4, end: 7 },
+];
+
+async function say(ts: TestService, c: ListenClient, segments: object[]): Promise<any[]> {
+  const actor = ts.service.sessions.sessionsOf('u1')[0]!;
+  const before = actor.stats.textMessages;
+  c.ws.send(suggested(segments));
+  // The text frame must reach the actor before the clock moves.
+  await until(() => actor.stats.textMessages > before, 5000, 'suggested transcript received');
+  await advance(ts, 600);
+  return c.json((m) => Array.isArray(m));
+}
+
+t.test('custom_stt: suggested transcripts, silence timeout, processing job, memory_created', async (t) => {
+  const ts = await startService(t);
+  const c = await open(ts, { uid: 'u1', custom_stt: 'enabled', conversation_timeout: '30', source: 'phone' });
+  await c.ready();
+  const sent = await say(ts, c, LINES);
+  t.same(sent.map((s) => s.text), LINES.map((l) => l.text), 'suggested segments come back as the bare array');
+  t.equal(sent[0].stt_provider, 'app', 'stt_provider from the message');
+  t.equal(sent[0].is_user, true);
+  const actor = ts.service.sessions.sessionsOf('u1')[0]!;
+  const id = actor.conversationId!;
+
+  await advance(ts, 29_000);
+  t.equal(actor.conversationId, id, 'still in progress before the timeout');
+  await advance(ts, 1_000);
+  const started = await c.json((m) => m.type === 'memory_processing_started');
+  t.equal(started.memory.id, id, 'memory_processing_started for the conversation');
+  t.equal(actor.state, 'processing', 'session in PROCESSING');
+  t.equal(actor.conversationId, undefined, 'the session let the conversation go');
+  const created = await c.json((m) => m.type === 'memory_created', 20_000);
+  t.equal(created.memory.id, id);
+  t.equal(created.memory.status, 'completed');
+  t.ok(created.memory.structured.title.length > 0, 'structured title');
+  t.same(created.messages, []);
+  const res = await ts.req(`/v1/dev/user/conversations/${id}?include_transcript=true`, { headers: bearer(await ts.token('u1')) });
+  t.equal(res.status, 200);
+  t.same(res.json.transcript_segments.map((s: { text: string }) => s.text), LINES.map((l) => l.text), 'transcript readable through the developer API');
+  t.equal(res.json.source, 'phone');
+
+  // The session goes on into a new conversation.
+  const more = await say(ts, c, [{ text: 'A new topic starts here.', speaker: 'SPEAKER_00', start: 0, end: 1 }]);
+  t.equal(more.length, 1);
+  t.equal(actor.state, 'streaming', 'back to STREAMING');
+  t.not(actor.conversationId, id, 'a new conversation');
+
+  // suggested_transcript is ignored when custom_stt is disabled.
+  const d = await open(ts, { uid: 'u2' });
+  await d.ready();
+  d.ws.send(suggested(LINES));
+  const other = ts.service.sessions.sessionsOf('u2')[0]!;
+  await until(() => other.stats.textMessages === 1, 5000, 'message received');
+  await advance(ts, 600);
+  t.equal(other.conversationId, undefined, 'ignored without custom_stt');
+  c.close();
+  d.close();
+  await until(() => ts.service.sessions.size === 0, 5000, 'sessions closed');
+});
+
+t.test('POST /v1/conversations ends the in-progress conversation; a reconnect resumes it', async (t) => {
+  const ts = await startService(t);
+  const auth = bearer(await ts.token('u1'));
+  t.equal((await ts.req('/v1/conversations', { method: 'POST', headers: auth, body: {} })).status, 404, '404 without an in-progress conversation');
+
+  const c = await open(ts, { uid: 'u1', custom_stt: 'enabled' });
+  await c.ready();
+  await say(ts, c, [LINES[0]!]);
+  const first = ts.service.sessions.sessionsOf('u1')[0]!.conversationId!;
+  c.close();
+  await until(() => ts.service.sessions.size === 0, 5000, 'first session closed');
+
+  // Reconnect within the timeout: same conversation, times continue from its start.
+  await advance(ts, 5_000);
+  const c2 = await open(ts, { uid: 'u1', custom_stt: 'enabled' });
+  await c2.ready();
+  const actor = ts.service.sessions.sessionsOf('u1')[0]!;
+  t.equal(actor.conversationId, first, 'resumed the in-progress conversation');
+  // Another speaker, so the merge rules keep it a segment of its own.
+  const [seg] = await say(ts, c2, [{ text: 'Back again.', speaker: 'SPEAKER_01', start: 0, end: 1 }]);
+  t.ok(seg.start >= 5, `segment time continues (${seg.start} s from the conversation start)`);
+  const stored = await ts.req(`/v1/dev/user/conversations/${first}?include_transcript=true`, { headers: auth });
+  t.same(stored.json.transcript_segments.map((s: { text: string }) => s.text), [LINES[0]!.text, 'Back again.']);
+
+  const res = await ts.req('/v1/conversations', { method: 'POST', headers: auth, body: {} });
+  t.equal(res.status, 200);
+  t.equal(res.json.memory.id, first);
+  t.equal(res.json.memory.status, 'processing');
+  t.equal((await c2.json((m) => m.type === 'memory_processing_started')).memory.id, first, 'the live session hears it');
+  t.equal((await c2.json((m) => m.type === 'memory_created', 20_000)).memory.id, first, 'and gets memory_created');
+  t.equal(actor.conversationId, undefined, 'the session dropped the ended conversation');
+  t.equal(actor.state, 'processing', 'PROCESSING until new audio');
+  await say(ts, c2, [{ text: 'Something new.', speaker: 'SPEAKER_00', start: 0, end: 1 }]);
+  t.not(actor.conversationId, first, 'new audio opens a new conversation');
+  t.equal((await ts.req('/v1/conversations', { method: 'POST', headers: { authorization: 'Bearer nope' }, body: {} })).status, 401);
+  c2.close();
+  await c2.closed;
+});
+
+t.test('a conversation without segments is deleted, not processed', async (t) => {
+  const ts = await startService(t);
+  const c = await open(ts, { uid: 'u1', conversation_timeout: '10' });
+  await c.ready();
+  const actor = ts.service.sessions.sessionsOf('u1')[0]!;
+  c.ws.send(new Uint8Array(320)); // 20 ms of pcm8 silence: audio, but the null engine transcribes nothing
+  await until(() => actor.state === 'streaming', 5000, 'audio received');
+  await advance(ts, 600);
+  const id = actor.conversationId!;
+  t.ok(id, 'first audio opened a conversation');
+  await advance(ts, 10_000);
+  t.equal(actor.conversationId, undefined, 'ended at the timeout');
+  const res = await ts.req(`/v1/dev/user/conversations/${id}`, { headers: bearer(await ts.token('u1')) });
+  t.equal(res.status, 404, 'deleted');
+  c.close();
+  await c.closed;
+});
