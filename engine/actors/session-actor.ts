@@ -12,6 +12,7 @@ import type { ConversationLifecycle } from '../conversation-lifecycle.js';
 import type { ConversationsRepository } from '../db/conversations.js';
 import type { ListenParams } from '../transport/listen-query.js';
 import { BufferLoop, type RawSegment } from '../audio/buffer-loop.js';
+import { SpeakerAssignments } from '../audio/speakers.js';
 import { toWire } from '../audio/segment.js';
 import { parseClientMessage } from './client-messages.js';
 import { Outbox } from './outbox.js';
@@ -71,9 +72,9 @@ export class SessionActor {
   #flushing: Promise<void> | undefined;
   #draining: Promise<void> | undefined;
   /** Counters for tests and metrics. */
-  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0 };
-  // TODO(engine/audio/speakers.ts): hand these to the speaker module once it lands; kept raw (bounded) until then.
-  readonly speakerAssignments: unknown[] = [];
+  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0, speakerAssignments: 0, invalidSpeakerAssignments: 0 };
+  /** speaker_assigned maps (REFERENCE §1.7): applied to later segments in the 600 ms step. */
+  readonly #speakers = new SpeakerAssignments();
   // TODO(engine/audio/images.ts): hand these to the image assembler once it lands; kept raw (bounded) until then.
   readonly imageChunks: unknown[] = [];
 
@@ -90,6 +91,7 @@ export class SessionActor {
       language: opts.params.language,
       conversationTimeoutS: opts.params.conversationTimeoutS,
       speechProfileProcessed: true,
+      speakers: this.#speakers,
       lifecycle: opts.lifecycle,
       conversations: opts.conversations,
       clock: opts.clock,
@@ -177,9 +179,18 @@ export class SessionActor {
         if (this.#state === SessionState.READY || this.#state === SessionState.PROCESSING) this.#state = SessionState.STREAMING;
         return;
       }
-      case 'speaker_assigned':
-        keepLast(this.speakerAssignments, msg.raw, 100);
+      case 'speaker_assigned': {
+        const r = this.#speakers.assign(msg.raw);
+        if (!r.ok) {
+          this.stats.invalidSpeakerAssignments++;
+          // Field names only: values (person ids, names) are personal data.
+          this.#o.logger.debug({ sessionId: this.sessionId, code: r.error.code, field: r.error.field }, 'speaker_assigned ignored');
+          return;
+        }
+        this.stats.speakerAssignments++;
+        if (r.message.segmentIds.length > 0) this.#loop.reassign(r.message.segmentIds);
         return;
+      }
       case 'image_chunk':
         keepLast(this.imageChunks, msg.raw, 200);
         return;
