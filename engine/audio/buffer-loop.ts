@@ -54,6 +54,9 @@ interface Current {
   lastSegmentAtMs: number;
 }
 
+/** Completed images held between two flushes (the assembler already bounds images in flight to 50). */
+const MAX_PENDING_PHOTOS = 50;
+
 const EMPTY: FlushResult = { updated: [], removedIds: [] };
 
 export class BufferLoop {
@@ -65,6 +68,11 @@ export class BufferLoop {
   /** Audio arrived since the last conversation ended: the next flush opens a conversation. */
   #audioSinceEnd = false;
   #current: Current | undefined;
+  /** Assembled images waiting for the next flush to attach them to the current conversation. */
+  #photos: Uint8Array[] = [];
+  /** Photos attached to a conversation, and photos dropped because too many waited between two flushes. */
+  photosStored = 0;
+  droppedPhotos = 0;
   /** Stored segment ids a speaker_assigned message named; applied at the next flush. */
   #reassigned = new Set<string>();
   /** Segments dropped because the buffer was full (logged, never silently lost). */
@@ -105,6 +113,16 @@ export class BufferLoop {
     }
   }
 
+  /** An assembled image: the next flush attaches it to the current conversation (opening one if needed). */
+  addPhoto(bytes: Uint8Array): void {
+    this.#photos.push(bytes);
+    if (this.#photos.length > MAX_PENDING_PHOTOS) {
+      this.#photos.shift();
+      this.droppedPhotos++;
+      this.#o.logger.warn({ sessionId: this.#o.sessionId }, 'photo buffer full: oldest photo dropped');
+    }
+  }
+
   /**
    * Stored segments of the current conversation named by a speaker_assigned message: the next flush applies the
    * assignment to them, persists them and returns them as updated. Done in the flush so it never races a merge.
@@ -125,8 +143,10 @@ export class BufferLoop {
     const now = this.#o.clock.now();
     const batch = this.#pending;
     this.#pending = [];
+    const photos = this.#photos;
+    this.#photos = [];
     const reassigned = await this.#applyReassigned();
-    if (batch.length === 0) {
+    if (batch.length === 0 && photos.length === 0) {
       const cur = this.#current;
       if (cur && now - cur.lastSegmentAtMs >= this.#o.conversationTimeoutS * 1000) {
         this.#current = undefined;
@@ -139,6 +159,13 @@ export class BufferLoop {
     }
     if (this.#current && !(await this.#stillInProgress(this.#current.id))) this.#current = undefined;
     const cur = this.#current ?? (await this.#open(now));
+    if (photos.length > 0) {
+      for (const p of photos) await this.#o.conversations.addPhoto(cur.id, p, now);
+      this.photosStored += photos.length;
+      // A photo is activity: like a segment, it keeps the conversation open (REFERENCE §1.5).
+      cur.lastSegmentAtMs = now;
+      if (batch.length === 0) return reassigned.length > 0 ? { updated: reassigned, removedIds: [] } : EMPTY;
+    }
     const streamStartMs = this.#streamStartMs ?? now;
     // Engine times count from the session's first audio; the conversation may have started earlier (resume) or later.
     const offsetS = (streamStartMs - cur.startedAtMs) / 1000;
