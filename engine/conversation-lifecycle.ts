@@ -65,11 +65,11 @@ export class ConversationLifecycle {
     for (const id of await this.#o.conversations.idsWithStatus(uid, ConversationStatus.PROCESSING)) await this.#o.queue.process(id, uid);
   }
 
-  /** in_progress → processing and a process-conversation job; a conversation without segments is deleted instead. */
+  /** in_progress → processing and a process-conversation job; a conversation without segments or photos is deleted instead. */
   async end(conversationId: string, uid: string): Promise<EndOutcome> {
     const { conversations, clock, queue, events } = this.#o;
     const segments = await conversations.segments(conversationId);
-    if (segments.length === 0) {
+    if (segments.length === 0 && (await conversations.photoCount(conversationId)) === 0) {
       await conversations.deleteById(conversationId);
       return 'deleted';
     }

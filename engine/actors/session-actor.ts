@@ -12,6 +12,8 @@ import type { ConversationLifecycle } from '../conversation-lifecycle.js';
 import type { ConversationsRepository } from '../db/conversations.js';
 import type { ListenParams } from '../transport/listen-query.js';
 import { BufferLoop, type RawSegment } from '../audio/buffer-loop.js';
+import { SpeakerAssignments } from '../audio/speakers.js';
+import { ImageAssembler } from '../audio/images.js';
 import { toWire } from '../audio/segment.js';
 import { parseClientMessage } from './client-messages.js';
 import { Outbox } from './outbox.js';
@@ -71,17 +73,18 @@ export class SessionActor {
   #flushing: Promise<void> | undefined;
   #draining: Promise<void> | undefined;
   /** Counters for tests and metrics. */
-  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0 };
-  // TODO(engine/audio/speakers.ts): hand these to the speaker module once it lands; kept raw (bounded) until then.
-  readonly speakerAssignments: unknown[] = [];
-  // TODO(engine/audio/images.ts): hand these to the image assembler once it lands; kept raw (bounded) until then.
-  readonly imageChunks: unknown[] = [];
+  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0, speakerAssignments: 0, invalidSpeakerAssignments: 0, imageChunks: 0, rejectedImageChunks: 0, imagesCompleted: 0, imagesExpired: 0 };
+  /** speaker_assigned maps (REFERENCE §1.7): applied to later segments in the 600 ms step. */
+  readonly #speakers = new SpeakerAssignments();
+  /** image_chunk reassembly (REFERENCE §1.8); expired images are swept on the heartbeat. */
+  readonly #images: ImageAssembler;
 
   constructor(opts: SessionActorOptions) {
     this.#o = opts;
     this.sessionId = opts.sessionId;
     this.uid = opts.params.uid;
     this.#lastClientMessageMs = opts.clock.now();
+    this.#images = new ImageAssembler(opts.clock);
     this.#out = new Outbox(opts.socket, opts.maxOutboundBytes, () => this.#close(CloseCode.POLICY_VIOLATION, 'client does not read its messages'));
     this.#loop = new BufferLoop({
       uid: opts.params.uid,
@@ -90,6 +93,7 @@ export class SessionActor {
       language: opts.params.language,
       conversationTimeoutS: opts.params.conversationTimeoutS,
       speechProfileProcessed: true,
+      speakers: this.#speakers,
       lifecycle: opts.lifecycle,
       conversations: opts.conversations,
       clock: opts.clock,
@@ -177,12 +181,31 @@ export class SessionActor {
         if (this.#state === SessionState.READY || this.#state === SessionState.PROCESSING) this.#state = SessionState.STREAMING;
         return;
       }
-      case 'speaker_assigned':
-        keepLast(this.speakerAssignments, msg.raw, 100);
+      case 'speaker_assigned': {
+        const r = this.#speakers.assign(msg.raw);
+        if (!r.ok) {
+          this.stats.invalidSpeakerAssignments++;
+          // Field names only: values (person ids, names) are personal data.
+          this.#o.logger.debug({ sessionId: this.sessionId, code: r.error.code, field: r.error.field }, 'speaker_assigned ignored');
+          return;
+        }
+        this.stats.speakerAssignments++;
+        if (r.message.segmentIds.length > 0) this.#loop.reassign(r.message.segmentIds);
         return;
-      case 'image_chunk':
-        keepLast(this.imageChunks, msg.raw, 200);
+      }
+      case 'image_chunk': {
+        if (this.#state === SessionState.DRAINING) return;
+        this.stats.imageChunks++;
+        const r = this.#images.add(msg.raw);
+        if (r.status === 'rejected') {
+          this.stats.rejectedImageChunks++;
+          this.#o.logger.debug({ sessionId: this.sessionId, code: r.code, field: r.field }, 'image_chunk ignored');
+        } else if (r.status === 'complete') {
+          this.stats.imagesCompleted++;
+          this.#loop.addPhoto(r.image.bytes);
+        }
         return;
+      }
       case 'other':
         return;
     }
@@ -247,6 +270,7 @@ export class SessionActor {
     for (const id of this.#timers) this.#o.scheduler.cancel(id);
     this.#timers = [];
     this.#inlet?.dispose();
+    this.#images.clear();
     for (const s of this.#stt) void s.close().catch(() => undefined);
     this.#stt = [];
     this.#out.close();
@@ -308,6 +332,11 @@ export class SessionActor {
       void this.drain(CloseCode.GOING_AWAY, 'inactivity timeout');
       return;
     }
+    const expired = this.#images.sweep().length;
+    if (expired > 0) {
+      this.stats.imagesExpired += expired;
+      this.#o.logger.debug({ sessionId: this.sessionId, expired }, 'incomplete images expired');
+    }
     this.#out.sendIfIdle(LISTEN.heartbeatText);
   }
 
@@ -333,9 +362,4 @@ export class SessionActor {
     const text = SERVICE_STATUS_TEXT[status];
     this.#out.send(JSON.stringify(text ? { type: ListenMessage.SERVICE_STATUS, status, status_text: text } : { type: ListenMessage.SERVICE_STATUS, status }));
   }
-}
-
-function keepLast(list: unknown[], item: unknown, max: number): void {
-  list.push(item);
-  if (list.length > max) list.splice(0, list.length - max);
 }

@@ -8,6 +8,7 @@ import { lastActivityMs, type ConversationLifecycle } from '../conversation-life
 import type { SttSegment } from '../stt/types.js';
 import { speakerIdOf, type TranscriptSegment } from './segment.js';
 import { combineSegments } from './segments.js';
+import type { SpeakerAssignments } from './speakers.js';
 
 export interface BufferLoopOptions {
   uid: string;
@@ -22,6 +23,8 @@ export interface BufferLoopOptions {
   conversations: ConversationsRepository;
   clock: Clock;
   logger: Logger;
+  /** The session's speaker_assigned maps: applied to every new segment, and to stored ones named by reassign(). */
+  speakers?: SpeakerAssignments;
   /**
    * Most raw segments held between two flushes; older ones are dropped past it (the compatible system's deque).
    * @defaultValue 1000
@@ -51,6 +54,9 @@ interface Current {
   lastSegmentAtMs: number;
 }
 
+/** Completed images held between two flushes (the assembler already bounds images in flight to 50). */
+const MAX_PENDING_PHOTOS = 50;
+
 const EMPTY: FlushResult = { updated: [], removedIds: [] };
 
 export class BufferLoop {
@@ -62,6 +68,13 @@ export class BufferLoop {
   /** Audio arrived since the last conversation ended: the next flush opens a conversation. */
   #audioSinceEnd = false;
   #current: Current | undefined;
+  /** Assembled images waiting for the next flush to attach them to the current conversation. */
+  #photos: Uint8Array[] = [];
+  /** Photos attached to a conversation, and photos dropped because too many waited between two flushes. */
+  photosStored = 0;
+  droppedPhotos = 0;
+  /** Stored segment ids a speaker_assigned message named; applied at the next flush. */
+  #reassigned = new Set<string>();
   /** Segments dropped because the buffer was full (logged, never silently lost). */
   droppedSegments = 0;
 
@@ -100,6 +113,26 @@ export class BufferLoop {
     }
   }
 
+  /** An assembled image: the next flush attaches it to the current conversation (opening one if needed). */
+  addPhoto(bytes: Uint8Array): void {
+    this.#photos.push(bytes);
+    if (this.#photos.length > MAX_PENDING_PHOTOS) {
+      this.#photos.shift();
+      this.droppedPhotos++;
+      this.#o.logger.warn({ sessionId: this.#o.sessionId }, 'photo buffer full: oldest photo dropped');
+    }
+  }
+
+  /**
+   * Stored segments of the current conversation named by a speaker_assigned message: the next flush applies the
+   * assignment to them, persists them and returns them as updated. Done in the flush so it never races a merge.
+   */
+  reassign(segmentIds: readonly string[]): void {
+    for (const id of segmentIds) this.#reassigned.add(id);
+    // Bounded like the assignment map: ids beyond it were never ours to update in one step anyway.
+    if (this.#reassigned.size > 10_000) this.#reassigned = new Set([...this.#reassigned].slice(-10_000));
+  }
+
   /** Forgets the current conversation when it was ended elsewhere (POST /v1/conversations, another node). */
   conversationEnded(conversationId: string): void {
     if (this.#current?.id === conversationId) this.#current = undefined;
@@ -110,29 +143,67 @@ export class BufferLoop {
     const now = this.#o.clock.now();
     const batch = this.#pending;
     this.#pending = [];
-    if (batch.length === 0) {
+    const photos = this.#photos;
+    this.#photos = [];
+    const reassigned = await this.#applyReassigned();
+    if (batch.length === 0 && photos.length === 0) {
       const cur = this.#current;
       if (cur && now - cur.lastSegmentAtMs >= this.#o.conversationTimeoutS * 1000) {
         this.#current = undefined;
         this.#audioSinceEnd = false;
         const outcome = await this.#o.lifecycle.end(cur.id, this.#o.uid);
-        return { ...EMPTY, ended: { conversationId: cur.id, outcome } };
+        return { updated: reassigned, removedIds: [], ended: { conversationId: cur.id, outcome } };
       }
       if (!cur && this.#audioSinceEnd) await this.#open(now);
-      return EMPTY;
+      return reassigned.length > 0 ? { updated: reassigned, removedIds: [] } : EMPTY;
     }
     if (this.#current && !(await this.#stillInProgress(this.#current.id))) this.#current = undefined;
     const cur = this.#current ?? (await this.#open(now));
+    if (photos.length > 0) {
+      for (const p of photos) await this.#o.conversations.addPhoto(cur.id, p, now);
+      this.photosStored += photos.length;
+      // A photo is activity: like a segment, it keeps the conversation open (REFERENCE §1.5).
+      cur.lastSegmentAtMs = now;
+      if (batch.length === 0) return reassigned.length > 0 ? { updated: reassigned, removedIds: [] } : EMPTY;
+    }
     const streamStartMs = this.#streamStartMs ?? now;
     // Engine times count from the session's first audio; the conversation may have started earlier (resume) or later.
     const offsetS = (streamStartMs - cur.startedAtMs) / 1000;
-    const incoming = batch.map((s) => toSegment(s, offsetS, this.#o.speechProfileProcessed));
+    const speakers = this.#o.speakers;
+    const incoming = batch.map((s) => {
+      const seg = toSegment(s, offsetS, this.#o.speechProfileProcessed);
+      return speakers ? speakers.apply(seg) : seg;
+    });
     const merged = combineSegments(cur.transcript, incoming);
     const from = firstChanged(cur.transcript, merged.updated, merged.removedIds);
     await this.#o.conversations.replaceSegmentsFrom(cur.id, from, merged.segments.slice(from), now);
     cur.transcript = merged.segments;
     cur.lastSegmentAtMs = now;
-    return { updated: merged.updated, removedIds: merged.removedIds };
+    // Reassigned stored segments the merge did not touch are sent too; the merge's version of a segment wins.
+    const removed = new Set(merged.removedIds);
+    const byMerge = new Set(merged.updated.map((s) => s.id));
+    const extra = reassigned.filter((s) => !byMerge.has(s.id) && !removed.has(s.id));
+    return { updated: [...extra, ...merged.updated], removedIds: merged.removedIds };
+  }
+
+  /** Applies pending speaker_assigned segment ids to the current conversation's stored segments; returns the changed ones. */
+  async #applyReassigned(): Promise<TranscriptSegment[]> {
+    const ids = this.#reassigned;
+    if (ids.size === 0) return [];
+    this.#reassigned = new Set();
+    const cur = this.#current;
+    const speakers = this.#o.speakers;
+    if (!cur || !speakers) return [];
+    const changed: TranscriptSegment[] = [];
+    cur.transcript = cur.transcript.map((s) => {
+      const a = ids.has(s.id) ? speakers.forSegment(s.id) : undefined;
+      if (!a || (a.isUser === s.isUser && a.personId === s.personId)) return s;
+      const next = { ...s, isUser: a.isUser, personId: a.personId };
+      changed.push(next);
+      return next;
+    });
+    if (changed.length > 0) await this.#o.conversations.updateSegmentSpeakers(cur.id, changed);
+    return changed;
   }
 
   async #open(now: number): Promise<Current> {

@@ -28,6 +28,27 @@ export interface SegmentRecord {
   speechProfileProcessed: boolean;
 }
 
+/** A photo attached to a conversation (assembled from a live session's image_chunk messages). */
+export interface PhotoRecord {
+  id: string;
+  conversationId: string;
+  createdAt: string;
+  bytes: Buffer;
+  /** Sniffed from the magic bytes: image/jpeg, image/png, image/webp, else application/octet-stream. */
+  contentType: string;
+  size: number;
+}
+
+/** The image type from its first bytes; the client's word is never taken for it. */
+export function sniffImageType(b: Uint8Array): string {
+  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg';
+  if (b.length >= 8 && [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((x, i) => b[i] === x)) return 'image/png';
+  if (b.length >= 12 && ascii(b, 0, 4) === 'RIFF' && ascii(b, 8, 12) === 'WEBP') return 'image/webp';
+  return 'application/octet-stream';
+}
+
+const ascii = (b: Uint8Array, from: number, to: number): string => String.fromCharCode(...b.subarray(from, to));
+
 export type SegmentInput = Pick<SegmentRecord, 'text' | 'start' | 'end'> & Partial<Omit<SegmentRecord, 'text' | 'start' | 'end'>>;
 
 export interface ActionItemView {
@@ -274,6 +295,48 @@ export class ConversationsRepository {
     });
   }
 
+  /**
+   * Sets `is_user` / `person_id` of the named segments (speaker_assigned on stored segments); others are untouched.
+   * `updated_at` stays: it is the conversation's last activity, and an assignment is not speech.
+   */
+  async updateSegmentSpeakers(conversationId: string, segments: readonly Pick<SegmentRecord, 'id' | 'isUser' | 'personId'>[]): Promise<void> {
+    if (segments.length === 0) return;
+    await this.knex.transaction(async (trx) => {
+      for (const s of segments) {
+        await trx('conversation_segments').where({ conversation_id: conversationId, id: s.id }).update({ is_user: s.isUser, person_id: s.personId });
+      }
+    });
+  }
+
+  /** Attaches a photo; moves `updated_at` (a photo is activity, like a segment). */
+  async addPhoto(conversationId: string, bytes: Uint8Array, now: number): Promise<PhotoRecord> {
+    const record: PhotoRecord = { id: randomUUID(), conversationId, createdAt: isoNow(now), bytes: Buffer.from(bytes), contentType: sniffImageType(bytes), size: bytes.byteLength };
+    await this.knex.transaction(async (trx) => {
+      await trx('conversation_photos').insert({ id: record.id, conversation_id: conversationId, created_at: record.createdAt, bytes: record.bytes, content_type: record.contentType, size: record.size });
+      await trx('conversations').where({ id: conversationId }).update({ updated_at: record.createdAt });
+    });
+    return record;
+  }
+
+  /** The conversation's photos, oldest first. */
+  async photos(conversationId: string): Promise<PhotoRecord[]> {
+    const rows = (await this.knex('conversation_photos').where({ conversation_id: conversationId }).orderBy([{ column: 'created_at' }, { column: 'id' }])) as {
+      id: string;
+      conversation_id: string;
+      created_at: string;
+      bytes: Buffer;
+      content_type: string;
+      size: number | string;
+    }[];
+    return rows.map((r) => ({ id: r.id, conversationId: r.conversation_id, createdAt: r.created_at, bytes: Buffer.from(r.bytes), contentType: r.content_type, size: Number(r.size) }));
+  }
+
+  /** How many photos the conversation has (an ended conversation with photos is not empty). */
+  async photoCount(conversationId: string): Promise<number> {
+    const row = (await this.knex('conversation_photos').where({ conversation_id: conversationId }).count({ n: '*' }).first()) as { n: number | string } | undefined;
+    return Number(row?.n ?? 0);
+  }
+
   async segments(conversationId: string): Promise<SegmentRecord[]> {
     const rows = (await this.knex('conversation_segments').where({ conversation_id: conversationId }).orderBy('position')) as SegmentRow[];
     return rows.map(toSegment);
@@ -333,6 +396,7 @@ export class ConversationsRepository {
   async deleteById(id: string): Promise<void> {
     await this.knex.transaction(async (trx) => {
       await trx('conversation_segments').where({ conversation_id: id }).delete();
+      await trx('conversation_photos').where({ conversation_id: id }).delete();
       await trx('conversations').where({ id }).delete();
     });
   }

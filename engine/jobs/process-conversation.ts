@@ -28,7 +28,7 @@ export async function processConversation(s: Services, events: SessionEvents, da
   if (data.idleMs !== undefined) return 'skipped';
   if (c.status === ConversationStatus.FAILED) await s.conversations.setStatus(conversationId, ConversationStatus.PROCESSING, s.clock.now());
   const segments = await s.conversations.segments(conversationId);
-  if (segments.length === 0) {
+  if (segments.length === 0 && (await s.conversations.photoCount(conversationId)) === 0) {
     await s.conversations.deleteById(conversationId);
     return 'deleted';
   }
