@@ -71,7 +71,7 @@ export class SessionActor {
   #flushing: Promise<void> | undefined;
   #draining: Promise<void> | undefined;
   /** Counters for tests and metrics. */
-  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0 };
+  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0, corruptFrames: 0 };
   // TODO(engine/audio/speakers.ts): hand these to the speaker module once it lands; kept raw (bounded) until then.
   readonly speakerAssignments: unknown[] = [];
   // TODO(engine/audio/images.ts): hand these to the image assembler once it lands; kept raw (bounded) until then.
@@ -112,7 +112,7 @@ export class SessionActor {
     try {
       if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
       const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
-      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm) => this.#onPcm(pcm) });
+      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames) });
     } catch (err) {
       const reason = bad ?? (isEngineError(err) ? err.message : 'unsupported audio format');
       this.#close(CloseCode.UNSUPPORTED_DATA, reason);
@@ -296,7 +296,8 @@ export class SessionActor {
     this.#close(CloseCode.INTERNAL_ERROR, LISTEN.sttFailedReason);
   }
 
-  #onPcm(pcm: Int16Array[]): void {
+  #onPcm(pcm: Int16Array[], corruptFrames: number): void {
+    this.stats.corruptFrames += corruptFrames;
     pcm.forEach((channel, i) => {
       this.stats.pcmSamples += channel.length;
       if (channel.length > 0) this.#stt[Math.min(i, this.#stt.length - 1)]?.write(channel);
