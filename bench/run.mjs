@@ -7,6 +7,7 @@ import { BENCH_DIR, ROOT_DIR, parseArgs } from './lib/report.mjs';
 /** Scenario name -> module (paths mirror the source they measure). */
 const SCENARIOS = {
   rest: './http/rest.mjs',
+  sessions: './listen/sessions.mjs',
   codecs: './scripts/bench-codecs.mjs',
   compare: './compare.mjs',
 };
@@ -14,6 +15,7 @@ const SCENARIOS = {
 const HELP = `usage: npm run bench -- <scenario> [options]
 scenarios:
   rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
+  sessions  live /v4/listen sessions: server RSS idle, per idle and per streaming opus_fs320 session, CPU per session-second
   codecs    CPU per second of audio for each codec, codec shards vs the decoder in-process
   compare   compare A.json B.json: the ratio between two result files' figures
 results go to bench/results/<timestamp>-<scenario>.json; \`npm run bench -- <scenario> --help\` for options`;
@@ -59,7 +61,8 @@ if (!scenario || scenario === 'help' || !(scenario in SCENARIOS)) {
 }
 const mod = await (async () => {
   if (scenario !== 'compare') {
-    ensureBenchDeps();
+    // sessions needs no bench-only dependency (ws comes with the service).
+    if (scenario !== 'sessions') ensureBenchDeps();
     ensureBuilt(scenario);
   }
   return import(SCENARIOS[/** @type {keyof typeof SCENARIOS} */ (scenario)]);

@@ -1,5 +1,5 @@
 // A session's inbound audio: a byte-bounded queue in front of its codec stream, at most one decode batch in flight, PCM out.
-import type { CodecStream } from '../pool.js';
+import type { CodecStream, PcmInfo } from '../pool.js';
 
 /** Messages handed to the codec at once: below CodecPool's maxBatchMessages, so one push is one decode task. */
 const MAX_DECODE_BATCH = 500;
@@ -9,7 +9,7 @@ export interface AudioInletOptions {
   /** Bytes received but not yet decoded (queued plus in the codec) before accept() refuses. */
   maxBytes: number;
   /** 16 kHz mono PCM per channel, in order. */
-  onPcm: (pcm: Int16Array[]) => void;
+  onPcm: (pcm: Int16Array[], info: PcmInfo) => void;
 }
 
 export class AudioInlet {
@@ -23,8 +23,8 @@ export class AudioInlet {
 
   constructor(opts: AudioInletOptions) {
     this.#o = opts;
-    opts.codec.on('pcm', (pcm) => {
-      this.#o.onPcm(pcm);
+    opts.codec.on('pcm', (pcm, info) => {
+      this.#o.onPcm(pcm, info);
       this.#decoded();
     });
     opts.codec.on('failure', () => this.#decoded());

@@ -73,7 +73,7 @@ export class SessionActor {
   #flushing: Promise<void> | undefined;
   #draining: Promise<void> | undefined;
   /** Counters for tests and metrics. */
-  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0, speakerAssignments: 0, invalidSpeakerAssignments: 0, imageChunks: 0, rejectedImageChunks: 0, imagesCompleted: 0, imagesExpired: 0 };
+  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0, speakerAssignments: 0, invalidSpeakerAssignments: 0, imageChunks: 0, rejectedImageChunks: 0, imagesCompleted: 0, imagesExpired: 0, corruptFrames: 0 };
   /** speaker_assigned maps (REFERENCE §1.7): applied to later segments in the 600 ms step. */
   readonly #speakers = new SpeakerAssignments();
   /** image_chunk reassembly (REFERENCE §1.8); expired images are swept on the heartbeat. */
@@ -116,7 +116,7 @@ export class SessionActor {
     try {
       if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
       const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
-      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm) => this.#onPcm(pcm) });
+      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames) });
     } catch (err) {
       const reason = bad ?? (isEngineError(err) ? err.message : 'unsupported audio format');
       this.#close(CloseCode.UNSUPPORTED_DATA, reason);
@@ -320,7 +320,8 @@ export class SessionActor {
     this.#close(CloseCode.INTERNAL_ERROR, LISTEN.sttFailedReason);
   }
 
-  #onPcm(pcm: Int16Array[]): void {
+  #onPcm(pcm: Int16Array[], corruptFrames: number): void {
+    this.stats.corruptFrames += corruptFrames;
     pcm.forEach((channel, i) => {
       this.stats.pcmSamples += channel.length;
       if (channel.length > 0) this.#stt[Math.min(i, this.#stt.length - 1)]?.write(channel);

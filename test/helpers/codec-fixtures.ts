@@ -6,11 +6,11 @@ import { splitAdts } from '../../native/aac-ffmpeg.js';
 
 const SENTENCE = 'The quick brown fox jumps over the lazy dog. Wearables stream audio to the server.';
 
-/** About five seconds of speech as mono s16le at `rate`, made in `dir`. */
-export function speech(dir: string, rate: number): Int16Array {
+/** Speech as mono s16le at `rate`, made in `dir`: about five seconds of the default sentence, or `text`. */
+export function speech(dir: string, rate: number, text = SENTENCE): Int16Array {
   const wav = path.join(dir, 'speech.wav');
   const raw = path.join(dir, `speech-${rate}.raw`);
-  execFileSync('espeak-ng', ['-w', wav, SENTENCE]);
+  execFileSync('espeak-ng', ['-w', wav, text]);
   execFileSync('sox', [wav, '-r', String(rate), '-c', '1', '-b', '16', '-e', 'signed-integer', '-t', 'raw', raw]);
   const b = readFileSync(raw);
   return new Int16Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));

@@ -29,7 +29,7 @@ export interface StartOptions {
   /** Share another service's data dir, store and Redis prefix (a second node of one deployment). */
   sameDeploymentAs?: TestService;
   extraRoutes?: ServiceOptions['extraRoutes'];
-  /** STT engines for live sessions (default: none, the NullSttEngine). */
+  /** STT engines for live sessions (default: the service default, the local PocketSphinx engine behind the speech gate). */
   sttEngines?: ServiceOptions['sttEngines'];
   /** Scheduler interval; default 0: tests drive timers with `service.scheduler.tick()` after `clock.advance()`. */
   schedulerResolutionMs?: number;
