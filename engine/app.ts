@@ -154,7 +154,7 @@ export class Service {
         authenticator,
         conversations,
         folders: new FoldersRepository(store.knex),
-        processor: createProcessor(config, logger),
+        processor: await createProcessor(config, logger),
         memories: new MemoriesRepository(store.knex),
         actionItems: new ActionItemsRepository(store.knex),
         goals: new GoalsRepository(store.knex, store.dialect),

@@ -171,6 +171,6 @@ t.test('an empty transcript is decided without a request', async (t) => {
 t.test('createProcessor picks by configuration', async (t) => {
   const logger = createLogger('silent');
   const base = { llmApiKey: undefined, llmModel: 'm', llmTimeoutMs: 1000, llmMaxRetries: 0 };
-  t.ok(createProcessor({ ...base, llmBaseUrl: undefined }, logger) instanceof BuiltinProcessor);
-  t.ok(createProcessor({ ...base, llmBaseUrl: 'http://127.0.0.1:1/v1' }, logger) instanceof LlmProcessor);
+  t.ok((await createProcessor({ ...base, llmBaseUrl: undefined }, logger)) instanceof BuiltinProcessor);
+  t.ok((await createProcessor({ ...base, llmBaseUrl: 'http://127.0.0.1:1/v1' }, logger)) instanceof LlmProcessor);
 });
