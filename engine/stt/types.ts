@@ -21,6 +21,24 @@ export interface SttFailure {
   reason: string;
 }
 
+/** Why an engine could not open a stream; `retryAfterMs` when the provider said how long to wait (HTTP 429 Retry-After). */
+export class SttOpenError extends Error {
+  readonly failure: SttFailure;
+  readonly retryAfterMs: number | undefined;
+  constructor(failure: SttFailure, message = failure.reason, retryAfterMs?: number) {
+    super(message);
+    this.name = 'SttOpenError';
+    this.failure = failure;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** PCM the engine was given but has not yet answered for with final results, from `startS` seconds of the stream. */
+export interface UnacknowledgedAudio {
+  startS: number;
+  pcm: Int16Array;
+}
+
 export interface SttStreamEvents {
   segments(segments: SttSegment[]): void;
   failure(failure: SttFailure): void;
@@ -43,6 +61,11 @@ export interface SttStream {
   /** Provider name reported in segments (`stt_provider`) and in `ready`. */
   readonly provider: string;
   write(pcm: Int16Array): void;
+  /**
+   * Remote engines: the audio written but not yet covered by a final result (kept when the stream fails so the
+   * conversation can be completed later). Local engines, which cannot lose audio to a network, leave it out.
+   */
+  unacknowledged?(): UnacknowledgedAudio;
   finalize(): Promise<void>;
   close(): Promise<void>;
   on<E extends keyof SttStreamEvents>(event: E, listener: SttStreamEvents[E]): this;
