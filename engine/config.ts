@@ -75,7 +75,20 @@ export interface Config {
   readonly codecThreads: number;
   /** process-conversation jobs one node runs at once. @defaultValue 2 */
   readonly jobConcurrency: number;
+  /** Speech engines in preference order, from provider_a, provider_b, local. @defaultValue the providers that have keys, then local */
+  readonly sttProviders: readonly SttProviderName[];
+  /** Deepgram-protocol live endpoint of provider_a. @defaultValue 'wss://api.deepgram.com/v1/listen' */
+  readonly providerAUrl: string;
+  /** API key of provider_a (sent as `Authorization: Token <key>`). @defaultValue undefined */
+  readonly providerAApiKey: string | undefined;
+  /** Soniox-protocol realtime endpoint of provider_b. @defaultValue 'wss://stt-rt.soniox.com/transcribe-websocket' */
+  readonly providerBUrl: string;
+  /** API key of provider_b (sent in the first config frame). @defaultValue undefined */
+  readonly providerBApiKey: string | undefined;
 }
+
+export const STT_PROVIDER_NAMES = ['provider_a', 'provider_b', 'local'] as const;
+export type SttProviderName = (typeof STT_PROVIDER_NAMES)[number];
 
 export class ConfigError extends Error {
   readonly code = 'ENG_ERR_CONFIG_INVALID';
@@ -94,7 +107,7 @@ export const CONFIG_VARIABLES = [
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS',
-  'JOB_CONCURRENCY',
+  'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
 ] as const;
 
 export const LOCAL_ISSUER = 'urn:wearable-backend:local-issuer';
@@ -200,6 +213,35 @@ export function loadConfig(env: Env = process.env): Config {
     listenMaxInboundBytes: int(env, 'LISTEN_MAX_INBOUND_BYTES', 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
     codecThreads: int(env, 'CODEC_THREADS', 0, 0, 256),
     jobConcurrency: int(env, 'JOB_CONCURRENCY', 2, 1, 256),
+    ...sttConfig(env),
   };
   return Object.freeze(config);
+}
+
+/** STT_PROVIDERS and the provider endpoints: a provider named in the list must have its key. */
+function sttConfig(env: Env): Pick<Config, 'sttProviders' | 'providerAUrl' | 'providerAApiKey' | 'providerBUrl' | 'providerBApiKey'> {
+  const providerAApiKey = optional(env, 'PROVIDER_A_API_KEY');
+  const providerBApiKey = optional(env, 'PROVIDER_B_API_KEY');
+  const keyed = { provider_a: providerAApiKey, provider_b: providerBApiKey, local: 'none needed' } as const;
+  const listed = optional(env, 'STT_PROVIDERS');
+  let sttProviders: SttProviderName[];
+  if (listed === undefined) {
+    sttProviders = STT_PROVIDER_NAMES.filter((n) => keyed[n] !== undefined);
+  } else {
+    sttProviders = [];
+    for (const raw of listed.split(',')) {
+      const name = raw.trim();
+      if (!(STT_PROVIDER_NAMES as readonly string[]).includes(name)) throw new ConfigError('STT_PROVIDERS', `unknown provider "${name}"; use ${STT_PROVIDER_NAMES.join(', ')}`);
+      if (sttProviders.includes(name as SttProviderName)) throw new ConfigError('STT_PROVIDERS', `"${name}" is listed twice`);
+      if (keyed[name as SttProviderName] === undefined) throw new ConfigError('STT_PROVIDERS', `${name} is listed but ${name === 'provider_a' ? 'PROVIDER_A_API_KEY' : 'PROVIDER_B_API_KEY'} is not set`);
+      sttProviders.push(name as SttProviderName);
+    }
+  }
+  return {
+    sttProviders: Object.freeze(sttProviders),
+    providerAUrl: url(env, 'PROVIDER_A_URL', ['wss:', 'ws:']) ?? 'wss://api.deepgram.com/v1/listen',
+    providerAApiKey,
+    providerBUrl: url(env, 'PROVIDER_B_URL', ['wss:', 'ws:']) ?? 'wss://stt-rt.soniox.com/transcribe-websocket',
+    providerBApiKey,
+  };
 }

@@ -73,3 +73,25 @@ t.test('every variable has a row in the README configuration table', async (t) =
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
   for (const v of CONFIG_VARIABLES) t.match(readme, new RegExp(`\\| \`${v}\` \\|`), v);
 });
+
+t.test('speech providers: default order, explicit list, and the keys a list needs', async (t) => {
+  t.same(loadConfig({}).sttProviders, ['local'], 'no keys: the local engine only');
+  t.same(loadConfig({ PROVIDER_B_API_KEY: 'b', PROVIDER_A_API_KEY: 'a' }).sttProviders, ['provider_a', 'provider_b', 'local']);
+  t.same(loadConfig({ PROVIDER_B_API_KEY: 'b', STT_PROVIDERS: 'provider_b, local' }).sttProviders, ['provider_b', 'local']);
+  t.equal(loadConfig({}).providerAUrl, 'wss://api.deepgram.com/v1/listen');
+  t.equal(loadConfig({ PROVIDER_B_URL: 'ws://127.0.0.1:9/x' }).providerBUrl, 'ws://127.0.0.1:9/x');
+  const bad: [Record<string, string>, RegExp][] = [
+    [{ STT_PROVIDERS: 'provider_a' }, /PROVIDER_A_API_KEY is not set/],
+    [{ STT_PROVIDERS: 'local,whisper' }, /unknown provider "whisper"/],
+    [{ STT_PROVIDERS: 'local,local' }, /listed twice/],
+    [{ PROVIDER_A_URL: 'https://api.deepgram.com/v1/listen' }, /must use wss:\/\/ or ws:\/\//],
+  ];
+  for (const [env, message] of bad) {
+    t.throws(() => loadConfig(env), message, JSON.stringify(env));
+    try {
+      loadConfig(env);
+    } catch (err) {
+      t.ok(err instanceof ConfigError, 'a ConfigError naming the variable');
+    }
+  }
+});
