@@ -5,8 +5,10 @@ import type { Scheduler, TimerId } from '../scheduler.js';
 import type { CodecPool } from '../pool.js';
 import { checkCodecParams, type Codec } from '../../workers/messages.js';
 import { isEngineError } from '../errors.js';
-import { CloseCode, LISTEN, ListenMessage, Outcome, SERVICE_STATUS_TEXT, ServiceStatus } from '../protocol.js';
-import type { SttFailure, SttSegment, SttStream } from '../stt/types.js';
+import { CloseCode, LISTEN, ListenMessage, SERVICE_STATUS_TEXT, ServiceStatus } from '../protocol.js';
+import type { SttFailure, SttSegment } from '../stt/types.js';
+import type { KeptAudioMeta } from '../stt/kept-audio.js';
+import { SessionStt } from './session-stt.js';
 import type { SttRegistry } from '../stt/registry.js';
 import type { ConversationLifecycle } from '../conversation-lifecycle.js';
 import type { ConversationsRepository } from '../db/conversations.js';
@@ -57,6 +59,8 @@ export interface SessionActorOptions {
   maxOutboundBytes: number;
   /** Called once from dispose(). */
   onClosed: (actor: SessionActor) => void;
+  /** Stores audio a failed provider left unanswered and schedules its transcription; without it that audio is lost. */
+  keepAudio?: (meta: KeptAudioMeta, chunks: readonly Int16Array[]) => Promise<void>;
 }
 
 export class SessionActor {
@@ -67,7 +71,9 @@ export class SessionActor {
   #state: SessionState = SessionState.OPENING;
   readonly #out: Outbox;
   #inlet: AudioInlet | undefined;
-  #stt: SttStream[] = [];
+  #speech: SessionStt | undefined;
+  /** Aborted on dispose: a provider connect still retrying stops. */
+  readonly #abort = new AbortController();
   #timers: TimerId[] = [];
   #lastClientMessageMs: number;
   #flushing: Promise<void> | undefined;
@@ -137,7 +143,7 @@ export class SessionActor {
     }
     if (this.#state !== SessionState.OPENING) return;
     this.#state = this.stats.audioMessages > 0 ? SessionState.STREAMING : SessionState.READY;
-    this.#status(ServiceStatus.READY);
+    this.#ready();
     const { scheduler } = this.#o;
     this.#timers.push(scheduler.every(LISTEN.heartbeatIntervalMs, () => this.#heartbeat()));
     this.#timers.push(scheduler.every(LISTEN.bufferWindowMs, () => this.#tick()));
@@ -251,7 +257,7 @@ export class SessionActor {
       if (!wasOpening && this.#inlet) {
         // Everything accepted is decoded and reaches STT before it is finalised.
         await this.#inlet.finish();
-        await Promise.all(this.#stt.map((s) => s.finalize()));
+        await this.#speech?.finalize();
         await this.#flushing;
         await this.#flushOnce();
       }
@@ -271,8 +277,8 @@ export class SessionActor {
     this.#timers = [];
     this.#inlet?.dispose();
     this.#images.clear();
-    for (const s of this.#stt) void s.close().catch(() => undefined);
-    this.#stt = [];
+    this.#abort.abort();
+    this.#speech?.close();
     this.#out.close();
     this.#o.onClosed(this);
   }
@@ -285,26 +291,30 @@ export class SessionActor {
   async #openStt(): Promise<boolean> {
     const p = this.#o.params;
     if (p.customStt) return true; // the app sends suggested_transcript; no engine
-    const engine = this.#o.stt.pick(p.language, p.sttService);
-    if (!engine) {
-      this.#sttFailed({ outcome: Outcome.CONFIG_ERROR, retryable: false, reason: 'language_not_supported' }, 'none');
-      return false;
-    }
-    try {
-      for (let ch = 0; ch < p.channels; ch++) this.#stt.push(await engine.open({ language: p.language, sampleRateHz: 16000, sessionId: this.sessionId }));
-    } catch {
-      this.#sttFailed({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'initialization_failed' }, engine.name);
+    const speech = new SessionStt({
+      registry: this.#o.stt,
+      language: p.language,
+      sttService: p.sttService,
+      channels: p.channels,
+      sessionId: this.sessionId,
+      scheduler: this.#o.scheduler,
+      logger: this.#o.logger,
+      onSegments: (segs, provider, ch) => this.#loop.add(segs.map((x) => this.#raw(x, provider, ch))),
+      onFailure: (f, provider) => {
+        this.#draining ??= this.#failed(f, provider);
+      },
+    });
+    const r = await speech.open(this.#abort.signal);
+    if (r === 'cancelled') return false;
+    if (r !== 'ok') {
+      this.#sttFailed(r.failure, r.provider);
       return false;
     }
     if (this.#state !== SessionState.OPENING) {
-      for (const s of this.#stt) void s.close().catch(() => undefined);
-      this.#stt = [];
+      speech.close();
       return false;
     }
-    this.#stt.forEach((s, ch) => {
-      s.on('segments', (segs) => this.#loop.add(segs.map((x) => this.#raw(x, s.provider, ch))));
-      s.on('failure', (f) => this.#sttFailed(f, s.provider));
-    });
+    this.#speech = speech;
     return true;
   }
 
@@ -316,7 +326,42 @@ export class SessionActor {
 
   #sttFailed(f: SttFailure, provider: string): void {
     if (this.#state === SessionState.CLOSED) return;
-    this.#out.send(JSON.stringify({ type: ListenMessage.SERVICE_STATUS, status: ServiceStatus.STT_FAILED, status_text: 'Transcription service unavailable', outcome: f.outcome, provider, retryable: f.retryable, reason: f.reason }));
+    this.#out.send(sttFailedMessage(f, provider));
+    this.#close(CloseCode.INTERNAL_ERROR, LISTEN.sttFailedReason);
+  }
+
+  /**
+   * A provider failed mid-session: tell the client at once, then keep what it never answered for (its unacknowledged
+   * tail and everything still being decoded) under the conversation, persist the segments already received, close 1011.
+   */
+  async #failed(f: SttFailure, provider: string): Promise<void> {
+    if (this.#state === SessionState.CLOSED) return;
+    this.#state = SessionState.DRAINING;
+    for (const id of this.#timers) this.#o.scheduler.cancel(id);
+    this.#timers = [];
+    this.#out.send(sttFailedMessage(f, provider));
+    const log = this.#o.logger;
+    try {
+      await this.#inlet?.finish();
+      await this.#flushing;
+      await this.#flushOnce();
+      const kept = this.#speech?.takeKept() ?? [];
+      if (kept.length > 0 && this.#o.keepAudio) {
+        const { conversationId, offsetS } = await this.#loop.anchor();
+        const p = this.#o.params;
+        for (const k of kept) {
+          const meta: KeptAudioMeta = { uid: this.uid, conversationId, sessionId: this.sessionId, language: p.language, channel: k.channel, channels: p.channels, offsetS: offsetS + k.startS, sampleRateHz: 16000, createdAtMs: this.#o.clock.now() };
+          await this.#o.keepAudio(meta, k.chunks);
+        }
+        log.warn({ sessionId: this.sessionId, conversationId, provider, reason: f.reason, keptS: kept.reduce((n, k) => n + k.samples, 0) / 16000 }, 'speech provider failed: audio kept for later transcription');
+      } else {
+        log.warn({ sessionId: this.sessionId, provider, reason: f.reason }, 'speech provider failed');
+      }
+      const open = this.#loop.conversationId;
+      if (open) await this.#o.lifecycle.leftInProgress(open, this.uid, this.#o.params.conversationTimeoutS);
+    } catch (err) {
+      log.error({ sessionId: this.sessionId, err: { name: (err as Error)?.name } }, 'keeping audio after a provider failure failed');
+    }
     this.#close(CloseCode.INTERNAL_ERROR, LISTEN.sttFailedReason);
   }
 
@@ -324,7 +369,7 @@ export class SessionActor {
     this.stats.corruptFrames += corruptFrames;
     pcm.forEach((channel, i) => {
       this.stats.pcmSamples += channel.length;
-      if (channel.length > 0) this.#stt[Math.min(i, this.#stt.length - 1)]?.write(channel);
+      if (channel.length > 0) this.#speech?.write(i, channel);
     });
   }
 
@@ -359,8 +404,21 @@ export class SessionActor {
     }
   }
 
+  /** `ready` names the serving provider, and the one it stands in for when the preferred provider would not open. */
+  #ready(): void {
+    const s = this.#speech;
+    if (!s?.provider) return this.#status(ServiceStatus.READY);
+    const reason = s.fallbackFrom ? { reason: `fallback_from_${s.fallbackFrom}` } : {};
+    this.#out.send(JSON.stringify({ type: ListenMessage.SERVICE_STATUS, status: ServiceStatus.READY, provider: s.provider, ...reason }));
+  }
+
   #status(status: ServiceStatus): void {
     const text = SERVICE_STATUS_TEXT[status];
     this.#out.send(JSON.stringify(text ? { type: ListenMessage.SERVICE_STATUS, status, status_text: text } : { type: ListenMessage.SERVICE_STATUS, status }));
   }
+}
+
+/** service_status stt_failed (REFERENCE §1.8): a public message and the machine fields, never provider text. */
+function sttFailedMessage(f: SttFailure, provider: string): string {
+  return JSON.stringify({ type: ListenMessage.SERVICE_STATUS, status: ServiceStatus.STT_FAILED, status_text: 'Transcription service unavailable', outcome: f.outcome, provider, retryable: f.retryable, reason: f.reason });
 }

@@ -113,6 +113,17 @@ export class BufferLoop {
     }
   }
 
+  /**
+   * Where this session's audio lands: the current conversation (opened now if there is none) and the conversation time
+   * of stream time 0, so audio kept for later transcription can be placed exactly.
+   */
+  async anchor(): Promise<{ conversationId: string; offsetS: number }> {
+    const now = this.#o.clock.now();
+    if (this.#current && !(await this.#stillInProgress(this.#current.id))) this.#current = undefined;
+    const cur = this.#current ?? (await this.#open(now));
+    return { conversationId: cur.id, offsetS: ((this.#streamStartMs ?? now) - cur.startedAtMs) / 1000 };
+  }
+
   /** An assembled image: the next flush attaches it to the current conversation (opening one if needed). */
   addPhoto(bytes: Uint8Array): void {
     this.#photos.push(bytes);

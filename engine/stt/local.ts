@@ -35,7 +35,7 @@ export interface LocalEngineOptions {
 }
 
 /** An error from `open()`: `code` for callers, `reason` and `retryable` as an SttFailure would carry them. */
-export class SttOpenError extends EngineError {
+export class LocalOpenError extends EngineError {
   constructor(
     code: 'ENG_ERR_STT_LANGUAGE_UNSUPPORTED' | 'ENG_ERR_STT_LOCAL_FAILED',
     params: Record<string, string>,
@@ -207,9 +207,9 @@ export class LocalEngine implements SttEngine {
 
   /** Creates the session's decoder on the least-loaded thread (~0.3 s to load the model). */
   async open(opts: SttStreamOptions): Promise<LocalStream> {
-    if (this.#closed) throw new SttOpenError('ENG_ERR_STT_LOCAL_FAILED', { reason: 'engine closed' }, 'initialization_failed');
+    if (this.#closed) throw new LocalOpenError('ENG_ERR_STT_LOCAL_FAILED', { reason: 'engine closed' }, 'initialization_failed');
     if (!this.supports(opts.language)) {
-      throw new SttOpenError('ENG_ERR_STT_LANGUAGE_UNSUPPORTED', { engine: this.name, language: opts.language }, 'language_unsupported');
+      throw new LocalOpenError('ENG_ERR_STT_LANGUAGE_UNSUPPORTED', { engine: this.name, language: opts.language }, 'language_unsupported');
     }
     if (opts.sampleRateHz !== SAMPLE_RATE_HZ) throw new RangeError('sampleRateHz must be 16000');
     let shard = this.#shards[0]!;
@@ -218,9 +218,9 @@ export class LocalEngine implements SttEngine {
     try {
       answer = await shard.run({ type: 'open', sessionId: opts.sessionId, modelDir: this.#modelDir, maxUtteranceSamples: this.#maxUtteranceSamples });
     } catch (err) {
-      throw new SttOpenError('ENG_ERR_STT_LOCAL_FAILED', { reason: 'speech thread failed to start' }, 'initialization_failed', { cause: err });
+      throw new LocalOpenError('ENG_ERR_STT_LOCAL_FAILED', { reason: 'speech thread failed to start' }, 'initialization_failed', { cause: err });
     }
-    if (!answer.ok) throw new SttOpenError('ENG_ERR_STT_LOCAL_FAILED', { reason: answer.message }, 'initialization_failed');
+    if (!answer.ok) throw new LocalOpenError('ENG_ERR_STT_LOCAL_FAILED', { reason: answer.message }, 'initialization_failed');
     const stream = new LocalStream(shard, opts.sessionId);
     shard.sessions.add(stream);
     return stream;

@@ -11,6 +11,16 @@ export class SttRegistry {
   }
 
   /**
+   * The engines that can serve `language`, in the order a session tries them: the one named `preferred` first when it
+   * is configured and eligible, then the others in configured order. Empty means the session fails closed.
+   */
+  candidates(language: string, preferred: string | null): SttEngine[] {
+    const eligible = this.engines.filter((e) => e.supports(language));
+    const named = preferred ? eligible.find((e) => e.name === preferred) : undefined;
+    return named ? [named, ...eligible.filter((e) => e !== named)] : eligible;
+  }
+
+  /**
    * The engine for `language`: the one named `preferred` when it is configured and supports the language, else the
    * first that does; undefined when none can serve it (the session then fails closed with stt_failed).
    */
