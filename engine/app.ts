@@ -27,6 +27,7 @@ import { CodecPool } from './pool.js';
 import type { SttEngine } from './stt/types.js';
 import { LocalGatedEngine } from './stt/local-gated.js';
 import { SttRegistry } from './stt/registry.js';
+import { KeptAudioStore } from './stt/kept-audio.js';
 import { ProcessingQueue } from './jobs/queues.js';
 import { SessionEvents } from './jobs/session-events.js';
 import { ProcessConversationWorker } from './jobs/process-conversation.js';
@@ -171,7 +172,9 @@ export class Service {
           this.set(actors.size);
         },
       });
-      if (runsJobs) worker = new ProcessConversationWorker({ services, events, redisUrl, prefix: config.redisPrefix, concurrency: config.jobConcurrency });
+      const kept = new KeptAudioStore(config.dataDir);
+      const keptDeps = { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id: string, uid: string) => queue.process(id, uid) };
+      if (runsJobs) worker = new ProcessConversationWorker({ services, events, redisUrl, prefix: config.redisPrefix, concurrency: config.jobConcurrency, kept: keptDeps });
 
       const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay });
       const http = new HttpAdapter<Principal>({
@@ -203,6 +206,7 @@ export class Service {
               maxInboundBytes: config.listenMaxInboundBytes,
               maxOutboundBytes: 4 * 1024 * 1024,
               onClosed: (actor) => actors.remove(actor),
+              keepAudio: async (meta, chunks) => queue.transcribeKept(meta.conversationId, meta.uid, await kept.keep(meta, chunks)),
             }),
         });
       }

@@ -1,18 +1,29 @@
 // A test STT engine: records the PCM each stream receives and emits segments when the test says so.
 import { EventEmitter } from 'node:events';
-import type { SttEngine, SttFailure, SttSegment, SttStream, SttStreamEvents, SttStreamOptions } from '../../engine/stt/types.js';
+import { SttOpenError, type SttEngine, type SttFailure, type SttSegment, type SttStream, type SttStreamEvents, type SttStreamOptions, type UnacknowledgedAudio } from '../../engine/stt/types.js';
 
 export class RecordingSttStream implements SttStream {
   readonly provider = 'recording';
   readonly #events = new EventEmitter();
   readonly chunks: Int16Array[] = [];
   samples = 0;
+  /** Samples the "provider" answered for; unacknowledged() returns the rest, as a remote engine would. */
+  acknowledged = 0;
   finalized = false;
   closed = false;
   constructor(readonly options: SttStreamOptions) {}
   write(pcm: Int16Array): void {
     this.chunks.push(pcm);
     this.samples += pcm.length;
+  }
+  unacknowledged(): UnacknowledgedAudio {
+    const all = new Int16Array(this.samples);
+    let at = 0;
+    for (const c of this.chunks) {
+      all.set(c, at);
+      at += c.length;
+    }
+    return { startS: this.acknowledged / 16000, pcm: all.slice(this.acknowledged) };
   }
   /** Emits segments as the engine would. */
   emit(segments: SttSegment[]): void {
@@ -24,7 +35,11 @@ export class RecordingSttStream implements SttStream {
   }
   async finalize(): Promise<void> {
     this.finalized = true;
+    const answer = this.onFinalize?.(this);
+    if (answer && answer.length > 0) this.emit(answer);
   }
+  /** What the "provider" answers when finalized (the engine's autoAnswer). */
+  onFinalize: ((s: RecordingSttStream) => SttSegment[]) | undefined;
   async close(): Promise<void> {
     this.closed = true;
   }
@@ -42,13 +57,22 @@ export class RecordingSttEngine implements SttEngine {
   readonly streams: RecordingSttStream[] = [];
   /** When set, open() rejects (an engine that cannot start). */
   failOpen = false;
+  /** Rejections open() gives first, one per attempt, before it succeeds (or falls back to failOpen). */
+  readonly openErrors: SttOpenError[] = [];
+  attempts = 0;
+  /** Segments every new stream answers with when finalized (kept-audio transcription in tests). */
+  autoAnswer: ((s: RecordingSttStream) => SttSegment[]) | undefined;
   constructor(readonly name = 'recording', readonly languages: readonly string[] | null = null) {}
   supports(language: string): boolean {
     return this.languages === null || this.languages.includes(language);
   }
   async open(opts: SttStreamOptions): Promise<SttStream> {
+    this.attempts++;
+    const scripted = this.openErrors.shift();
+    if (scripted) throw scripted;
     if (this.failOpen) throw Object.assign(new Error('cannot start'), { reason: 'initialization_failed' });
     const s = new RecordingSttStream(opts);
+    s.onFinalize = this.autoAnswer;
     this.streams.push(s);
     return s;
   }

@@ -16,6 +16,11 @@ t.test('stt_failed then 1011: no engine for the language, engine cannot start, e
 
   english.failOpen = true;
   const b = await open(ts, { uid: 'u1' });
+  // Three attempts with backoff (1–2 s, then 2–3 s) before giving up.
+  await until(() => english.attempts === 1, 5000, 'first attempt');
+  await advance(ts, 2000);
+  await until(() => english.attempts === 2, 5000, 'second attempt');
+  await advance(ts, 3000);
   t.match(await b.json((m) => m.status === 'stt_failed'), { outcome: 'upstream_error', retryable: true, reason: 'initialization_failed', provider: 'english' });
   t.equal((await b.closed).code, 1011);
 

@@ -1,0 +1,129 @@
+// Opening speech streams with retries and fail-over, and audio kept when a provider dies mid-session, over a real socket.
+import t from 'tap';
+import { readdirSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { startService } from '../helpers/service.js';
+import { bearer } from '../helpers/http.js';
+import { advance, open, until } from '../helpers/listen.js';
+import { RecordingSttEngine } from '../fakes/recording-stt.js';
+import { sine } from '../helpers/codec-fixtures.js';
+import { SttOpenError } from '../../engine/stt/types.js';
+import { backoffMs } from '../../engine/stt/failover.js';
+
+const rateLimited = (retryAfterMs?: number): SttOpenError => new SttOpenError({ outcome: 'upstream_error', retryable: true, reason: 'provider_rate_limited' }, 'rate limited', retryAfterMs);
+const badKey = (): SttOpenError => new SttOpenError({ outcome: 'config_error', retryable: false, reason: 'provider_auth' });
+
+/** One second of pcm16 audio at 16 kHz. */
+const second = new Uint8Array(sine(220, 16000, 1, 3000).buffer);
+
+t.test('backoff: exponential with jitter, capped at 32 s, stretched to Retry-After', async (t) => {
+  t.equal(backoffMs(1, () => 0), 1000);
+  t.equal(backoffMs(2, () => 0.5), 2500);
+  t.equal(backoffMs(3, () => 0.999), 4999);
+  t.equal(backoffMs(9, () => 0), 32_000);
+  t.equal(backoffMs(1, () => 0, 7000), 7000, 'Retry-After wins when longer');
+  t.equal(backoffMs(1, () => 0, 90_000), 32_000, 'but never past the cap');
+});
+
+t.test('a refused preferred provider hands over before audio is accepted; ready names the one serving', async (t) => {
+  const a = new RecordingSttEngine('provider_a');
+  const b = new RecordingSttEngine('provider_b');
+  a.openErrors.push(badKey());
+  const ts = await startService(t, { sttEngines: [a, b] });
+  const c = await open(ts, { uid: 'u1' });
+  const ready = await c.ready();
+  t.same(ready, { type: 'service_status', status: 'ready', provider: 'provider_b', reason: 'fallback_from_provider_a' });
+  t.equal(a.attempts, 1, 'a bad key is not retried');
+  t.equal(b.streams.length, 1);
+  c.close();
+  await c.closed;
+
+  const d = await open(ts, { uid: 'u1', stt_service: 'provider_b' });
+  t.same(await d.ready(), { type: 'service_status', status: 'ready', provider: 'provider_b' }, 'the chosen provider, no fallback');
+  d.close();
+  await d.closed;
+});
+
+t.test('429 at connect is retried with backoff; every engine failing ends in stt_failed', async (t) => {
+  const a = new RecordingSttEngine('provider_a');
+  a.openErrors.push(rateLimited(), rateLimited(3000));
+  const ts = await startService(t, { sttEngines: [a] });
+  const c = await open(ts, { uid: 'u1' });
+  await until(() => a.attempts === 1, 5000, 'first attempt');
+  await advance(ts, 999);
+  t.equal(a.attempts, 1, 'no retry before the first backoff');
+  await advance(ts, 1001);
+  await until(() => a.attempts === 2, 5000, 'second attempt after 1–2 s');
+  await advance(ts, 2999);
+  t.equal(a.attempts, 2, 'Retry-After (3 s) is honoured');
+  await advance(ts, 1);
+  t.same(await c.ready(), { type: 'service_status', status: 'ready', provider: 'provider_a' });
+  t.equal(a.attempts, 3);
+  c.close();
+  await c.closed;
+
+  a.openErrors.push(rateLimited(), rateLimited(), rateLimited());
+  const d = await open(ts, { uid: 'u1' });
+  for (let i = 0; i < 4 && a.attempts < 6; i++) {
+    await until(() => a.attempts >= 4 + i || a.attempts === 6, 5000, `attempt ${4 + i}`);
+    await advance(ts, 5000);
+  }
+  t.match(await d.json((m) => m.status === 'stt_failed'), { outcome: 'upstream_error', provider: 'provider_a', retryable: true, reason: 'provider_rate_limited' });
+  t.same(await d.closed, { code: 1011, reason: 'transcription_service_unavailable' });
+  t.equal(a.attempts, 6, 'three attempts per session');
+});
+
+t.test('the client leaving during backoff stops further attempts', async (t) => {
+  const a = new RecordingSttEngine('provider_a');
+  a.openErrors.push(rateLimited(), rateLimited());
+  const ts = await startService(t, { sttEngines: [a] });
+  const c = await open(ts, { uid: 'u1' });
+  await until(() => a.attempts === 1, 5000, 'first attempt');
+  c.close();
+  await c.closed;
+  await until(() => ts.service.sessions.size === 0, 5000, 'session gone');
+  await advance(ts, 40_000);
+  await advance(ts, 40_000);
+  t.equal(a.attempts, 1, 'no attempt after the client left');
+  t.equal(a.streams.length, 0, 'no stream left open');
+});
+
+t.test('a provider lost mid-session: stt_failed, 1011, and the unanswered audio is transcribed into the conversation later', async (t) => {
+  const a = new RecordingSttEngine('provider_a');
+  const b = new RecordingSttEngine('provider_b');
+  const ts = await startService(t, { sttEngines: [a, b] });
+  const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
+  await c.ready();
+  for (let i = 0; i < 3; i++) c.ws.send(second);
+  const live = a.streams[0]!;
+  await until(() => live.samples === 48_000, 10_000, 'three seconds decoded');
+  live.emit([{ text: 'Before the drop.', speaker: 'SPEAKER_00', start: 0.2, end: 1.4 }]);
+  live.acknowledged = 24_000; // the provider answered for the first 1.5 s only
+  await advance(ts, 600);
+  const conversationId = ts.service.sessions.sessionsOf('u1')[0]!.conversationId!;
+  t.ok(conversationId, 'a conversation is open');
+
+  // The engine that picks the kept audio up answers for it when finalized.
+  let keptSamples = 0;
+  a.autoAnswer = (s) => {
+    keptSamples = s.samples;
+    return [{ text: 'After the drop.', speaker: 'SPEAKER_01', start: 0.5, end: 1.2 }];
+  };
+  live.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
+  t.match(await c.json((m) => m.status === 'stt_failed'), { type: 'service_status', status_text: 'Transcription service unavailable', outcome: 'upstream_error', provider: 'provider_a', retryable: true, reason: 'connection_lost' });
+  t.same(await c.closed, { code: 1011, reason: 'transcription_service_unavailable' });
+
+  await until(() => keptSamples > 0, 20_000, 'kept audio transcribed by the job');
+  t.equal(keptSamples, 24_000, 'exactly the 1.5 s the provider never answered for');
+  const keptDir = path.join(ts.dataDir, 'kept-audio');
+  await until(() => !existsSync(keptDir) || readdirSync(keptDir).length === 0, 10_000, 'kept files removed');
+  const token = await ts.token('u1');
+  await until(async () => {
+    const r = await ts.req(`/v1/dev/user/conversations/${conversationId}?include_transcript=true`, { headers: bearer(token) });
+    return r.status === 200 && (r.json as any).transcript_segments?.length === 2;
+  }, 10_000, 'both segments stored');
+  const r = await ts.req(`/v1/dev/user/conversations/${conversationId}?include_transcript=true`, { headers: bearer(token) });
+  const segs = (r.json as any).transcript_segments;
+  t.match(segs, [{ text: 'Before the drop.', speaker_id: 0, start: 0.2 }, { text: 'After the drop.', speaker_id: 1 }]);
+  t.ok(segs[1].start >= 1.5 + 0.5 - 0.01 && segs[1].start <= 2.2, `kept segment placed at conversation time (${segs[1].start})`);
+});
