@@ -3,7 +3,6 @@ import { EventEmitter } from 'node:events';
 import { SttOpenError, type SttEngine, type SttFailure, type SttSegment, type SttStream, type SttStreamEvents, type SttStreamOptions, type UnacknowledgedAudio } from '../../engine/stt/types.js';
 
 export class RecordingSttStream implements SttStream {
-  readonly provider = 'recording';
   readonly #events = new EventEmitter();
   readonly chunks: Int16Array[] = [];
   samples = 0;
@@ -11,7 +10,7 @@ export class RecordingSttStream implements SttStream {
   acknowledged = 0;
   finalized = false;
   closed = false;
-  constructor(readonly options: SttStreamOptions) {}
+  constructor(readonly options: SttStreamOptions, readonly provider = 'recording') {}
   write(pcm: Int16Array): void {
     this.chunks.push(pcm);
     this.samples += pcm.length;
@@ -71,7 +70,7 @@ export class RecordingSttEngine implements SttEngine {
     const scripted = this.openErrors.shift();
     if (scripted) throw scripted;
     if (this.failOpen) throw Object.assign(new Error('cannot start'), { reason: 'initialization_failed' });
-    const s = new RecordingSttStream(opts);
+    const s = new RecordingSttStream(opts, this.name);
     s.onFinalize = this.autoAnswer;
     this.streams.push(s);
     return s;

@@ -28,7 +28,7 @@ t.test('stt_failed then 1011: no engine for the language, engine cannot start, e
   const c = await open(ts, { uid: 'u1' });
   await c.ready();
   english.streams.at(-1)!.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
-  t.match(await c.json((m) => m.status === 'stt_failed'), { reason: 'connection_lost', provider: 'recording' });
+  t.match(await c.json((m) => m.status === 'stt_failed'), { reason: 'connection_lost', provider: 'english' });
   t.equal((await c.closed).code, 1011);
   await until(() => ts.service.sessions.size === 0, 5000, 'sessions gone');
 });
