@@ -1,9 +1,10 @@
 // The codec shards: one-thread Piscina pools that decode live audio; each session is pinned to one shard.
 //
 // Rationale: Opus, LC3 and AAC decoders carry state from frame to frame, so a session's decoders live in one
-// thread (workers/decode.ts) and every task of that session goes there. A session keeps at most one decode task
-// in flight; frames pushed meanwhile wait and leave together in the next task. There is no timer: at low load
-// each frame leaves alone (lowest latency), at high load batches grow and the per-task cost is shared.
+// thread (workers/decode.ts) and every task of that session goes there. A session is in at most one decode task
+// at a time; frames pushed meanwhile wait and leave together in the next one. A shard keeps two tasks in flight and
+// each task carries every session that had audio waiting. There is no timer: at low load each frame leaves alone
+// (lowest latency), at high load one thread hop serves many sessions and the per-task cost is shared.
 import { EventEmitter } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
@@ -13,6 +14,9 @@ import {
   type CodecAnswer,
   type CodecParams,
   type CodecTask,
+  type DecodeTask,
+  type FailAnswer,
+  type ManyAnswer,
   type PcmAnswer,
 } from '../workers/messages.js';
 
@@ -89,29 +93,32 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   /** Resolves once the shard created the decoders; rejects with an EngineError if it could not. */
   readonly ready: Promise<void>;
   readonly #shard: Shard;
-  readonly #maxBatch: number;
   #pending: Uint8Array[] = [];
-  #inFlight: Promise<void> | null = null;
+  /** The open task ended (either way): decode batches may go. */
+  #opened = false;
+  /** @internal part of a shard task in flight, or waiting in the shard's queue. */
+  scheduled = false;
+  #idleWaiters: (() => void)[] = [];
   #state: 'open' | 'closing' | 'closed' = 'open';
 
   /** @internal built by CodecPool.open() */
-  constructor(shard: Shard, options: CodecStreamOptions, maxBatch: number) {
+  constructor(shard: Shard, options: CodecStreamOptions) {
     super();
     this.#shard = shard;
-    this.#maxBatch = maxBatch;
     this.sessionId = options.sessionId;
     this.params = Object.freeze({ codec: options.codec, sampleRate: options.sampleRate, channels: options.channels });
     this.stats = { messages: 0, frames: 0, corruptFrames: 0, lostMessages: 0, samples: new Array<number>(options.channels).fill(0), tasks: 0, recreations: 0 };
     const open = shard.run({ type: 'open', sessionId: this.sessionId, ...this.params }).then((a) => {
-      if (!a.ok) throw rebuild(a);
+      if (!a.ok) throw rebuild(a as FailAnswer);
     });
     this.ready = open;
-    // The open task counts as the one in flight: frames pushed before it ends wait behind it.
-    this.#inFlight = open.then(
-      () => this.#next(),
-      () => this.#next(),
-    );
-    open.catch(() => {}); // the caller sees it through `ready`
+    // Frames pushed before the decoders exist wait for the open task (a failed open still lets them go: the
+    // thread re-creates the decoders or answers with the failure).
+    const opened = (): void => {
+      this.#opened = true;
+      this.#wake();
+    };
+    open.then(opened, opened);
   }
 
   /** Shard (thread) index the session is pinned to. */
@@ -132,7 +139,7 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
         : message.slice();
     this.#pending.push(own);
     this.stats.messages++;
-    if (this.#inFlight === null) this.#inFlight = this.#next();
+    this.#wake();
   }
 
   /**
@@ -148,7 +155,7 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     }
     this.#state = 'closing';
     if (!flush) this.#pending = [];
-    while (this.#inFlight !== null) await this.#inFlight;
+    if (!this.#opened || this.scheduled || this.#pending.length > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
     try {
       const answer = await this.#shard.run({ type: 'close', sessionId: this.sessionId, flush });
       if (answer.ok && 'pcm' in answer && answer.pcm.some((p) => p.length > 0)) this.#emitPcm(answer, true);
@@ -160,25 +167,33 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     this.emit('close');
   }
 
-  /** Runs the next batch if there is one; at most one runs at a time per stream. */
-  async #next(): Promise<void> {
-    while (this.#pending.length > 0) {
-      const messages = this.#pending.length <= this.#maxBatch ? this.#pending : this.#pending.slice(0, this.#maxBatch);
-      this.#pending = this.#pending.length <= this.#maxBatch ? [] : this.#pending.slice(this.#maxBatch);
-      this.stats.tasks++;
-      try {
-        const answer = await this.#shard.run(
-          { type: 'decode', sessionId: this.sessionId, ...this.params, messages },
-          messages.map((m) => m.buffer as ArrayBuffer),
-        );
-        if (answer.ok && 'pcm' in answer) this.#emitPcm(answer, false);
-        else if (!answer.ok) this.#lost(rebuild(answer), messages.length);
-      } catch (err) {
-        // The thread died with the batch (Piscina starts a new one): the batch is lost, the session is not.
-        this.#lost(new EngineError('ENG_ERR_CODEC_FAILED', { reason: 'codec thread exited' }, { cause: err }), messages.length);
-      }
+  /** @internal the shard takes up to `max` queued messages for its next task. */
+  take(max: number): DecodeTask {
+    const messages = this.#pending.length <= max ? this.#pending : this.#pending.slice(0, max);
+    this.#pending = this.#pending.length <= max ? [] : this.#pending.slice(max);
+    this.stats.tasks++;
+    return { type: 'decode', sessionId: this.sessionId, ...this.params, messages };
+  }
+
+  /** @internal the shard's answer for this stream's part of a task (or the error that lost it). */
+  settle(answer: PcmAnswer | FailAnswer | Error, messages: number): void {
+    this.scheduled = false;
+    if (answer instanceof Error) this.#lost(new EngineError('ENG_ERR_CODEC_FAILED', { reason: 'codec thread exited' }, { cause: answer }), messages);
+    else if (answer.ok) this.#emitPcm(answer, false);
+    else this.#lost(rebuild(answer), messages);
+    this.#wake();
+  }
+
+  #wake(): void {
+    if (!this.#opened || this.scheduled) return;
+    if (this.#pending.length > 0) {
+      this.scheduled = true;
+      this.#shard.schedule(this);
+      return;
     }
-    this.#inFlight = null;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const w of waiters) w();
   }
 
   #emitPcm(answer: PcmAnswer, final: boolean): void {
@@ -195,22 +210,34 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   }
 }
 
+/** Decode tasks one shard keeps in flight: the thread never waits for the main thread between two. */
+const TASKS_IN_FLIGHT = 2;
+
 /** @internal one codec thread and the sessions pinned to it. */
 class Shard {
   readonly sessions = new Set<CodecStream>();
   readonly #piscina: Piscina<CodecTask, CodecAnswer>;
+  readonly #maxBatch: number;
+  /** Streams with audio waiting, in the order they asked. */
+  #waiting: CodecStream[] = [];
+  #inFlight = 0;
   /** Thread exits seen (crashes); Piscina replaces the thread. */
   crashes = 0;
+  /** Decode tasks sent, and stream batches they carried (their ratio is the batching achieved). */
+  tasks = 0;
+  batches = 0;
 
   constructor(
     readonly index: number,
     filename: string,
+    maxBatch: number,
   ) {
+    this.#maxBatch = maxBatch;
     this.#piscina = new Piscina<CodecTask, CodecAnswer>({
       filename,
       minThreads: 1,
       maxThreads: 1,
-      // Async tasks (AAC waits on ffmpeg) interleave; the session rule keeps each session's tasks in order.
+      // Async tasks (AAC waits on ffmpeg) interleave; a stream is in at most one task, so its batches stay in order.
       concurrentTasksPerWorker: 256,
       idleTimeout: Infinity,
       // The thread must keep its event loop running between tasks (ffmpeg pipes), so no Atomics.wait.
@@ -223,6 +250,43 @@ class Shard {
 
   run(task: CodecTask, transferList?: ArrayBuffer[]): Promise<CodecAnswer> {
     return this.#piscina.run(task, transferList === undefined ? {} : { transferList });
+  }
+
+  /** A stream has audio waiting: it leaves with the next task (at once when fewer than two are in flight). */
+  schedule(stream: CodecStream): void {
+    this.#waiting.push(stream);
+    this.#pump();
+  }
+
+  #pump(): void {
+    while (this.#inFlight < TASKS_IN_FLIGHT && this.#waiting.length > 0) {
+      // Every waiting stream rides in this task, within the message budget; the rest wait for the next one.
+      const streams: CodecStream[] = [];
+      const items: DecodeTask[] = [];
+      let budget = this.#maxBatch;
+      while (this.#waiting.length > 0 && budget > 0) {
+        const stream = this.#waiting.shift()!;
+        const item = stream.take(budget);
+        budget -= item.messages.length;
+        streams.push(stream);
+        items.push(item);
+      }
+      this.#inFlight++;
+      this.tasks++;
+      this.batches += items.length;
+      const transfer = items.flatMap((i) => i.messages.map((m) => m.buffer as ArrayBuffer));
+      this.run({ type: 'decodeMany', items }, transfer).then(
+        (answer) => {
+          const many = answer as ManyAnswer | FailAnswer;
+          streams.forEach((s, i) => s.settle(many.ok ? many.items[i]! : many, items[i]!.messages.length));
+        },
+        // The thread died with the task (Piscina starts a new one): these batches are lost, the sessions are not.
+        (err: unknown) => streams.forEach((s, i) => s.settle(err instanceof Error ? err : new Error(String(err)), items[i]!.messages.length)),
+      ).finally(() => {
+        this.#inFlight--;
+        this.#pump();
+      });
+    }
   }
 
   destroy(): Promise<void> {
@@ -241,7 +305,7 @@ export class CodecPool {
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError('threads must be an integer ≥ 1');
     this.#maxBatch = options.maxBatchMessages ?? 1000;
     const filename = options.filename ?? new URL('../workers/decode.js', import.meta.url).href;
-    this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename));
+    this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, this.#maxBatch));
   }
 
   /** Number of shards (threads). */
@@ -254,6 +318,11 @@ export class CodecPool {
     return this.#shards.map((s) => s.sessions.size);
   }
 
+  /** Decode tasks sent and the stream batches they carried, summed over shards (batches/tasks = batching achieved). */
+  get taskStats(): { tasks: number; batches: number } {
+    return this.#shards.reduce((a, s) => ({ tasks: a.tasks + s.tasks, batches: a.batches + s.batches }), { tasks: 0, batches: 0 });
+  }
+
   /**
    * Opens a session's stream on the least-loaded shard. Throws ENG_ERR_CODEC_UNSUPPORTED at once for a codec,
    * rate or channel count we cannot decode, so the caller can refuse the socket (close 1003) before accepting audio.
@@ -264,7 +333,7 @@ export class CodecPool {
     if (why !== null) throw new EngineError('ENG_ERR_CODEC_UNSUPPORTED', { reason: why });
     let shard = this.#shards[0]!;
     for (const s of this.#shards) if (s.sessions.size < shard.sessions.size) shard = s;
-    const stream = new CodecStream(shard, options, this.#maxBatch);
+    const stream = new CodecStream(shard, options);
     shard.sessions.add(stream);
     return stream;
   }

@@ -1,5 +1,5 @@
 // Codec shard worker: keeps `sessionId → decoders` in this thread and answers open / decode / close tasks.
-import { checkCodecParams, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodeTask, type FailAnswer, type PcmAnswer } from './messages.js';
+import { checkCodecParams, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodeTask, type FailAnswer, type ManyAnswer, type PcmAnswer } from './messages.js';
 import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
 
 interface Session {
@@ -40,7 +40,8 @@ function pcmAnswer(pcm: Int16Array[], frames: number, corruptFrames: number, rec
   return moveAnswer<PcmAnswer>({ ok: true, pcm, frames, corruptFrames, recreated }, pcm.map((p) => p.buffer as ArrayBuffer));
 }
 
-async function decode(task: DecodeTask): Promise<CodecAnswer> {
+/** Decodes one session's batch; the PCM is not yet marked for moving (the caller moves every buffer at once). */
+async function decodeRaw(task: DecodeTask): Promise<PcmAnswer> {
   let session = sessions.get(task.sessionId);
   // Unknown here but known to the pool: this thread replaced a crashed one. Re-create the decoders and go on.
   const recreated = session === undefined;
@@ -66,7 +67,21 @@ async function decode(task: DecodeTask): Promise<CodecAnswer> {
     corruptFrames += r.corruptFrames;
     pcm.push(concat(r.pcm));
   }
-  return pcmAnswer(pcm, frames, corruptFrames, recreated);
+  return { ok: true, pcm, frames, corruptFrames, recreated };
+}
+
+/** A decoder that threw on something other than a frame is not trusted further: drop it; the next task re-creates it. */
+function dropAfterError(sessionId: string, err: unknown): FailAnswer {
+  sessions.get(sessionId)?.channels.forEach((c) => c.dispose());
+  sessions.delete(sessionId);
+  return fail('ENG_ERR_CODEC_FAILED', err instanceof Error ? err.message : String(err));
+}
+
+/** Every item at once (AAC items wait on ffmpeg concurrently); one failing item does not fail the others. */
+async function decodeMany(items: readonly DecodeTask[]): Promise<ManyAnswer> {
+  const answers = await Promise.all(items.map((item) => decodeRaw(item).catch((err: unknown) => dropAfterError(item.sessionId, err))));
+  const buffers = answers.flatMap((a) => (a.ok ? a.pcm.map((p) => p.buffer as ArrayBuffer) : []));
+  return moveAnswer<ManyAnswer>({ ok: true, items: answers }, buffers);
 }
 
 async function close(sessionId: string, flush: boolean): Promise<CodecAnswer> {
@@ -91,8 +106,12 @@ export default async function handle(task: CodecTask): Promise<CodecAnswer> {
         openSession(task.sessionId, task);
         return { ok: true };
       }
-      case 'decode':
-        return await decode(task);
+      case 'decode': {
+        const a = await decodeRaw(task);
+        return pcmAnswer(a.pcm, a.frames, a.corruptFrames, a.recreated);
+      }
+      case 'decodeMany':
+        return await decodeMany(task.items);
       case 'close':
         return await close(task.sessionId, task.flush);
       case 'crash':
@@ -100,11 +119,7 @@ export default async function handle(task: CodecTask): Promise<CodecAnswer> {
         process.exit(1);
     }
   } catch (err) {
-    // A decoder that threw on something other than a frame is not trusted further: drop it; the next task re-creates it.
-    if (task.type === 'decode' || task.type === 'close') {
-      sessions.get(task.sessionId)?.channels.forEach((c) => c.dispose());
-      sessions.delete(task.sessionId);
-    }
+    if (task.type === 'decode' || task.type === 'close') return dropAfterError(task.sessionId, err);
     return fail('ENG_ERR_CODEC_FAILED', err instanceof Error ? err.message : String(err));
   }
 }

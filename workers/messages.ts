@@ -54,6 +54,15 @@ export interface DecodeTask extends CodecParams {
   messages: Uint8Array[];
 }
 
+/**
+ * Several sessions' batches in one task (one shard, one thread hop): at high load the per-task cost is shared by every
+ * session that had audio waiting. Each item is decoded as a DecodeTask would be.
+ */
+export interface DecodeManyTask {
+  type: 'decodeMany';
+  items: DecodeTask[];
+}
+
 /** Ends a session in the thread; with `flush`, answers with the PCM the decoders still hold (resampler and AAC tails). */
 export interface CloseTask {
   type: 'close';
@@ -67,7 +76,7 @@ export interface CrashTask {
   type: 'crash';
 }
 
-export type CodecTask = OpenTask | DecodeTask | CloseTask | CrashTask;
+export type CodecTask = OpenTask | DecodeTask | DecodeManyTask | CloseTask | CrashTask;
 
 export interface PcmAnswer {
   ok: true;
@@ -92,7 +101,13 @@ export interface FailAnswer {
   message: string;
 }
 
-export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer;
+/** One answer per DecodeManyTask item, in order. */
+export interface ManyAnswer {
+  ok: true;
+  items: (PcmAnswer | FailAnswer)[];
+}
+
+export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer | ManyAnswer;
 
 /** Wraps an answer so Piscina moves `buffers` back to the main thread instead of copying them. */
 export function moveAnswer<T extends object>(value: T, buffers: ArrayBuffer[]): T {
