@@ -110,6 +110,10 @@ export class ProviderBEngine implements SttEngine {
             return refuse(reason);
           }
           if (settled) return void stream.close(); // timed out meanwhile
+          if (this.#closed) {
+            void stream.close();
+            return refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
+          }
           settled = true;
           scheduler.cancel(timer);
           this.#streams.add(stream);

@@ -203,3 +203,25 @@ t.test('a stream that never sends audio is closed with 400 "No audio received"',
   t.type(err, BadRequestError);
   t.match(err.message, /no audio/i);
 });
+
+t.test('the documented connection auth (Authorization: Bearer, no api_key in the start request) is accepted', async (t) => {
+  const fake = await fakeFor(t);
+  fake.script({ tokens: [{ text: 'Hi', start_ms: 0, end_ms: 200 }] });
+  const connect = (key: string, startKey?: string) => new Promise<Record<string, unknown>[]>((resolve, reject) => {
+    const ws = new WebSocket(fake.url, { headers: { authorization: `Bearer ${key}` } });
+    const answers: Record<string, unknown>[] = [];
+    ws.on('error', reject);
+    ws.on('message', (data) => answers.push(JSON.parse(String(data)) as Record<string, unknown>));
+    ws.on('close', () => resolve(answers));
+    ws.on('open', () => {
+      ws.send(JSON.stringify({ ...CONFIG, ...(startKey ? { api_key: startKey } : {}) }));
+      ws.send(audio(500));
+      ws.send('');
+    });
+  });
+  const ok = await connect(FAKE_SONIOX_KEY);
+  t.equal(ok[ok.length - 1]!.finished, true);
+  t.ok(ok.some((a) => (a.tokens as { text: string; is_final: boolean }[]).some((tk) => tk.text === 'Hi' && tk.is_final)));
+  const refused = await connect('wrong-key', FAKE_SONIOX_KEY);
+  t.match(refused, [{ error_code: 401 }], 'the key sent with the connection is the one that counts');
+});
