@@ -83,7 +83,7 @@ export interface Config {
   readonly providerAApiKey: string | undefined;
   /** Soniox-protocol realtime endpoint of provider_b. @defaultValue 'wss://stt-rt.soniox.com/transcribe-websocket' */
   readonly providerBUrl: string;
-  /** API key of provider_b (sent in the first config frame). @defaultValue undefined */
+  /** API key of provider_b (sent as `Authorization: Bearer` on the upgrade and in the first config frame). @defaultValue undefined */
   readonly providerBApiKey: string | undefined;
 }
 

@@ -1,0 +1,202 @@
+// One provider_b stream: config sent, PCM out, final tokens in as segments, keepalive, finalize, end of audio, failures.
+//
+// Rationale: a keepalive goes out when no audio was sent for `keepaliveMs` (the provider drops a stream silent for
+// 20 s), from one scheduler entry per stream, never one timer per write. Only final tokens become segments. Audio
+// not yet covered by the provider's `final_audio_proc_ms` is kept (bounded) for unacknowledged(). A stream fails at
+// most once; the words already final are emitted before the failure. Logs carry ids, reasons and codes only.
+import WebSocket from 'ws';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { Scheduler, TimerId } from '../scheduler.js';
+import { ProviderBReason, failureFor, failureFromErrorFrame, type ProviderBMessage, type ProviderBToken } from './provider-b-protocol.js';
+import { TokenSegmenter } from './provider-b-segments.js';
+import { SttEmitter } from './stt-emitter.js';
+import type { SttFailure, SttStream, UnacknowledgedAudio } from './types.js';
+import { UnacknowledgedBuffer } from './unacknowledged-buffer.js';
+
+export const SAMPLE_RATE_HZ = 16000;
+export const PROVIDER = 'provider_b';
+
+/** @internal what the engine hands each stream */
+export interface StreamDeps {
+  clock: Clock;
+  scheduler: Scheduler;
+  logger: Logger;
+  keepaliveMs: number;
+  finalizeTimeoutMs: number;
+  finishTimeoutMs: number;
+  maxUnacknowledgedSamples: number;
+  maxBufferedBytes: number;
+}
+
+interface FinalizeWaiter {
+  done: boolean;
+  resolve: () => void;
+  timer: TimerId;
+}
+
+/** One session's stream. Create with `ProviderBEngine.open()`. */
+export class ProviderBStream extends SttEmitter implements SttStream {
+  readonly provider = PROVIDER;
+  readonly sessionId: string;
+  readonly #ws: WebSocket;
+  readonly #deps: StreamDeps;
+  readonly #onGone: () => void;
+  readonly #segmenter = new TokenSegmenter();
+  readonly #unacked: UnacknowledgedBuffer;
+  #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
+  #failure: SttFailure | undefined;
+  #lastActivityMs: number;
+  #keepalive: TimerId | undefined;
+  #finalizers: FinalizeWaiter[] = [];
+  #finished: (() => void) | undefined;
+  #closing: Promise<void> | undefined;
+
+  /** @internal built by ProviderBEngine.open() once the upgrade succeeded */
+  constructor(ws: WebSocket, sessionId: string, deps: StreamDeps, onGone: () => void) {
+    super();
+    this.#ws = ws;
+    this.sessionId = sessionId;
+    this.#deps = deps;
+    this.#onGone = onGone;
+    this.#unacked = new UnacknowledgedBuffer(SAMPLE_RATE_HZ, deps.maxUnacknowledgedSamples);
+    this.#lastActivityMs = deps.clock.now();
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      if (!isBinary) this.#message(data.toString('utf8'));
+    });
+    ws.on('close', () => {
+      if (this.#state === 'open') this.#fail(failureFor(ProviderBReason.CONNECTION_LOST));
+      else this.#finished?.();
+    });
+    this.#keepalive = deps.scheduler.every(deps.keepaliveMs / 2, () => this.#tick());
+  }
+
+  /** Why the stream failed, once it has. */
+  get failure(): SttFailure | undefined {
+    return this.#failure;
+  }
+
+  /**
+   * Sends 16 kHz mono PCM. The array is kept by reference until the provider acknowledges it, so callers hand it over.
+   * After a failure audio is still kept (not sent) for unacknowledged(); after close() it is ignored.
+   */
+  write(pcm: Int16Array): void {
+    if (this.#state === 'closing' || this.#state === 'closed' || pcm.length === 0) return;
+    this.#unacked.push(pcm);
+    if (this.#state !== 'open') return;
+    if (this.#ws.bufferedAmount > this.#deps.maxBufferedBytes) return this.#fail(failureFor(ProviderBReason.SEND_FAILED));
+    this.#ws.send(new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+    this.#lastActivityMs = this.#deps.clock.now();
+  }
+
+  /** Audio written but not yet covered by final tokens, from `startS` seconds of the stream. */
+  unacknowledged(): UnacknowledgedAudio {
+    return this.#unacked.snapshot();
+  }
+
+  /** Asks the provider to finalize what it heard; resolves once `<fin>` arrived (and its segments were emitted), or after finalizeTimeoutMs. */
+  finalize(): Promise<void> {
+    if (this.#state !== 'open') return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const waiter: FinalizeWaiter = { done: false, resolve, timer: 0 };
+      waiter.timer = this.#deps.scheduler.after(this.#deps.finalizeTimeoutMs, () => this.#settle(waiter));
+      this.#finalizers.push(waiter);
+      this.#ws.send(JSON.stringify({ type: 'finalize' }));
+    });
+  }
+
+  /** Ends the audio (empty frame), waits for `finished` (bounded) so the last words are emitted, then closes; idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    const { scheduler } = this.#deps;
+    if (this.#state === 'open') {
+      this.#state = 'closing';
+      scheduler.cancel(this.#keepalive);
+      const finished = new Promise<void>((resolve) => (this.#finished = resolve));
+      const timer = scheduler.after(this.#deps.finishTimeoutMs, () => this.#finished?.());
+      this.#ws.send('');
+      await finished;
+      scheduler.cancel(timer);
+    }
+    const wasFailed = this.#state === 'failed';
+    this.#state = 'closed';
+    this.#stop();
+    if (!wasFailed) this.emitSegments(this.#segmenter.flush());
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.close(1000);
+    else if (this.#ws.readyState === WebSocket.CONNECTING) this.#ws.terminate();
+    const left = this.#unacked.snapshot().pcm.length;
+    this.#deps.logger.info({ sessionId: this.sessionId, provider: PROVIDER, unacknowledgedMs: Math.round((left * 1000) / SAMPLE_RATE_HZ) }, 'stt provider stream closed');
+    this.#onGone();
+  }
+
+  #message(text: string): void {
+    if (this.#state !== 'open' && this.#state !== 'closing') return;
+    let msg: ProviderBMessage;
+    try {
+      msg = JSON.parse(text) as ProviderBMessage;
+    } catch {
+      return;
+    }
+    if (!msg || typeof msg !== 'object') return;
+    if (msg.error_code !== undefined && msg.error_code !== null) return this.#providerError(msg);
+    const tokens = Array.isArray(msg.tokens) ? (msg.tokens as ProviderBToken[]) : [];
+    const { segments, fins } = this.#segmenter.push(tokens);
+    this.emitSegments(segments);
+    if (typeof msg.final_audio_proc_ms === 'number') this.#unacked.acknowledge(Math.floor((msg.final_audio_proc_ms * SAMPLE_RATE_HZ) / 1000));
+    for (let i = 0; i < fins; i++) {
+      const waiter = this.#finalizers.shift();
+      if (waiter) this.#settle(waiter);
+    }
+    if (msg.finished === true) {
+      this.emitSegments(this.#segmenter.flush());
+      this.#unacked.acknowledge(this.#unacked.writtenSamples);
+      this.#finished?.();
+    }
+  }
+
+  #providerError(msg: ProviderBMessage): void {
+    const failure = failureFromErrorFrame(msg);
+    if (this.#state === 'open') return this.#fail(failure, Number(msg.error_code));
+    // Closing: the caller is done with the stream; what was not finalized stays in unacknowledged().
+    this.#deps.logger.warn({ sessionId: this.sessionId, provider: PROVIDER, reason: failure.reason, errorCode: Number(msg.error_code) }, 'stt provider error while closing');
+    this.#finished?.();
+  }
+
+  /** One failure event per stream; the words already final are emitted first. */
+  #fail(failure: SttFailure, errorCode?: number): void {
+    if (this.#state !== 'open') return;
+    this.#state = 'failed';
+    this.#failure = failure;
+    this.#stop();
+    this.emitSegments(this.#segmenter.flush());
+    this.#deps.logger.warn({ sessionId: this.sessionId, provider: PROVIDER, reason: failure.reason, retryable: failure.retryable, errorCode }, 'stt provider stream failed');
+    this.emitFailure(failure);
+    this.#ws.terminate();
+  }
+
+  #tick(): void {
+    if (this.#state !== 'open') return;
+    const now = this.#deps.clock.now();
+    if (now - this.#lastActivityMs < this.#deps.keepaliveMs) return;
+    this.#ws.send(JSON.stringify({ type: 'keepalive' }));
+    this.#lastActivityMs = now;
+  }
+
+  #settle(waiter: FinalizeWaiter): void {
+    if (waiter.done) return;
+    waiter.done = true;
+    this.#deps.scheduler.cancel(waiter.timer);
+    waiter.resolve();
+  }
+
+  /** Stops the keepalive and releases every finalize() waiting. */
+  #stop(): void {
+    this.#deps.scheduler.cancel(this.#keepalive);
+    this.#keepalive = undefined;
+    for (const w of this.#finalizers.splice(0)) this.#settle(w);
+  }
+}

@@ -1,0 +1,132 @@
+// The provider_b speech engine: the Soniox realtime WebSocket protocol over `ws`, one connection per stream.
+//
+// Rationale: open() makes exactly one connection attempt and maps every refusal onto an SttOpenError; retries,
+// backoff and fail-over belong to the layer above. The key goes both as `Authorization: Bearer` on the upgrade (the
+// provider's current way; config-only keys are refused from 2027-01-15) and as `api_key` in the config frame (what
+// its official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key.
+import WebSocket from 'ws';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { Scheduler } from '../scheduler.js';
+import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs } from './provider-b-protocol.js';
+import { PROVIDER, ProviderBStream, SAMPLE_RATE_HZ, type StreamDeps } from './provider-b-stream.js';
+import { SttOpenError, type SttEngine, type SttFailure, type SttStreamOptions } from './types.js';
+
+export { ProviderBStream } from './provider-b-stream.js';
+
+export interface ProviderBEngineOptions {
+  /** Realtime endpoint (config PROVIDER_B_URL). */
+  url: string;
+  /** Sent as `Authorization: Bearer` on the upgrade and as `api_key` in the config frame (config PROVIDER_B_API_KEY). */
+  apiKey: string;
+  clock: Clock;
+  scheduler: Scheduler;
+  logger: Logger;
+  /** @defaultValue 'stt-rt-v5' */
+  model?: string;
+  /** Longest wait for the upgrade, in milliseconds. @defaultValue 10000 */
+  connectTimeoutMs?: number;
+  /** A keepalive is sent once no audio or keepalive went out for this long, in milliseconds. @defaultValue 10000 */
+  keepaliveMs?: number;
+  /** Longest wait for `<fin>` after finalize(), in milliseconds. @defaultValue 5000 */
+  finalizeTimeoutMs?: number;
+  /** Longest wait for `finished` after the end of audio in close(), in milliseconds. @defaultValue 10000 */
+  finishTimeoutMs?: number;
+  /** Most unacknowledged audio kept per stream, in milliseconds (older audio is dropped). @defaultValue 60000 */
+  maxUnacknowledgedMs?: number;
+  /** Bytes queued on the socket past which the stream fails with send_failed. @defaultValue 1048576 (about 32 s of audio) */
+  maxBufferedBytes?: number;
+}
+
+/** One per process; each open() is one connection attempt. */
+export class ProviderBEngine implements SttEngine {
+  readonly name = PROVIDER;
+  readonly #url: string;
+  readonly #apiKey: string;
+  readonly #model: string;
+  readonly #connectTimeoutMs: number;
+  readonly #deps: StreamDeps;
+  readonly #streams = new Set<ProviderBStream>();
+  #closed = false;
+
+  constructor(options: ProviderBEngineOptions) {
+    this.#url = options.url;
+    this.#apiKey = options.apiKey;
+    this.#model = options.model ?? 'stt-rt-v5';
+    this.#connectTimeoutMs = options.connectTimeoutMs ?? 10000;
+    const keepaliveMs = options.keepaliveMs ?? 10000;
+    if (!(keepaliveMs >= 1000 && keepaliveMs <= 15000)) throw new RangeError('keepaliveMs must be between 1000 and 15000 (the provider drops a stream silent for 20 s)');
+    this.#deps = {
+      clock: options.clock,
+      scheduler: options.scheduler,
+      logger: options.logger,
+      keepaliveMs,
+      finalizeTimeoutMs: options.finalizeTimeoutMs ?? 5000,
+      finishTimeoutMs: options.finishTimeoutMs ?? 10000,
+      maxUnacknowledgedSamples: Math.round(((options.maxUnacknowledgedMs ?? 60000) * SAMPLE_RATE_HZ) / 1000),
+      maxBufferedBytes: options.maxBufferedBytes ?? 1024 * 1024,
+    };
+  }
+
+  /** The provider's documented languages (region suffixes ignored), plus `multi`. */
+  supports(language: string): boolean {
+    return language === 'multi' || PROVIDER_B_LANGUAGES.has(baseLanguage(language));
+  }
+
+  /** Resolves once the socket is open and the config frame was sent; rejects with SttOpenError. */
+  open(opts: SttStreamOptions): Promise<ProviderBStream> {
+    if (this.#closed) return Promise.reject(new SttOpenError(failureFor(ProviderBReason.INITIALIZATION_FAILED), 'engine closed'));
+    if (!this.supports(opts.language)) return Promise.reject(new SttOpenError(failureFor(ProviderBReason.LANGUAGE_UNSUPPORTED)));
+    if (opts.sampleRateHz !== SAMPLE_RATE_HZ) return Promise.reject(new RangeError('sampleRateHz must be 16000'));
+    const { clock, scheduler, logger } = this.#deps;
+    const ws = new WebSocket(this.#url, { headers: { authorization: `Bearer ${this.#apiKey}` }, perMessageDeflate: false });
+    ws.on('error', () => undefined); // every error is followed by 'close', handled below or by the stream
+    return new Promise<ProviderBStream>((resolve, reject) => {
+      let settled = false;
+      const refuse = (failure: SttFailure, afterMs?: number): void => {
+        if (settled) return;
+        settled = true;
+        scheduler.cancel(timer);
+        ws.terminate();
+        logger.warn({ sessionId: opts.sessionId, provider: PROVIDER, reason: failure.reason, retryAfterMs: afterMs }, 'stt provider refused the stream');
+        reject(new SttOpenError(failure, failure.reason, afterMs));
+      };
+      const timer = scheduler.after(this.#connectTimeoutMs, () => refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED)));
+      const onClose = (): void => refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
+      ws.once('close', onClose);
+      ws.once('unexpected-response', (_req, res) => {
+        res.resume();
+        refuse(failureFromStatus(res.statusCode ?? 0), retryAfterMs(res.headers['retry-after'], clock.now()));
+      });
+      ws.once('open', () => {
+        ws.off('close', onClose);
+        const stream = new ProviderBStream(ws, opts.sessionId, this.#deps, () => this.#streams.delete(stream));
+        const frame = configFrame(this.#apiKey, this.#model, opts.language, SAMPLE_RATE_HZ);
+        ws.send(JSON.stringify(frame), (err) => {
+          const failure = stream.failure;
+          if (err || failure) {
+            // Lost before the config went out, or answered at once with an error frame (e.g. a bad key).
+            const reason = !failure || failure.reason === ProviderBReason.CONNECTION_LOST ? failureFor(ProviderBReason.INITIALIZATION_FAILED) : failure;
+            return refuse(reason);
+          }
+          if (settled) return void stream.close(); // timed out meanwhile
+          if (this.#closed) {
+            void stream.close();
+            return refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
+          }
+          settled = true;
+          scheduler.cancel(timer);
+          this.#streams.add(stream);
+          logger.info({ sessionId: opts.sessionId, provider: PROVIDER, model: this.#model }, 'stt provider stream opened');
+          resolve(stream);
+        });
+      });
+    });
+  }
+
+  /** Closes every open stream (each flushes, bounded) and refuses new ones. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([...this.#streams].map((s) => s.close()));
+  }
+}
