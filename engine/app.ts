@@ -25,7 +25,7 @@ import { RateLimiter } from './rate-limit.js';
 import { Scheduler } from './scheduler.js';
 import { CodecPool } from './pool.js';
 import type { SttEngine } from './stt/types.js';
-import { LocalGatedEngine } from './stt/local-gated.js';
+import { createSttEngines } from './stt/engines.js';
 import { SttRegistry } from './stt/registry.js';
 import { KeptAudioStore } from './stt/kept-audio.js';
 import { ProcessingQueue } from './jobs/queues.js';
@@ -161,7 +161,7 @@ export class Service {
         goals: new GoalsRepository(store.knex, store.dialect),
         lifecycle,
       };
-      const stt = new SttRegistry(opts.sttEngines ?? [new LocalGatedEngine({ vadGate: config.vadGate })]);
+      const stt = new SttRegistry(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger }));
       const actors = new ActorRegistry({ maxSessions: config.maxSessions, maxSessionsPerUser: config.maxSessionsPerUser, conversations, logger });
       await events.attach((event) => void actors.deliver(event));
       new client.Gauge({

@@ -2,13 +2,16 @@
 //
 // Tokens are sub-word pieces ("fan", "tastic"; a leading space starts a word). Only final tokens count: non-final
 // ones may still change. A segment stays open until something cuts it — a different speaker, a gap of 3 s or more,
-// an `<end>`/`<fin>` marker, or 4096 characters — or the stream ends (flush()), so a word is never split across
-// segments. Speakers arrive numbered from 1 ("1", "2"); labels count from 0 (REFERENCE §2.3): "1" → SPEAKER_00.
+// an `<end>`/`<fin>` marker, 4096 characters, or a message whose final tokens end a sentence (. ? !) more than
+// 0.3 s after the segment began (REFERENCE §2.3, so a speaker who never pauses is still heard sentence by
+// sentence) — or the stream ends (flush()), so a word is never split across segments. Speakers arrive numbered from 1 ("1", "2"); labels count from 0 (REFERENCE §2.3): "1" → SPEAKER_00.
 import type { ProviderBToken } from './provider-b-protocol.js';
 import type { SttSegment } from './types.js';
 
 const GAP_S = 3;
 const MAX_CHARS = 4096;
+const SENTENCE_END = /[.?!]\s*$/;
+const MIN_SENTENCE_S = 0.3;
 
 interface Pending {
   speaker: string;
@@ -55,6 +58,8 @@ export class TokenSegmenter {
       if (p && (p.speaker !== speaker || start - p.end >= GAP_S || p.text.length + text.length > MAX_CHARS)) this.#cut(segments);
       this.#append(text, speaker, start, end);
     }
+    const p = this.#pending;
+    if (p && SENTENCE_END.test(p.text) && p.end - p.start > MIN_SENTENCE_S) this.#cut(segments);
     return { segments, fins };
   }
 

@@ -1,0 +1,27 @@
+// The speech engines a node runs, built from STT_PROVIDERS in preference order (engine/config.ts validated the keys).
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import type { Scheduler } from '../scheduler.js';
+import type { SttEngine } from './types.js';
+import { LocalGatedEngine } from './local-gated.js';
+import { ProviderBEngine } from './provider-b.js';
+
+export interface EngineDeps {
+  clock: Clock;
+  scheduler: Scheduler;
+  logger: Logger;
+}
+
+export function createSttEngines(config: Config, deps: EngineDeps): SttEngine[] {
+  return config.sttProviders.map((name): SttEngine => {
+    switch (name) {
+      case 'provider_b':
+        return new ProviderBEngine({ url: config.providerBUrl, apiKey: config.providerBApiKey!, ...deps });
+      case 'local':
+        return new LocalGatedEngine({ vadGate: config.vadGate });
+      case 'provider_a':
+        throw new Error('provider_a is not available in this build');
+    }
+  });
+}

@@ -1,0 +1,92 @@
+// The service with real provider clients against the faithful provider fakes: a device on /v4/listen streams audio,
+// scripted words come back as segments; a refused provider hands over; a dropped one loses no word.
+import t, { type Test } from 'tap';
+import { startService, type TestService } from '../helpers/service.js';
+import { bearer } from '../helpers/http.js';
+import { advance, open, until, type ListenClient } from '../helpers/listen.js';
+import { sine } from '../helpers/codec-fixtures.js';
+import { FAKE_SONIOX_KEY, startFakeSoniox, type FakeSoniox } from '../fakes/soniox-server.js';
+
+async function soniox(t: Test): Promise<FakeSoniox> {
+  const fake = await startFakeSoniox();
+  t.teardown(() => fake.close());
+  return fake;
+}
+
+const providerB = (fake: FakeSoniox, list = 'provider_b'): Record<string, string> => ({ STT_PROVIDERS: list, PROVIDER_B_URL: fake.url, PROVIDER_B_API_KEY: FAKE_SONIOX_KEY });
+
+/** Sends `seconds` of 16 kHz pcm16 in 100 ms messages. */
+function stream(c: ListenClient, seconds: number): void {
+  const pcm = sine(300, 16000, seconds, 3000);
+  for (let i = 0; i < pcm.length; i += 1600) c.ws.send(new Uint8Array(pcm.buffer, i * 2, Math.min(1600, pcm.length - i) * 2).slice());
+}
+
+async function transcript(ts: TestService, id: string): Promise<{ text: string; speaker_id: number; start: number }[]> {
+  const r = await ts.req(`/v1/dev/user/conversations/${id}?include_transcript=true`, { headers: bearer(await ts.token('u1')) });
+  return r.status === 200 ? ((r.json as any).transcript_segments ?? []) : [];
+}
+
+const words = (speaker: number, at: number, ...texts: string[]) => texts.map((text, i) => ({ text, start_ms: at + i * 300, end_ms: at + i * 300 + 250, speaker }));
+
+t.test('provider_b: scripted words arrive as segments with their speakers; ready names the provider', async (t) => {
+  const fake = await soniox(t);
+  fake.script({ tokens: [...words(1, 100, 'Hello', ' there', '.'), ...words(2, 1200, ' Hi', ' back', '.')], finalLagMs: 500 });
+  const ts = await startService(t, { env: providerB(fake) });
+  const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
+  t.same(await c.ready(), { type: 'service_status', status: 'ready', provider: 'provider_b' });
+  stream(c, 3);
+  await fake.waitFor(() => (fake.sessions[0]?.audioBytes ?? 0) >= 96_000);
+  t.equal(fake.sessions[0]!.config?.sample_rate, 16000, 'the provider was told the format');
+  t.equal(fake.sessions[0]!.misalignedFrames, 0, 'whole samples only');
+  const seen: any[] = [];
+  await until(async () => {
+    await advance(ts, 600);
+    const m = await c.json((x) => Array.isArray(x), 200).catch(() => undefined);
+    if (m) seen.push(...m);
+    return seen.some((s) => s.text.includes('back'));
+  }, 10_000, 'segments');
+  const last = new Map(seen.map((s) => [s.id, s]));
+  t.match([...last.values()], [{ text: 'Hello there.', speaker: 'SPEAKER_00', stt_provider: 'provider_b' }, { text: 'Hi back.', speaker: 'SPEAKER_01' }]);
+  c.close();
+  await c.closed;
+});
+
+t.test('a provider refusing at connect hands over to the next one before audio is accepted', async (t) => {
+  const fake = await soniox(t);
+  fake.script({ refuse: { status: 401 } });
+  const ts = await startService(t, { env: providerB(fake, 'provider_b,local') });
+  const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
+  t.same(await c.ready(), { type: 'service_status', status: 'ready', provider: 'local', reason: 'fallback_from_provider_b' });
+  t.equal(fake.upgrades.length, 1, 'a bad key is not retried');
+  c.close();
+  await c.closed;
+});
+
+t.test('provider dropped mid-stream: stt_failed, 1011, and the kept audio is transcribed later so no scripted word is lost', async (t) => {
+  const fake = await soniox(t);
+  // The live stream: the first sentence turns final, then the connection drops with the second unanswered.
+  fake.script({ tokens: [...words(1, 100, 'Before', ' the', ' drop', '.'), ...words(1, 2600, ' Never', ' heard', '.')], finalLagMs: 300, drop: { afterMs: 3000 } });
+  // The job's stream over the kept audio: its words, in the kept audio's own time.
+  fake.script({ tokens: words(1, 200, 'After', ' the', ' drop', '.') });
+  const ts = await startService(t, { env: providerB(fake) });
+  const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
+  await c.ready();
+  stream(c, 2);
+  await until(async () => {
+    await advance(ts, 600);
+    const m = await c.json((x) => Array.isArray(x), 200).catch(() => undefined);
+    return m?.some((s: { text: string }) => s.text === 'Before the drop.') ?? false;
+  }, 10_000, 'the answered sentence reached the device');
+  stream(c, 2);
+  t.match(await c.json((m) => m.status === 'stt_failed', 10_000), { outcome: 'upstream_error', provider: 'provider_b', retryable: true, reason: 'connection_lost' });
+  t.same(await c.closed, { code: 1011, reason: 'transcription_service_unavailable' });
+  await until(() => fake.sessions.length === 2 && fake.sessions[1]!.closed, 20_000, 'the kept audio streamed by the job');
+  const kept = fake.sessions[1]!.audioBytes / 32_000;
+  t.ok(kept > 0.9 && kept < 2.9, `the job sent only what the provider had not answered for (${kept.toFixed(2)} s)`);
+  const id = (await ts.service.services.conversations.latestWithStatus('u1', 'in_progress'))?.id;
+  t.ok(id, 'the conversation stays open for the device to resume');
+  await until(async () => (await transcript(ts, id!)).length === 2, 10_000, 'both sentences stored');
+  const segs = await transcript(ts, id!);
+  t.match(segs, [{ text: 'Before the drop.' }, { text: 'After the drop.' }]);
+  t.ok(segs[1]!.start > segs[0]!.start, 'the kept words come after the answered ones');
+});
