@@ -30,6 +30,24 @@ export interface UsageRecorderOptions {
   maxPendingRows?: number;
 }
 
+/** Languages written without spaces between words: counted with the ICU word segmenter instead of by spaces. */
+const UNSPACED = new Set(['zh', 'ja', 'th', 'lo', 'km', 'my']);
+const segmenters = new Map<string, Intl.Segmenter>();
+
+/**
+ * Words in a transcript text, as usage counts them: runs of non-space characters, or for Chinese, Japanese, Thai, Lao,
+ * Khmer and Burmese (`language` such as `ja` or `zh-TW`) the word-like pieces of the ICU segmenter.
+ */
+export function countWords(text: string, language = 'en'): number {
+  const base = language.split('-')[0]!.toLowerCase();
+  if (!UNSPACED.has(base)) return text.match(/\S+/g)?.length ?? 0;
+  let seg = segmenters.get(base);
+  if (!seg) segmenters.set(base, (seg = new Intl.Segmenter(base, { granularity: 'word' })));
+  let n = 0;
+  for (const piece of seg.segment(text)) if (piece.isWordLike) n++;
+  return n;
+}
+
 /** Longest provider name stored (the column is 32 characters). */
 const MAX_PROVIDER_CHARS = 32;
 const MAX_UID_CHARS = 128;

@@ -1,5 +1,6 @@
-// Parses the text answers of an external custom transcription server (SPEC "External custom transcription service"); pure.
+// Parses and times the text answers of an external custom transcription server (SPEC "External custom transcription service"); pure.
 import { CUSTOM_STT } from '../protocol.js';
+import type { RawSegment } from '../audio/buffer-loop.js';
 
 /** One segment as the server sent it; times in seconds from the start of that connection's audio. */
 export interface CustomSegment {
@@ -65,4 +66,27 @@ export function parseCustomAnswer(text: string): CustomAnswer {
     else invalid++;
   }
   return { kind: 'results', segments, invalid };
+}
+
+/** Where a connection's audio stands, in seconds of the session's audio. */
+export interface AnswerClock {
+  /** Session time of the connection's first byte: server times count from there. */
+  offsetS: number;
+  /** End of the last segment emitted; a segment without `start` begins here. */
+  cursorS: number;
+  /** Audio written so far; a segment without `end` ends here. */
+  audioS: number;
+}
+
+/** Session-timed segments (blank text skipped); moves `clock.cursorS` past them. */
+export function timeSegments(segments: readonly CustomSegment[], clock: AnswerClock): RawSegment[] {
+  const out: RawSegment[] = [];
+  for (const s of segments) {
+    if (s.text.trim() === '') continue;
+    const start = s.start !== undefined ? clock.offsetS + s.start : Math.min(clock.cursorS, clock.audioS);
+    const end = Math.max(start, s.end !== undefined ? clock.offsetS + s.end : clock.audioS);
+    clock.cursorS = Math.max(clock.cursorS, end);
+    out.push({ text: s.text, speaker: s.speaker ?? 'SPEAKER_00', start, end, sttProvider: CUSTOM_STT.provider });
+  }
+  return out;
 }

@@ -2,19 +2,19 @@
 // service"): the app's encoded audio goes out unchanged, `{"type":"CloseStream"}` ends it, `{segments:[…]}` answers
 // come back as segments.
 //
-// Rationale: the 90 s inactivity limit is one scheduler entry per connection that re-arms itself from the last
-// activity when it fires, so a frame costs a clock read, not a heap insert. An inactivity close is not a failure (a
-// muted wearable sends only keep-alives): the next audio frame reconnects, and that connection's server times count
-// from its first byte. Anything else that ends the connection mid-session is `connection_lost`.
-import { EventEmitter } from 'node:events';
+// Rationale: an inactivity close is not a failure (a muted wearable sends only keep-alives): the next audio frame
+// reconnects, and that connection's server times count from its first byte. Anything else that ends the connection
+// mid-session is `connection_lost`. Protocol notes: docs/patterns/custom-stt.md.
 import WebSocket from 'ws';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
-import type { Scheduler, TimerId } from '../scheduler.js';
+import type { Scheduler } from '../scheduler.js';
+import { InactivityTimer } from '../inactivity-timer.js';
 import { CUSTOM_STT, Outcome } from '../protocol.js';
 import type { RawSegment } from '../audio/buffer-loop.js';
 import { encodedDurationS } from '../audio/encoded-duration.js';
-import { parseCustomAnswer, type CustomSegment } from './custom-answers.js';
+import { parseCustomAnswer, timeSegments, type AnswerClock } from './custom-answers.js';
+import { SttEmitter } from './stt-emitter.js';
 import { SttOpenError, type SttFailure } from './types.js';
 
 export interface CustomSttOptions {
@@ -57,12 +57,11 @@ type State = 'connecting' | 'open' | 'idle' | 'finishing' | 'finished' | 'failed
 /** A server that closes within this much of the inactivity limit closed for inactivity (its clock and ours differ a little). */
 const IDLE_CLOSE_TOLERANCE_MS = 5_000;
 
-export class CustomSttClient {
+export class CustomSttClient extends SttEmitter<CustomSttEvents> {
   readonly provider = CUSTOM_STT.provider;
   /** Counters for tests, logs and metrics; never content. */
   readonly stats = { connections: 0, framesSent: 0, bytesSent: 0, answers: 0, segments: 0, invalidSegments: 0, rejectedAnswers: 0, ignoredAnswers: 0, idleCloses: 0 };
   readonly #o: CustomSttOptions & Required<Pick<CustomSttOptions, 'inactivityTimeoutMs' | 'connectTimeoutMs' | 'finishTimeoutMs' | 'maxBufferedBytes' | 'maxAnswerBytes'>>;
-  readonly #events = new EventEmitter();
   #state: State = 'connecting';
   #ws: WebSocket | undefined;
   /** The handshake in flight; resolves false when it failed. */
@@ -70,18 +69,15 @@ export class CustomSttClient {
   /** Audio written while (re)connecting, sent once the socket opens. */
   #pending: Uint8Array[] = [];
   #pendingBytes = 0;
-  /** Seconds of audio written; where this connection's audio began; end of the last segment emitted. */
-  #audioS = 0;
-  #offsetS = 0;
-  #cursorS = 0;
-  #lastActivityMs: number;
-  #idleTimer: TimerId | undefined;
+  readonly #time: AnswerClock = { offsetS: 0, cursorS: 0, audioS: 0 };
+  readonly #idle: InactivityTimer;
   #finishing: Promise<void> | undefined;
   #serverClosed: (() => void) | undefined;
 
   private constructor(opts: CustomSttOptions) {
+    super();
     this.#o = { inactivityTimeoutMs: CUSTOM_STT.inactivityTimeoutMs, connectTimeoutMs: 10_000, finishTimeoutMs: 10_000, maxBufferedBytes: 4 * 1024 * 1024, maxAnswerBytes: 1024 * 1024, ...opts };
-    this.#lastActivityMs = opts.clock.now();
+    this.#idle = new InactivityTimer({ clock: opts.clock, scheduler: opts.scheduler, timeoutMs: this.#o.inactivityTimeoutMs, onIdle: () => this.#closeIdle() });
     this.#connecting = this.#connect();
   }
 
@@ -97,26 +93,16 @@ export class CustomSttClient {
 
   /** Seconds of audio written so far (channel 1 of two-channel sessions), read from the encoded bytes. */
   get audioSeconds(): number {
-    return this.#audioS;
-  }
-
-  on<E extends keyof CustomSttEvents>(event: E, listener: CustomSttEvents[E]): this {
-    this.#events.on(event, listener);
-    return this;
-  }
-
-  off<E extends keyof CustomSttEvents>(event: E, listener: CustomSttEvents[E]): this {
-    this.#events.off(event, listener);
-    return this;
+    return this.#time.audioS;
   }
 
   /** One binary message of the app, forwarded byte for byte. Ignored after finish(), a failure or close(). */
   writeEncoded(bytes: Uint8Array): void {
     const state = this.#state;
     if (state !== 'open' && state !== 'connecting' && state !== 'idle') return;
-    const startS = this.#audioS;
-    this.#audioS += encodedDurationS(this.#o.codec, this.#o.sampleRate, this.#o.channels, bytes);
-    this.#lastActivityMs = this.#o.clock.now();
+    const startS = this.#time.audioS;
+    this.#time.audioS += encodedDurationS(this.#o.codec, this.#o.sampleRate, this.#o.channels, bytes);
+    this.#idle.touch();
     if (state === 'open') {
       this.#send(bytes);
       return;
@@ -125,7 +111,7 @@ export class CustomSttClient {
     this.#pendingBytes += bytes.byteLength;
     if (this.#pendingBytes > this.#o.maxBufferedBytes) return this.#fail('send_failed');
     if (state === 'idle') {
-      this.#offsetS = startS;
+      this.#time.offsetS = startS;
       this.#connecting = this.#connect();
       void this.#connecting.then((ok) => ok || this.#fail('connection_lost'));
     }
@@ -141,7 +127,7 @@ export class CustomSttClient {
   async close(): Promise<void> {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
-    this.#stopIdle();
+    this.#idle.stop();
     this.#pending = [];
     this.#pendingBytes = 0;
     this.#drop(1000, 'session closed');
@@ -154,7 +140,7 @@ export class CustomSttClient {
     const ws = this.#ws;
     if (this.#state !== 'open' || !ws) return;
     this.#state = 'finishing';
-    this.#stopIdle();
+    this.#idle.stop();
     ws.send(CUSTOM_STT.closeStreamText);
     await new Promise<void>((resolve) => {
       const timer = this.#o.scheduler.after(this.#o.finishTimeoutMs, () => {
@@ -217,13 +203,13 @@ export class CustomSttClient {
   #opened(ws: WebSocket): void {
     this.#state = 'open';
     this.stats.connections++;
-    this.#lastActivityMs = this.#o.clock.now();
+    this.#idle.touch();
     this.#o.logger.debug({ sessionId: this.#o.sessionId, connection: this.stats.connections }, 'custom stt connected');
     const pending = this.#pending;
     this.#pending = [];
     this.#pendingBytes = 0;
     for (const bytes of pending) if (this.#ws === ws) this.#send(bytes);
-    this.#armIdle();
+    this.#idle.start();
   }
 
   #send(bytes: Uint8Array): void {
@@ -236,7 +222,7 @@ export class CustomSttClient {
 
   #onAnswer(data: Buffer, isBinary: boolean): void {
     if (this.#state !== 'open' && this.#state !== 'finishing') return;
-    this.#lastActivityMs = this.#o.clock.now();
+    this.#idle.touch();
     const answer = isBinary ? ({ kind: 'rejected', reason: 'binary' } as const) : parseCustomAnswer(data.toString('utf8'));
     switch (answer.kind) {
       case 'rejected':
@@ -252,24 +238,11 @@ export class CustomSttClient {
           this.stats.invalidSegments += answer.invalid;
           this.#o.logger.debug({ sessionId: this.#o.sessionId, invalid: answer.invalid }, 'custom stt segments dropped');
         }
-        const segments = this.#timed(answer.segments);
+        const segments = timeSegments(answer.segments, this.#time);
         this.stats.segments += segments.length;
-        if (segments.length > 0) this.#events.emit('segments', segments);
+        this.emitSegments(segments);
       }
     }
-  }
-
-  /** Server times count from this connection's first byte; a missing start follows the last segment, a missing end is now. */
-  #timed(segments: readonly CustomSegment[]): RawSegment[] {
-    const out: RawSegment[] = [];
-    for (const s of segments) {
-      if (s.text.trim() === '') continue;
-      const start = s.start !== undefined ? this.#offsetS + s.start : Math.min(this.#cursorS, this.#audioS);
-      const end = Math.max(start, s.end !== undefined ? this.#offsetS + s.end : this.#audioS);
-      this.#cursorS = Math.max(this.#cursorS, end);
-      out.push({ text: s.text, speaker: s.speaker ?? 'SPEAKER_00', start, end, sttProvider: CUSTOM_STT.provider });
-    }
-    return out;
   }
 
   #onServerClose(code: number): void {
@@ -278,34 +251,25 @@ export class CustomSttClient {
       return;
     }
     if (this.#state !== 'open') return;
-    if (this.#o.clock.now() - this.#lastActivityMs >= this.#o.inactivityTimeoutMs - IDLE_CLOSE_TOLERANCE_MS) {
-      this.#idle();
+    if (this.#idle.idleMs >= this.#o.inactivityTimeoutMs - IDLE_CLOSE_TOLERANCE_MS) {
+      this.#wentIdle();
       return;
     }
     this.#o.logger.warn({ sessionId: this.#o.sessionId, code }, 'custom stt server closed mid-session');
     this.#fail('connection_lost');
   }
 
-  #armIdle(): void {
-    if (this.#idleTimer !== undefined) return;
-    this.#idleTimer = this.#o.scheduler.schedule(this.#lastActivityMs + this.#o.inactivityTimeoutMs, () => {
-      this.#idleTimer = undefined;
-      if (this.#state !== 'open') return;
-      if (this.#o.clock.now() - this.#lastActivityMs < this.#o.inactivityTimeoutMs) return this.#armIdle();
-      this.#drop(1000, 'inactivity');
-      this.#idle();
-    });
+  /** Our side of the inactivity limit. */
+  #closeIdle(): void {
+    if (this.#state !== 'open') return;
+    this.#drop(1000, 'inactivity');
+    this.#wentIdle();
   }
 
-  #stopIdle(): void {
-    this.#o.scheduler.cancel(this.#idleTimer);
-    this.#idleTimer = undefined;
-  }
-
-  #idle(): void {
+  #wentIdle(): void {
     this.#state = 'idle';
     this.stats.idleCloses++;
-    this.#stopIdle();
+    this.#idle.stop();
     this.#o.logger.debug({ sessionId: this.#o.sessionId }, 'custom stt connection closed for inactivity');
   }
 
@@ -321,7 +285,7 @@ export class CustomSttClient {
   #fail(reason: 'connection_lost' | 'send_failed'): void {
     if (this.#state === 'failed' || this.#state === 'closed' || this.#state === 'finished') return;
     this.#state = 'failed';
-    this.#stopIdle();
+    this.#idle.stop();
     this.#pending = [];
     this.#pendingBytes = 0;
     const ws = this.#ws;
@@ -329,6 +293,6 @@ export class CustomSttClient {
     ws?.terminate();
     this.#serverClosed?.();
     this.#o.logger.warn({ sessionId: this.#o.sessionId, reason }, 'custom stt failed');
-    this.#events.emit('failure', { outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason } satisfies SttFailure);
+    this.emitFailure({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason });
   }
 }
