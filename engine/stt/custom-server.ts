@@ -96,7 +96,10 @@ export class CustomSttClient extends SttEmitter<CustomSttEvents> {
     return this.#time.audioS;
   }
 
-  /** One binary message of the app, forwarded byte for byte. Ignored after finish(), a failure or close(). */
+  /**
+   * One binary message of the app, forwarded byte for byte; `bytes` is not kept after the call returns (ws masks it
+   * into a frame of its own). Ignored after finish(), a failure or close().
+   */
   writeEncoded(bytes: Uint8Array): void {
     const state = this.#state;
     if (state !== 'open' && state !== 'connecting' && state !== 'idle') return;
@@ -107,7 +110,8 @@ export class CustomSttClient extends SttEmitter<CustomSttEvents> {
       this.#send(bytes);
       return;
     }
-    this.#pending.push(bytes);
+    // A copy: the caller may hand its buffer on (the codec thread takes it by transfer) before the socket opens.
+    this.#pending.push(bytes.slice());
     this.#pendingBytes += bytes.byteLength;
     if (this.#pendingBytes > this.#o.maxBufferedBytes) return this.#fail('send_failed');
     if (state === 'idle') {

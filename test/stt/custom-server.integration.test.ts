@@ -119,9 +119,14 @@ t.test('90 s without a frame either way closes the connection; the next audio re
   t.same(failures, [], 'inactivity is not a failure');
 
   const again = next();
-  client.writeEncoded(new Uint8Array(HALF_SECOND));
+  const resumed = new Uint8Array(randomBytes(HALF_SECOND));
+  const expected = Buffer.from(resumed);
+  client.writeEncoded(resumed);
+  structuredClone(resumed.buffer, { transfer: [resumed.buffer] });
+  t.equal(resumed.byteLength, 0, 'the caller handed its buffer on (as to the codec thread) while the client reconnects');
   const second = await fake.nextConnection();
   await second.waitForFrames(1);
+  t.ok(second.frames[0]!.equals(expected), 'the frame still arrives whole');
   second.send({ json: { segments: [{ text: 'after the pause', start: 0.1, end: 0.3 }] } });
   t.match(await again, [{ start: 0.6, end: 0.8 }], "the new connection's times count from its first byte (0.5 s in)");
   t.equal(client.stats.connections, 2);
