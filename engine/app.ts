@@ -12,6 +12,8 @@ import { FoldersRepository } from './db/folders.js';
 import { MemoriesRepository } from './db/memories.js';
 import { ActionItemsRepository } from './db/action-items.js';
 import { GoalsRepository } from './db/goals.js';
+import { UsageRepository } from './db/usage.js';
+import { UsageRecorder } from './usage.js';
 import { createProcessor } from './processing/index.js';
 import { createRedis, resolveRedis, type EmbeddedRedis } from './redis.js';
 import { LocalIssuer, remoteVerifier, type IdTokenVerifier } from './identity/id-tokens.js';
@@ -143,6 +145,7 @@ export class Service {
         revocationChannel: `${config.redisPrefix}:api-keys:revoked`,
       });
       await authenticator.attach(redis, subscriber);
+      const usage = new UsageRepository(store.knex);
       const services: Services = {
         config,
         clock,
@@ -160,6 +163,8 @@ export class Service {
         actionItems: new ActionItemsRepository(store.knex),
         goals: new GoalsRepository(store.knex, store.dialect),
         lifecycle,
+        usage,
+        usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
       };
       const stt = new SttRegistry(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger }));
       const actors = new ActorRegistry({ maxSessions: config.maxSessions, maxSessionsPerUser: config.maxSessionsPerUser, conversations, logger });
@@ -263,6 +268,8 @@ export class Service {
     await live.codecPool?.close().catch(() => undefined);
     await live.stt.close();
     live.scheduler.close();
+    // Usage recorded by the sessions just drained reaches the store before it closes.
+    await closeWithin(this.services.usageRecorder.close(), this.config.shutdownTimeoutMs);
     // A Redis that went away must not hold shutdown hostage: quit politely, then drop the connection.
     await closeWithin(this.services.authenticator.close(), 1000);
     // quit() can fail fast while the client is reconnecting; disconnect() afterwards stops any reconnect loop.

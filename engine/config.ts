@@ -85,6 +85,8 @@ export interface Config {
   readonly providerBUrl: string;
   /** API key of provider_b (sent as `Authorization: Bearer` on the upgrade and in the first config frame). @defaultValue undefined */
   readonly providerBApiKey: string | undefined;
+  /** ws:// or wss:// URL of an external custom transcription server for `custom_stt=enabled` sessions; unset: the app's suggested transcripts only. @defaultValue undefined */
+  readonly customSttUrl: string | undefined;
 }
 
 export const STT_PROVIDER_NAMES = ['provider_a', 'provider_b', 'local'] as const;
@@ -108,6 +110,7 @@ export const CONFIG_VARIABLES = [
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS',
   'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
+  'CUSTOM_STT_URL',
 ] as const;
 
 export const LOCAL_ISSUER = 'urn:wearable-backend:local-issuer';
@@ -214,6 +217,7 @@ export function loadConfig(env: Env = process.env): Config {
     codecThreads: int(env, 'CODEC_THREADS', 0, 0, 256),
     jobConcurrency: int(env, 'JOB_CONCURRENCY', 2, 1, 256),
     ...sttConfig(env),
+    customSttUrl: url(env, 'CUSTOM_STT_URL', ['wss:', 'ws:']),
   };
   return Object.freeze(config);
 }

@@ -99,3 +99,15 @@ export const LISTEN = {
   /** Close reason after `stt_failed`. */
   sttFailedReason: 'transcription_service_unavailable',
 } as const;
+
+/** The external custom transcription server's protocol (SPEC "External custom transcription service", Limits). */
+export const CUSTOM_STT = {
+  /** Provider name in segments (`stt_provider`) and in failures. */
+  provider: 'custom',
+  /** Sent as a text frame to end the stream. */
+  closeStreamText: '{"type":"CloseStream"}',
+  /** The only `type` an answer may carry (or none). */
+  resultsType: 'Results',
+  /** No frame in either direction for this long closes the connection. */
+  inactivityTimeoutMs: 90_000,
+} as const;

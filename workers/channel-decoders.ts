@@ -2,7 +2,7 @@
 import { Lc3Decoder, LC3_MAX_FRAME_BYTES, LC3_MIN_FRAME_BYTES } from '../native/index.js';
 import { OpusDecoder } from '../native/opus.js';
 import { AacFfmpegDecoder, splitAdts } from '../native/aac-ffmpeg.js';
-import { OUTPUT_SAMPLE_RATE_HZ, type CodecParams } from './messages.js';
+import { LC3_FRAME_US, LC3_FS1030_FRAME_BYTES, OUTPUT_SAMPLE_RATE_HZ, type CodecParams } from './messages.js';
 import { Resampler } from './resample.js';
 
 export interface ChannelResult {
@@ -20,11 +20,6 @@ export interface ChannelDecoder {
   /** Frees what the decoder holds without waiting (a thread or session going away). */
   dispose(): void;
 }
-
-/** LC3 frame duration every device uses, in microseconds. */
-const LC3_FRAME_US = 10000;
-/** `lc3_fs1030`: 30-byte frames, possibly several back to back in one message. */
-const LC3_FS1030_FRAME_BYTES = 30;
 
 /** Samples of `bytes` read as s16le; a view when aligned, else a copy. */
 function s16le(bytes: Uint8Array): Int16Array {

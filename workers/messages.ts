@@ -18,6 +18,11 @@ export const CODEC_SAMPLE_RATES_HZ: Readonly<Record<Codec, readonly number[]>> =
   lc3_fs1030: [8000, 16000, 24000, 32000, 48000],
 };
 
+/** LC3 frame duration every device uses, in microseconds. */
+export const LC3_FRAME_US = 10_000;
+/** `lc3_fs1030`: 30-byte frames, possibly several back to back in one message. */
+export const LC3_FS1030_FRAME_BYTES = 30;
+
 /** Rate of every PCM answer, in Hz. */
 export const OUTPUT_SAMPLE_RATE_HZ = 16000;
 

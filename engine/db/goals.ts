@@ -1,7 +1,7 @@
 // Goals with progress history: at most MAX_ACTIVE_GOALS active per user, one history value per goal and UTC day.
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { bool, isoNow, type Dialect } from './store.js';
+import { bool, DAY_MS, isoNow, utcDay, type Dialect } from './store.js';
 
 export const GOAL_TYPES = ['boolean', 'scale', 'numeric'] as const;
 export type GoalType = (typeof GOAL_TYPES)[number];
@@ -76,10 +76,6 @@ const toRecord = (r: Row): GoalRecord => ({
   updatedAt: r.updated_at,
 });
 
-/** The UTC calendar day of `now`, YYYY-MM-DD. */
-export const utcDay = (now: number): string => isoNow(now).slice(0, 10);
-
-const DAY_MS = 86_400_000;
 
 export class GoalsRepository {
   constructor(

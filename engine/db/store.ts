@@ -133,6 +133,12 @@ export function isoNow(now: number = Date.now()): string {
   return new Date(now).toISOString();
 }
 
+/** The UTC calendar day of `now` (epoch ms), YYYY-MM-DD: the form every `day`/`date` column holds. */
+export const utcDay = (now: number): string => isoNow(now).slice(0, 10);
+
+/** One day in milliseconds. */
+export const DAY_MS = 86_400_000;
+
 /** sqlite returns 0/1 for booleans, PostgreSQL true/false. */
 export function bool(v: unknown): boolean {
   return v === true || v === 1 || v === '1';

@@ -1,26 +1,32 @@
-// Typed event plumbing shared by the SttStream implementations (segments, failure).
+// Typed event plumbing shared by the SttStream implementations and the custom server client (segments, failure).
 import { EventEmitter } from 'node:events';
-import type { SttFailure, SttSegment, SttStreamEvents } from './types.js';
+import type { SttStreamEvents } from './types.js';
 
-/** Base for SttStream classes: `on`/`off` typed by SttStreamEvents, `emitSegments`/`emitFailure` for subclasses. */
-export abstract class SttEmitter {
+// EventEmitter stores listeners untyped; `on`/`off` are where the types are checked.
+type Listener = (...args: any[]) => void;
+
+/**
+ * Base for SttStream classes: `on`/`off` typed by `Events` (SttStreamEvents, or a narrower segment type),
+ * `emitSegments`/`emitFailure` for subclasses.
+ */
+export abstract class SttEmitter<Events extends SttStreamEvents = SttStreamEvents> {
   readonly #events = new EventEmitter();
 
-  on<E extends keyof SttStreamEvents>(event: E, listener: SttStreamEvents[E]): this {
-    this.#events.on(event, listener);
+  on<E extends keyof Events & string>(event: E, listener: Events[E]): this {
+    this.#events.on(event, listener as Listener);
     return this;
   }
 
-  off<E extends keyof SttStreamEvents>(event: E, listener: SttStreamEvents[E]): this {
-    this.#events.off(event, listener);
+  off<E extends keyof Events & string>(event: E, listener: Events[E]): this {
+    this.#events.off(event, listener as Listener);
     return this;
   }
 
-  protected emitSegments(segments: SttSegment[]): void {
+  protected emitSegments(segments: Parameters<Events['segments']>[0]): void {
     if (segments.length > 0) this.#events.emit('segments', segments);
   }
 
-  protected emitFailure(failure: SttFailure): void {
+  protected emitFailure(failure: Parameters<Events['failure']>[0]): void {
     this.#events.emit('failure', failure);
   }
 }

@@ -9,6 +9,7 @@ import { conversationRoutes } from './conversations.js';
 import { folderRoutes } from './folders.js';
 import { mcpRoutes } from '../mcp.js';
 import { listenRoutes } from './listen.js';
+import { usageRoutes } from './usage.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
@@ -17,6 +18,7 @@ export function allRoutes(s: Services): AppRoute[] {
     ...conversationRoutes(s),
     ...listenRoutes(s),
     ...folderRoutes(s),
+    ...usageRoutes(s),
     ...memoryRoutes(s),
     ...actionItemRoutes(s),
     ...goalRoutes(s),

@@ -12,6 +12,8 @@ import type { FoldersRepository } from '../../engine/db/folders.js';
 import type { MemoriesRepository } from '../../engine/db/memories.js';
 import type { ActionItemsRepository } from '../../engine/db/action-items.js';
 import type { GoalsRepository } from '../../engine/db/goals.js';
+import type { UsageRepository } from '../../engine/db/usage.js';
+import type { UsageRecorder } from '../../engine/usage.js';
 import type { ConversationProcessor } from '../../engine/processing/types.js';
 import type { Authenticator, Principal } from '../../engine/identity/authenticator.js';
 import type { ConversationLifecycle } from '../../engine/conversation-lifecycle.js';
@@ -36,6 +38,10 @@ export interface Services {
   readonly goals: GoalsRepository;
   /** Live conversations: open, resume, end (process or delete). */
   readonly lifecycle: ConversationLifecycle;
+  /** Speech-to-text usage per user, day and provider (reads). */
+  readonly usage: UsageRepository;
+  /** Records usage as sessions end: metrics at once, the store in batches. */
+  readonly usageRecorder: UsageRecorder;
 }
 
 export type AppRoute = Route<Principal>;

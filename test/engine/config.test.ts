@@ -95,3 +95,18 @@ t.test('speech providers: default order, explicit list, and the keys a list need
     }
   }
 });
+
+t.test('custom transcription server URL: optional, ws or wss only', async (t) => {
+  t.equal(loadConfig({}).customSttUrl, undefined, 'unset by default');
+  t.equal(loadConfig({ CUSTOM_STT_URL: 'wss://stt.example.org/stream?key=1' }).customSttUrl, 'wss://stt.example.org/stream?key=1');
+  t.equal(loadConfig({ CUSTOM_STT_URL: 'ws://127.0.0.1:9000/' }).customSttUrl, 'ws://127.0.0.1:9000/');
+  for (const bad of ['https://stt.example.org/stream', 'not a url', ' ws://127.0.0.1:9000/']) {
+    let caught: unknown;
+    try {
+      loadConfig({ CUSTOM_STT_URL: bad });
+    } catch (err) {
+      caught = err;
+    }
+    t.ok(caught instanceof ConfigError && caught.variable === 'CUSTOM_STT_URL', `refuses ${JSON.stringify(bad)}`);
+  }
+});
