@@ -211,6 +211,8 @@ export class Service {
               maxInboundBytes: config.listenMaxInboundBytes,
               maxOutboundBytes: 4 * 1024 * 1024,
               onClosed: (actor) => actors.remove(actor),
+              ...(config.customSttUrl ? { customSttUrl: config.customSttUrl } : {}),
+              usage: services.usageRecorder,
               keepAudio: async (meta, chunks) => queue.transcribeKept(meta.conversationId, meta.uid, await kept.keep(meta, chunks)),
             }),
         });

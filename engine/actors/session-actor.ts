@@ -9,6 +9,9 @@ import { CloseCode, LISTEN, ListenMessage, SERVICE_STATUS_TEXT, ServiceStatus } 
 import type { SttFailure, SttSegment } from '../stt/types.js';
 import type { KeptAudioMeta } from '../stt/kept-audio.js';
 import { SessionStt } from './session-stt.js';
+import { CustomSttClient } from '../stt/custom-server.js';
+import { SttOpenError } from '../stt/types.js';
+import type { UsageRecorder } from '../usage.js';
 import type { SttRegistry } from '../stt/registry.js';
 import type { ConversationLifecycle } from '../conversation-lifecycle.js';
 import type { ConversationsRepository } from '../db/conversations.js';
@@ -61,6 +64,10 @@ export interface SessionActorOptions {
   onClosed: (actor: SessionActor) => void;
   /** Stores audio a failed provider left unanswered and schedules its transcription; without it that audio is lost. */
   keepAudio?: (meta: KeptAudioMeta, chunks: readonly Int16Array[]) => Promise<void>;
+  /** CUSTOM_STT_URL: `custom_stt=enabled` sessions stream their audio there unchanged and take its segments. */
+  customSttUrl?: string;
+  /** Usage accounting (audio seconds and words per user, provider and day). */
+  usage?: UsageRecorder;
 }
 
 export class SessionActor {
@@ -72,6 +79,7 @@ export class SessionActor {
   readonly #out: Outbox;
   #inlet: AudioInlet | undefined;
   #speech: SessionStt | undefined;
+  #custom: CustomSttClient | undefined;
   /** Aborted on dispose: a provider connect still retrying stops. */
   readonly #abort = new AbortController();
   #timers: TimerId[] = [];
@@ -158,6 +166,8 @@ export class SessionActor {
       return;
     }
     if (this.#state === SessionState.DRAINING || this.#state === SessionState.CLOSED) return;
+    // Before the inlet: the codec thread takes the buffer by transfer.
+    this.#custom?.writeEncoded(message);
     if (!this.#inlet?.accept(message)) {
       this.#o.logger.warn({ sessionId: this.sessionId, pendingBytes: this.#inlet?.pendingBytes }, 'inbound audio queue full');
       this.#close(CloseCode.TRY_AGAIN_LATER, 'audio arrives faster than it can be decoded');
@@ -258,6 +268,7 @@ export class SessionActor {
         // Everything accepted is decoded and reaches STT before it is finalised.
         await this.#inlet.finish();
         await this.#speech?.finalize();
+        await this.#custom?.finish();
         await this.#flushing;
         await this.#flushOnce();
       }
@@ -279,6 +290,7 @@ export class SessionActor {
     this.#images.clear();
     this.#abort.abort();
     this.#speech?.close();
+    void this.#custom?.close();
     this.#out.close();
     this.#o.onClosed(this);
   }
@@ -290,7 +302,7 @@ export class SessionActor {
 
   async #openStt(): Promise<boolean> {
     const p = this.#o.params;
-    if (p.customStt) return true; // the app sends suggested_transcript; no engine
+    if (p.customStt) return this.#openCustom();
     const speech = new SessionStt({
       registry: this.#o.stt,
       language: p.language,
@@ -299,6 +311,7 @@ export class SessionActor {
       sessionId: this.sessionId,
       scheduler: this.#o.scheduler,
       logger: this.#o.logger,
+      ...(this.#o.usage ? { usage: { recorder: this.#o.usage, uid: this.uid, now: () => this.#o.clock.now() } } : {}),
       onSegments: (segs, provider, ch) => this.#loop.add(segs.map((x) => this.#raw(x, provider, ch))),
       onFailure: (f, provider) => {
         this.#draining ??= this.#failed(f, provider);
@@ -316,6 +329,27 @@ export class SessionActor {
     }
     this.#speech = speech;
     return true;
+  }
+
+  /** custom_stt=enabled: the app's suggested_transcript, plus the operator's custom transcription server if configured. */
+  async #openCustom(): Promise<boolean> {
+    const url = this.#o.customSttUrl;
+    if (!url) return true;
+    const p = this.#o.params;
+    try {
+      const client = await CustomSttClient.open({ url, codec: p.codec, sampleRate: p.sampleRate, channels: p.channels, language: p.language, sessionId: this.sessionId, clock: this.#o.clock, scheduler: this.#o.scheduler, logger: this.#o.logger });
+      if (this.#state !== SessionState.OPENING) {
+        void client.close();
+        return false;
+      }
+      client.on('segments', (segs) => this.#loop.add(segs));
+      client.on('failure', (f) => this.#sttFailed(f, client.provider));
+      this.#custom = client;
+      return true;
+    } catch (err) {
+      this.#sttFailed(err instanceof SttOpenError ? err.failure : { outcome: 'upstream_error', retryable: true, reason: 'initialization_failed' }, 'custom');
+      return false;
+    }
   }
 
   /** Two-channel calls: channel 1 is the wearer (SPEAKER_00), channel 2 the remote side (SPEAKER_01). */

@@ -6,6 +6,7 @@ import { Outcome } from '../protocol.js';
 import type { SttRegistry } from '../stt/registry.js';
 import { openStreams } from '../stt/failover.js';
 import type { SttFailure, SttSegment, SttStream } from '../stt/types.js';
+import { countWords, type UsageRecorder } from '../usage.js';
 
 export interface SessionSttOptions {
   registry: SttRegistry;
@@ -15,6 +16,8 @@ export interface SessionSttOptions {
   sessionId: string;
   scheduler: Scheduler;
   logger: Logger;
+  /** Seconds of audio and words transcribed are recorded here (per user, provider, day) when the streams close. */
+  usage?: { recorder: UsageRecorder; uid: string; now: () => number };
   onSegments(segments: SttSegment[], provider: string, channel: number): void;
   onFailure(failure: SttFailure, provider: string): void;
 }
@@ -38,6 +41,8 @@ export class SessionStt {
   #kept: KeptChannel[] | undefined;
   provider: string | undefined;
   fallbackFrom: string | undefined;
+  /** Words in the engines' segments so far (usage). */
+  words = 0;
 
   constructor(opts: SessionSttOptions) {
     this.#o = opts;
@@ -70,7 +75,9 @@ export class SessionStt {
     this.#streams = r.streams;
     r.streams.forEach((s, ch) => {
       s.on('segments', (segs) => {
-        if (!this.#kept) o.onSegments(segs, s.provider, ch);
+        if (this.#kept) return;
+        for (const x of segs) this.words += countWords(x.text, o.language);
+        o.onSegments(segs, s.provider, ch);
       });
       s.on('failure', (f) => this.#fail(f, s.provider));
     });
@@ -107,9 +114,17 @@ export class SessionStt {
     return kept;
   }
 
+  /** Closes the streams and records the session's usage, once. */
   close(): void {
     for (const s of this.#streams) void s.close().catch(() => undefined);
     this.#streams = [];
+    const u = this.#o.usage;
+    const samples = this.#written.reduce((a, b) => a + b, 0);
+    if (u && this.provider && (samples > 0 || this.words > 0)) {
+      u.recorder.record({ uid: u.uid, provider: this.provider, audioSeconds: samples / SAMPLE_RATE, words: this.words, at: u.now() });
+      this.#written.fill(0);
+      this.words = 0;
+    }
   }
 
   #fail(f: SttFailure, provider: string): void {

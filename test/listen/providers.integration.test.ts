@@ -5,6 +5,7 @@ import { startService, type TestService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
 import { advance, open, until, type ListenClient } from '../helpers/listen.js';
 import { sine } from '../helpers/codec-fixtures.js';
+import { startFakeCustomStt } from '../fakes/custom-stt-server.js';
 import { FAKE_SONIOX_KEY, startFakeSoniox, type FakeSoniox } from '../fakes/soniox-server.js';
 
 async function soniox(t: Test): Promise<FakeSoniox> {
@@ -49,6 +50,37 @@ t.test('provider_b: scripted words arrive as segments with their speakers; ready
   t.match([...last.values()], [{ text: 'Hello there.', speaker: 'SPEAKER_00', stt_provider: 'provider_b' }, { text: 'Hi back.', speaker: 'SPEAKER_01' }]);
   c.close();
   await c.closed;
+
+  // Usage: the seconds the provider received and the words it gave, for this user, provider and day.
+  await until(async () => {
+    const r = await ts.req('/v1/users/usage', { headers: bearer(await ts.token('u1')) });
+    return (r.json as any)?.total?.words === 4;
+  }, 10_000, 'usage recorded');
+  const usage = (await ts.req('/v1/users/usage', { headers: bearer(await ts.token('u1')) })).json as any;
+  t.match(usage.days, [{ provider: 'provider_b', words: 4 }]);
+  t.ok(Math.abs(usage.days[0].audio_seconds - 3) < 0.05, `3 s of audio billed (${usage.days[0].audio_seconds})`);
+});
+
+t.test('custom_stt=enabled with CUSTOM_STT_URL: the app codec bytes go to the custom server unchanged, its segments come back', async (t) => {
+  const custom = await startFakeCustomStt();
+  t.teardown(() => custom.close());
+  custom.script = { afterFrame: { 1: [{ json: { segments: [{ text: 'From my own server.', speaker: 'SPEAKER_02', start: 0.1, end: 0.9 }] } }] } };
+  const ts = await startService(t, { env: { CUSTOM_STT_URL: custom.url } });
+  const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000', custom_stt: 'enabled' });
+  await c.ready();
+  const frames = [new Uint8Array(3200).fill(7), new Uint8Array(3200).fill(9)];
+  for (const f of frames) c.ws.send(f);
+  const conn = custom.connections[0]!;
+  await conn.waitForFrames(2);
+  t.same(conn.frames.map((f) => [f.length, f[0]]), [[3200, 7], [3200, 9]], 'bytes unchanged, in order');
+  t.equal(conn.query.get('codec'), 'pcm16');
+  await until(async () => {
+    await advance(ts, 600);
+    const m = await c.json((x) => Array.isArray(x), 200).catch(() => undefined);
+    return m?.some((s: any) => s.text === 'From my own server.' && s.stt_provider === 'custom' && s.speaker === 'SPEAKER_02') ?? false;
+  }, 10_000, 'custom segments');
+  c.close();
+  t.equal(await conn.closeStream, 2, 'CloseStream after the two frames');
 });
 
 t.test('a provider refusing at connect hands over to the next one before audio is accepted', async (t) => {
