@@ -5,6 +5,7 @@
 // 8000/16000); booleans are `true`/`false`; `endpointing` is false or whole milliseconds; `utterance_end_ms` needs
 // `interim_results=true`; `keyterm` is Nova-3 only and Nova-3 refuses `keywords`; an unknown model, or a language the
 // model does not serve, is "No such model/language/tier combination found". Unknown parameters are ignored (recorded).
+import { NOVA3_LANGUAGES } from '../../engine/stt/deepgram-languages.js';
 
 /** Codecs Deepgram accepts for raw audio, with bytes per sample where the audio length can be derived. */
 const ENCODINGS: Record<string, number | null> = {
@@ -30,15 +31,6 @@ const MODELS = new Set([
   'base', 'meeting', 'phonecall', 'finance', 'conversationalai', 'voicemail', 'video',
 ]);
 
-/** Nova-3 streaming languages as listed in Deepgram's changelog and language pages (monolingual models, and `multi`). */
-export const NOVA3_LANGUAGES: ReadonlySet<string> = new Set([
-  'multi',
-  'en', 'en-US', 'en-GB', 'en-AU', 'en-NZ', 'en-IN', 'en-CA',
-  'de', 'de-CH', 'nl', 'nl-BE', 'sv', 'sv-SE', 'da', 'da-DK', 'es', 'es-419', 'fr', 'fr-CA', 'pt', 'pt-BR', 'pt-PT',
-  'it', 'tr', 'no', 'id', 'bg', 'cs', 'fi', 'hi', 'hu', 'ja', 'ko', 'ko-KR', 'pl', 'ru', 'uk', 'vi',
-  'ca', 'et', 'el', 'lv', 'lt', 'ms', 'ro', 'sk', 'be', 'bn', 'bs', 'hr', 'kn', 'mk', 'mr', 'sr', 'sl', 'ta', 'tl', 'te',
-  'he', 'fa', 'ur', 'zh', 'zh-CN', 'zh-Hans', 'zh-TW', 'zh-Hant', 'pa', 'pa-IN', 'ne',
-]);
 
 const BOOLEANS = [
   'diarize', 'punctuate', 'smart_format', 'interim_results', 'profanity_filter', 'filler_words', 'multichannel',
