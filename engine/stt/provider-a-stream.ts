@@ -41,8 +41,8 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   readonly #ws: WebSocket;
   readonly #o: ProviderAStreamOptions;
   #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
-  /** Audio below 20 ms waiting for more. */
-  readonly #pending = new Int16Array(MAX_SAMPLES);
+  /** Audio below 20 ms waiting for more; allocated on first use (aligned 20 ms frames never need it). */
+  #pending: Int16Array | undefined;
   #pendingLen = 0;
   /** Samples handed to the socket, and samples covered by final results. */
   #sent = 0;
@@ -68,12 +68,18 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     this.#keepAlive = o.scheduler.every(o.keepAliveMs, () => this.#tick());
   }
 
+  /**
+   * Sends 16 kHz mono PCM now if ≥ 20 ms is buffered. `pcm` is kept without a copy until a result covers it (for
+   * unacknowledged()), so the caller must not reuse its buffer. Ignored once the stream closed or failed.
+   */
   write(pcm: Int16Array): void {
     if (this.#state !== 'open' || pcm.length === 0) return;
     let off = 0;
     if (this.#pendingLen > 0) {
+      // Top the short rest up with as much as fits, so a misaligned rest does not delay every later frame.
+      const pending = this.#pending!;
       off = Math.min(pcm.length, MAX_SAMPLES - this.#pendingLen);
-      this.#pending.set(pcm.subarray(0, off), this.#pendingLen);
+      pending.set(pcm.subarray(0, off), this.#pendingLen);
       this.#pendingLen += off;
       if (this.#pendingLen >= MIN_SAMPLES) this.#flushPending();
     }
@@ -83,6 +89,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
       off += n;
     }
     if (off < pcm.length && this.#state === 'open') {
+      this.#pending ??= new Int16Array(MAX_SAMPLES);
       this.#pending.set(pcm.subarray(off), this.#pendingLen);
       this.#pendingLen += pcm.length - off;
     }
@@ -100,8 +107,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
       pcm.set(skip > 0 ? c.pcm.subarray(skip) : c.pcm, at);
       at += c.pcm.length - skip;
     }
-    const pendingSkip = Math.max(0, from - this.#sent);
-    pcm.set(this.#pending.subarray(pendingSkip, this.#pendingLen), at);
+    if (this.#pending) pcm.set(this.#pending.subarray(Math.max(0, from - this.#sent), this.#pendingLen), at);
     return { startS: from / SAMPLE_RATE_HZ, pcm };
   }
 
@@ -148,7 +154,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
 
   #flushPending(): void {
     if (this.#pendingLen === 0 || this.#state !== 'open') return;
-    const msg = this.#pending.slice(0, this.#pendingLen);
+    const msg = this.#pending!.slice(0, this.#pendingLen);
     this.#pendingLen = 0;
     this.#sendAudio(msg);
   }
