@@ -49,6 +49,8 @@ export interface ListenOptions {
   interimResults: boolean;
   /** Bytes per second of audio when the encoding says it (raw PCM/G.711), else null. */
   bytesPerSecond: number | null;
+  /** Bytes of one sample of every channel (1 when unknown). */
+  frameBytes: number;
 }
 
 export type QueryCheck = { ok: true; options: ListenOptions } | { ok: false; message: string };
@@ -107,6 +109,7 @@ export function checkListenQuery(q: URLSearchParams): QueryCheck {
       punctuated: q.get('punctuate') === 'true' || q.get('smart_format') === 'true',
       interimResults: q.get('interim_results') === 'true',
       bytesPerSecond: bytesPerSample === null || sampleRate === undefined ? null : bytesPerSample * sampleRate * channels,
+      frameBytes: (bytesPerSample ?? 1) * (bytesPerSample === null ? 1 : channels),
     },
   };
 }

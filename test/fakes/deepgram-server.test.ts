@@ -88,6 +88,12 @@ t.test('the handshake is refused for a wrong key (401) and for options Deepgram 
   }
   t.same(fake.attempts.map((a) => a.status), [401, 400, 400, 400, 400, 400, 400]);
   t.equal(fake.streams.length, 0, 'no stream opened');
+
+  // Browsers cannot set headers: Deepgram also takes the key as the subprotocols `token, <key>`.
+  const browser = new WebSocket(`${fake.url}?model=nova-3&encoding=linear16&sample_rate=16000`, ['token', 'test-key']);
+  await new Promise((resolve, reject) => (browser.once('open', resolve), browser.once('error', reject)));
+  t.equal(browser.protocol, 'token');
+  browser.close();
 });
 
 t.test('scripted connect errors carry status and Retry-After; held upgrades never open', async (t) => {

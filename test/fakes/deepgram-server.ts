@@ -6,10 +6,10 @@
 // Upgrade checks, in order: `Authorization: Token <key>` (or the browser form, subprotocols `token, <key>`) else 401;
 // the query (deepgram-query.ts) else 400; then the next scripted step (accept, reject with a status, or hold).
 // Time for the idle rule comes from the injected clock; `sweep()` applies it (a real interval also does, every second).
-import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import uWS from 'uWebSockets.js';
 import { systemClock, type Clock } from '../../engine/clock.js';
+import { credential, refusalOf } from './deepgram-handshake.js';
 import { checkListenQuery } from './deepgram-query.js';
 import { FakeStream, type StreamBehaviour, type StreamContext } from './deepgram-stream.js';
 import { LagHistogram, type LagSummary } from './lag-histogram.js';
@@ -71,29 +71,8 @@ export interface FakeDeepgram {
   close(): Promise<void>;
 }
 
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found', 408: 'Request Timeout',
-  429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
-};
-
-const ERR_CODE: Record<number, [string, string]> = {
-  401: ['INVALID_AUTH', 'Invalid credentials.'],
-  402: ['ASR_PAYMENT_REQUIRED', 'Project does not have enough credits for an ASR request.'],
-  403: ['INSUFFICIENT_PERMISSIONS', 'You do not have permission to access the requested resource.'],
-  429: ['TOO_MANY_REQUESTS', 'Too many requests. Please try again later.'],
-};
-
 interface UserData {
   stream: FakeStream;
-}
-
-/** Reads `Token <key>` from the Authorization header, or from the `token, <key>` subprotocols browsers use. */
-function credential(headers: Record<string, string>): { key: string | undefined; protocol: string } {
-  const m = /^Token\s+(\S+)$/i.exec(headers.authorization ?? '');
-  if (m) return { key: m[1], protocol: headers['sec-websocket-protocol'] ?? '' };
-  const protocols = (headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
-  if (protocols[0]?.toLowerCase() === 'token' && protocols[1]) return { key: protocols[1], protocol: 'token' };
-  return { key: undefined, protocol: '' };
 }
 
 export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise<FakeDeepgram> {
@@ -116,16 +95,11 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
   function reject(res: uWS.HttpResponse, attempt: UpgradeAttempt, status: number, extra: { retryAfter?: string; errCode?: string; errMsg?: string } = {}): void {
     attempt.status = status;
     attempts.push(attempt);
-    const [code, msg] = ERR_CODE[status] ?? [status >= 500 ? 'INTERNAL_SERVER_ERROR' : 'Bad Request', STATUS_TEXT[status] ?? 'Error'];
-    const requestId = randomUUID();
-    const body = JSON.stringify({ err_code: extra.errCode ?? code, err_msg: extra.errMsg ?? msg, request_id: requestId });
+    const refusal = refusalOf(status, extra);
     res.cork(() => {
-      res.writeStatus(`${status} ${STATUS_TEXT[status] ?? 'Error'}`);
-      res.writeHeader('content-type', 'application/json');
-      res.writeHeader('dg-request-id', requestId);
-      res.writeHeader('dg-error', extra.errMsg ?? msg);
-      if (extra.retryAfter !== undefined) res.writeHeader('retry-after', extra.retryAfter);
-      res.end(body);
+      res.writeStatus(refusal.statusLine);
+      for (const [k, v] of Object.entries(refusal.headers)) res.writeHeader(k, v);
+      res.end(refusal.body);
     });
     ctx.changed();
   }

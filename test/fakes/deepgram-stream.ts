@@ -56,6 +56,11 @@ export class FakeStream {
   readonly requestId = randomUUID();
   bytes = 0;
   chunks = 0;
+  /** Smallest and largest audio message, in bytes. */
+  minChunkBytes = Infinity;
+  maxChunkBytes = 0;
+  /** Audio messages that split a sample (length not a multiple of bytes per sample × channels, for PCM encodings). */
+  oddChunks = 0;
   keepAlives = 0;
   /** `type` of every text message in arrival order (`KeepAlive`, `Finalize`, `CloseStream`, …; `<invalid>` if not JSON). */
   readonly controls: string[] = [];
@@ -122,6 +127,9 @@ export class FakeStream {
     }
     this.bytes += n;
     this.chunks++;
+    if (n < this.minChunkBytes) this.minChunkBytes = n;
+    if (n > this.maxChunkBytes) this.maxChunkBytes = n;
+    if (n % this.options.frameBytes !== 0) this.oddChunks++;
     this.#ctx.totals.bytes += n;
     this.#ctx.totals.chunks++;
     this.lastActivityAt = this.#ctx.clock.now();

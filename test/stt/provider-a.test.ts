@@ -80,22 +80,25 @@ t.test('scripted words come back as segments grouped by speaker; the query carri
     smart_format: 'true', diarize: 'true', no_delay: 'true', endpointing: '300', interim_results: 'false', profanity_filter: 'false', filler_words: 'false',
   });
   t.same(s.query.getAll('keyterm'), ['Omi', 'two words'], 'key terms trimmed and de-duplicated');
-  t.same([s.bytes, s.chunks], [2.5 * RATE * 2, 125], 'one 20 ms message per 20 ms frame');
+  t.same([s.bytes, s.chunks, s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [2.5 * RATE * 2, 125, 640, 640, 0], 'one 20 ms message per 20 ms frame');
   t.same(stream.unacknowledged!().pcm.length, 0, 'all audio acknowledged');
   t.same(failures, []);
   const logged = lines.join('');
   for (const secret of ['test-key', 'Hello', 'there', 'Bye']) t.notOk(logged.includes(secret), `logs do not contain ${secret}`);
 });
 
-t.test('messages are 20–250 ms: small frames are coalesced, a long write is split', async (t) => {
+t.test('messages are 20–250 ms: 10 ms frames pair up, a long write is split, a short rest waits for more', async (t) => {
   const { fake, engine } = await setup(t);
   const stream = await engine.open(opts);
   for (const f of frames(ramp(0.5), 10)) stream.write(f);
   stream.write(ramp(1));
   stream.write(ramp(0.005));
-  await stream.finalize();
+  await fake.until(() => fake.streams[0]?.chunks === 25 + 4, 'audio');
   const s = fake.streams[0]!;
-  t.same([s.chunks, s.bytes], [25 + 4 + 1, 1.505 * RATE * 2], '10 ms frames pair up, 1 s goes as 4 × 250 ms, finalize flushes the 5 ms rest');
+  t.same([s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [640, 8000, 0], 'every message 20–250 ms of whole samples');
+  t.same([s.bytes, stream.unacknowledged!().pcm.length], [1.5 * RATE * 2, 1.505 * RATE], 'the 5 ms rest waits in the client');
+  await stream.finalize();
+  t.same([s.chunks, s.bytes], [25 + 4 + 1, 1.505 * RATE * 2], 'finalize flushes the rest');
 });
 
 t.test('a 12 s pause survives: KeepAlive goes out while no audio does', async (t) => {
