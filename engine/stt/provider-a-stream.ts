@@ -246,6 +246,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     this.#o.scheduler.cancel(this.#keepAlive);
     this.#ws.terminate();
     this.#settle(() => true);
+    this.#o.onClosed();
     this.#o.logger.warn({ provider: this.provider, sessionId: this.#o.sessionId, code, reason: failure.reason, sentS: this.#sent / SAMPLE_RATE_HZ, ackedS: this.#acked / SAMPLE_RATE_HZ }, 'provider_a stream failed');
     this.emitFailure(failure);
   }

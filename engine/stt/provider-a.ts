@@ -105,7 +105,7 @@ export class ProviderAEngine implements SttEngine {
       ws.on('error', (err) => fail(undefined, undefined, `socket error ${err.name}`));
       ws.on('unexpected-response', (req, res) => {
         const status = res.statusCode;
-        const retryAfter = status === 429 ? retryAfterMs(headerValue(res.headers['retry-after']), o.clock.now()) : undefined;
+        const retryAfter = status === 429 || status === 503 ? retryAfterMs(headerValue(res.headers['retry-after']), o.clock.now()) : undefined;
         o.logger.debug({ ...log, status, requestId: headerValue(res.headers['dg-request-id']) }, 'provider_a handshake refused');
         req.destroy();
         res.destroy();

@@ -128,7 +128,7 @@ t.test('a 12 s pause survives: KeepAlive goes out while no audio does', async (t
   t.same(failures, [{ outcome: 'upstream_error', retryable: true, reason: 'provider_idle_timeout' }]);
 });
 
-t.test('connect errors map to reasons; 429 carries Retry-After', async (t) => {
+t.test('connect errors map to reasons; 429 and 503 carry Retry-After', async (t) => {
   const { clock, scheduler, fake, engine } = await setup(t);
   const cases: [number, string | undefined, object, number | undefined][] = [
     [401, undefined, { outcome: 'config_error', retryable: false, reason: 'provider_auth' }, undefined],
@@ -137,7 +137,7 @@ t.test('connect errors map to reasons; 429 carries Retry-After', async (t) => {
     [429, '7', { outcome: 'upstream_error', retryable: true, reason: 'provider_rate_limited' }, 7000],
     [429, new Date(clock.now() + 30_000).toUTCString(), { outcome: 'upstream_error', retryable: true, reason: 'provider_rate_limited' }, 30_000],
     [500, undefined, { outcome: 'upstream_error', retryable: true, reason: 'provider_5xx' }, undefined],
-    [503, '2', { outcome: 'upstream_error', retryable: true, reason: 'provider_5xx' }, undefined],
+    [503, '2', { outcome: 'upstream_error', retryable: true, reason: 'provider_5xx' }, 2000],
     [400, undefined, { outcome: 'config_error', retryable: false, reason: 'provider_rejected_request' }, undefined],
   ];
   for (const [status, retryAfter, failure, retryAfterMs] of cases) {
