@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
 import type { SttEngine } from './types.js';
 import { LocalGatedEngine } from './local-gated.js';
+import { ProviderAEngine } from './provider-a.js';
 import { ProviderBEngine } from './provider-b.js';
 
 export interface EngineDeps {
@@ -21,7 +22,7 @@ export function createSttEngines(config: Config, deps: EngineDeps): SttEngine[] 
       case 'local':
         return new LocalGatedEngine({ vadGate: config.vadGate });
       case 'provider_a':
-        throw new Error('provider_a is not available in this build');
+        return new ProviderAEngine({ url: config.providerAUrl, apiKey: config.providerAApiKey!, ...deps });
     }
   });
 }

@@ -2,6 +2,7 @@
 // scripted words come back as segments; a refused provider hands over; a dropped one loses no word.
 import t, { type Test } from 'tap';
 import { startService, type TestService } from '../helpers/service.js';
+import { ManualClock } from '../../engine/clock.js';
 import { bearer } from '../helpers/http.js';
 import { advance, open, until, type ListenClient } from '../helpers/listen.js';
 import { sine } from '../helpers/codec-fixtures.js';
@@ -121,4 +122,50 @@ t.test('provider dropped mid-stream: stt_failed, 1011, and the kept audio is tra
   const segs = await transcript(ts, id!);
   t.match(segs, [{ text: 'Before the drop.' }, { text: 'After the drop.' }]);
   t.ok(segs[1]!.start > segs[0]!.start, 'the kept words come after the answered ones');
+});
+
+t.test('provider_a: a 12 s pause is bridged by KeepAlive, then 429 at connect is retried and words keep coming', async (t) => {
+  const { startFakeDeepgram } = await import('../fakes/deepgram-server.js');
+  const clock = new ManualClock(Date.now());
+  const fake = await startFakeDeepgram({ clock, sweepEveryMs: 0 });
+  t.teardown(() => fake.close());
+  const say = (afterS: number, word: string, start: number) => ({ afterS, words: [{ word: word.toLowerCase().replace('.', ''), punctuated_word: word, speaker: 0, start, end: start + 0.4 }] });
+  fake.script({ kind: 'accept', results: [say(1, 'Before.', 0.2), say(2, 'After.', 1.3)] });
+  const ts = await startService(t, { clock, env: { STT_PROVIDERS: 'provider_a', PROVIDER_A_URL: fake.url, PROVIDER_A_API_KEY: 'test-key' } });
+  const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
+  t.same(await c.ready(), { type: 'service_status', status: 'ready', provider: 'provider_a' });
+  stream(c, 1);
+  await fake.until(() => fake.streams[0]!.bytes >= 32_000, 'first second');
+  for (let s = 0; s < 12; s++) {
+    await advance(ts, 1000);
+    // Let what the client sent reach the fake before its idle rule looks (socket I/O, not a timeout).
+    await new Promise((r) => setTimeout(r, 5));
+    fake.sweep();
+  }
+  const dg = fake.streams[0]!;
+  t.ok(dg.open, 'the provider stream survived the pause');
+  t.ok(dg.keepAlives >= 1, `KeepAlive sent during the pause (${dg.keepAlives})`);
+  stream(c, 1);
+  const seen: string[] = [];
+  await until(async () => {
+    await advance(ts, 600);
+    const m = await c.json((x) => Array.isArray(x), 200).catch(() => undefined);
+    if (m) seen.push(...m.map((s: { text: string }) => s.text));
+    return seen.some((x) => x.includes('After.'));
+  }, 10_000, 'words after the pause');
+  c.close();
+  await c.closed;
+
+  fake.script({ kind: 'reject', status: 429, retryAfter: '2' }, { kind: 'accept', results: [] });
+  const d = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
+  await fake.until(() => fake.attempts.length === 2, 'the refused attempt');
+  // The refusal reaches the client a moment after the fake counted it; only then does the 2 s backoff start.
+  await until(async () => {
+    await advance(ts, 500);
+    return fake.attempts.length === 3;
+  }, 10_000, 'the retry');
+  t.same(await d.ready(), { type: 'service_status', status: 'ready', provider: 'provider_a' }, 'served after the retry, no fallback');
+  t.equal(fake.attempts.length, 3, 'one refused attempt and one accepted (plus the first session)');
+  d.close();
+  await d.closed;
 });
