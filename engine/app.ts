@@ -30,6 +30,7 @@ import type { SttEngine } from './stt/types.js';
 import { createSttEngines } from './stt/engines.js';
 import { SttRegistry } from './stt/registry.js';
 import { KeptAudioStore } from './stt/kept-audio.js';
+import { KeptAudioIndex, KeptAudioJobs } from './jobs/kept-audio-jobs.js';
 import { ProcessingQueue } from './jobs/queues.js';
 import { SessionEvents } from './jobs/session-events.js';
 import { ProcessConversationWorker } from './jobs/process-conversation.js';
@@ -67,6 +68,7 @@ interface LiveParts {
   stt: SttRegistry;
   codecPool: CodecPool | undefined;
   worker: ProcessConversationWorker | undefined;
+  keptJobs: KeptAudioJobs | undefined;
 }
 
 const ANONYMOUS: Principal = { uid: '', via: 'none' };
@@ -126,6 +128,7 @@ export class Service {
     const runsJobs = config.role === 'all' || config.role === 'jobs';
     let codecPool: CodecPool | undefined;
     let worker: ProcessConversationWorker | undefined;
+    let keptJobs: KeptAudioJobs | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
@@ -134,7 +137,8 @@ export class Service {
       const apiKeys = new ApiKeysRepository(store.knex);
       const users = new UsersRepository(store.knex);
       const conversations = new ConversationsRepository(store.knex);
-      const lifecycle = new ConversationLifecycle({ conversations, users, clock, logger, queue, events, memoryAccessDefault: config.memoryAccessDefault === 'enabled' });
+      const keptIndex = new KeptAudioIndex(redis, config.redisPrefix);
+      const lifecycle = new ConversationLifecycle({ conversations, users, clock, logger, queue, events, memoryAccessDefault: config.memoryAccessDefault === 'enabled', keptAudio: keptIndex });
       const authenticator = new Authenticator({
         verifier: await createVerifier(config, clock),
         keys: apiKeys,
@@ -178,8 +182,9 @@ export class Service {
         },
       });
       const kept = new KeptAudioStore(config.dataDir);
-      const keptDeps = { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id: string, uid: string) => queue.process(id, uid) };
-      if (runsJobs) worker = new ProcessConversationWorker({ services, events, redisUrl, prefix: config.redisPrefix, concurrency: config.jobConcurrency, kept: keptDeps });
+      if (runsJobs) worker = new ProcessConversationWorker({ services, events, redisUrl, prefix: config.redisPrefix, concurrency: config.jobConcurrency, kept: keptIndex });
+      // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.
+      if (runsListen) keptJobs = new KeptAudioJobs({ redisUrl, prefix: config.redisPrefix, dataDir: config.dataDir, index: keptIndex, deps: { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id, uid) => queue.process(id, uid) } });
 
       const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay });
       const http = new HttpAdapter<Principal>({
@@ -213,19 +218,20 @@ export class Service {
               onClosed: (actor) => actors.remove(actor),
               ...(config.customSttUrl ? { customSttUrl: config.customSttUrl } : {}),
               usage: services.usageRecorder,
-              keepAudio: async (meta, chunks) => queue.transcribeKept(meta.conversationId, meta.uid, await kept.keep(meta, chunks)),
+              keepAudio: async (meta, chunks) => keptJobs?.add({ conversationId: meta.conversationId, uid: meta.uid, keptId: await kept.keep(meta, chunks) }),
             }),
         });
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: actors, stt, codecPool, worker });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: actors, stt, codecPool, worker, keptJobs });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
     } catch (err) {
       scheduler.close();
       await worker?.close();
+      await keptJobs?.close();
       await queue.close();
       await codecPool?.close().catch(() => undefined);
       redis.disconnect();
@@ -265,6 +271,7 @@ export class Service {
     const live = this.#live;
     await closeWithin(live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), this.config.shutdownTimeoutMs);
     await live.worker?.close();
+    await live.keptJobs?.close();
     await live.queue.close();
     await live.events.close();
     await live.codecPool?.close().catch(() => undefined);

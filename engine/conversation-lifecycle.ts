@@ -17,6 +17,8 @@ export interface ConversationLifecycleOptions {
   events: SessionEvents;
   /** Whether a user created here may use the developer memory routes (MEMORY_ACCESS_DEFAULT). */
   memoryAccessDefault: boolean;
+  /** Recordings a failed provider left for later transcription: a conversation waiting for them is not empty. */
+  keptAudio?: { pending(conversationId: string): Promise<number> };
 }
 
 /** What end() did. */
@@ -69,7 +71,8 @@ export class ConversationLifecycle {
   async end(conversationId: string, uid: string): Promise<EndOutcome> {
     const { conversations, clock, queue, events } = this.#o;
     const segments = await conversations.segments(conversationId);
-    if (segments.length === 0 && (await conversations.photoCount(conversationId)) === 0) {
+    const empty = segments.length === 0 && (await conversations.photoCount(conversationId)) === 0;
+    if (empty && !((await this.#o.keptAudio?.pending(conversationId)) ?? 0)) {
       await conversations.deleteById(conversationId);
       return 'deleted';
     }

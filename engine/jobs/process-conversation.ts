@@ -5,9 +5,7 @@ import type { Services } from '../../http/routes/types.js';
 import { afterProcessed } from '../../http/routes/conversations.js';
 import { ConversationStatus } from '../protocol.js';
 import { lastActivityMs } from '../conversation-lifecycle.js';
-import { bullConnection, JobName, QueueName, within, type ProcessConversationData, type TranscribeKeptJobData } from './queues.js';
-import type { KeptAudioStore } from '../stt/kept-audio.js';
-import { transcribeKept, type TranscribeKeptDeps, type TranscribeKeptOutcome } from './transcribe-kept.js';
+import { bullConnection, QueueName, within, type ProcessConversationData } from './queues.js';
 import { SessionEventType, type SessionEvents } from './session-events.js';
 
 /** What one run did (tests and logs). */
@@ -17,7 +15,7 @@ export type ProcessOutcome = 'completed' | 'deleted' | 'skipped' | 'deferred';
  * Runs the job for one conversation. Idempotent: a completed conversation is left alone, a second run of a failed
  * one re-enters `processing`. Throws after marking the conversation `failed`, so BullMQ retries it.
  */
-export async function processConversation(s: Services, events: SessionEvents, data: ProcessConversationData, signal?: AbortSignal, kept?: KeptAudioStore): Promise<ProcessOutcome> {
+export async function processConversation(s: Services, events: SessionEvents, data: ProcessConversationData, signal?: AbortSignal, kept?: { pending(conversationId: string): Promise<number> }): Promise<ProcessOutcome> {
   const { conversationId, uid } = data;
   const c = await s.conversations.getById(conversationId);
   if (!c || c.status === ConversationStatus.COMPLETED) return 'skipped';
@@ -29,7 +27,7 @@ export async function processConversation(s: Services, events: SessionEvents, da
   }
   if (data.idleMs !== undefined) return 'skipped';
   // Audio a failed provider left unanswered is still being transcribed: its last job enqueues processing again.
-  if (kept && (await kept.pending(conversationId)).length > 0) return 'deferred';
+  if (kept && (await kept.pending(conversationId)) > 0) return 'deferred';
   if (c.status === ConversationStatus.FAILED) await s.conversations.setStatus(conversationId, ConversationStatus.PROCESSING, s.clock.now());
   const segments = await s.conversations.segments(conversationId);
   if (segments.length === 0 && (await s.conversations.photoCount(conversationId)) === 0) {
@@ -67,25 +65,21 @@ export interface ProcessConversationWorkerOptions {
   prefix: string;
   /** Jobs run at once on this node. @defaultValue 2 */
   concurrency?: number;
-  /** What transcribe-kept-audio jobs need; without it such jobs fail (and are retried on a node that has it). */
-  kept?: TranscribeKeptDeps;
+  /** Conversations still waiting for kept audio (any node): their processing is deferred until it is transcribed. */
+  kept?: { pending(conversationId: string): Promise<number> };
 }
 
 /** The BullMQ consumer of the `processing` queue; started by Service when ROLE is all or jobs. */
 export class ProcessConversationWorker {
   readonly #connection: Redis;
   #closing = false;
-  readonly worker: Worker<ProcessConversationData | TranscribeKeptJobData, ProcessOutcome | TranscribeKeptOutcome>;
+  readonly worker: Worker<ProcessConversationData, ProcessOutcome>;
 
   constructor(opts: ProcessConversationWorkerOptions) {
     this.#connection = bullConnection(opts.redisUrl, 'worker', () => this.#closing);
-    this.worker = new Worker<ProcessConversationData | TranscribeKeptJobData, ProcessOutcome | TranscribeKeptOutcome>(
+    this.worker = new Worker<ProcessConversationData, ProcessOutcome>(
       QueueName.PROCESSING,
-      async (job: Job<ProcessConversationData | TranscribeKeptJobData>, _token?: string, signal?: AbortSignal) => {
-        if (job.name !== JobName.TRANSCRIBE_KEPT) return processConversation(opts.services, opts.events, job.data as ProcessConversationData, signal, opts.kept?.kept);
-        if (!opts.kept) throw new Error('this node cannot transcribe kept audio');
-        return transcribeKept(opts.kept, job.data as TranscribeKeptJobData, signal);
-      },
+      (job: Job<ProcessConversationData>, _token?: string, signal?: AbortSignal) => processConversation(opts.services, opts.events, job.data, signal, opts.kept),
       { connection: this.#connection, prefix: opts.prefix, concurrency: opts.concurrency ?? 2 },
     );
     this.worker.on('error', () => undefined);

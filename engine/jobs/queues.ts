@@ -3,14 +3,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 
 export const QueueName = { PROCESSING: 'processing' } as const;
-export const JobName = { PROCESS_CONVERSATION: 'process-conversation', TRANSCRIBE_KEPT: 'transcribe-kept-audio' } as const;
-
-/** Payload of transcribe-kept-audio: ids only (the audio stays on disk). */
-export interface TranscribeKeptJobData {
-  conversationId: string;
-  uid: string;
-  keptId: string;
-}
+export const JobName = { PROCESS_CONVERSATION: 'process-conversation' } as const;
 
 /** Payload of process-conversation: ids only, never transcripts. */
 export interface ProcessConversationData {
@@ -54,11 +47,11 @@ export async function within(p: Promise<unknown>, ms: number): Promise<void> {
 
 export class ProcessingQueue {
   readonly #connection: Redis;
-  readonly queue: Queue<ProcessConversationData | TranscribeKeptJobData>;
+  readonly queue: Queue<ProcessConversationData>;
 
   constructor(opts: ProcessingQueueOptions) {
     this.#connection = bullConnection(opts.redisUrl, 'producer');
-    this.queue = new Queue<ProcessConversationData | TranscribeKeptJobData>(QueueName.PROCESSING, { connection: this.#connection, prefix: opts.prefix });
+    this.queue = new Queue<ProcessConversationData>(QueueName.PROCESSING, { connection: this.#connection, prefix: opts.prefix });
     this.queue.on('error', () => undefined);
   }
 
@@ -68,20 +61,6 @@ export class ProcessingQueue {
       jobId: conversationId,
       attempts: 3,
       backoff: { type: 'exponential', delay: 2000 },
-      removeOnComplete: true,
-      removeOnFail: 1000,
-    });
-  }
-
-  /**
-   * Transcribes audio a failed provider left unanswered (see KeptAudioStore). Retried with backoff for about a day:
-   * the audio waits on disk until a provider is usable again.
-   */
-  async transcribeKept(conversationId: string, uid: string, keptId: string): Promise<void> {
-    await this.queue.add(JobName.TRANSCRIBE_KEPT, { conversationId, uid, keptId }, {
-      jobId: `kept-${keptId.replace('/', '-')}`,
-      attempts: 16,
-      backoff: { type: 'exponential', delay: 5000 },
       removeOnComplete: true,
       removeOnFail: 1000,
     });

@@ -26,6 +26,8 @@ export interface TranscribeKeptDeps {
   now: () => number;
   /** Enqueues processing of a conversation whose processing waited for its kept audio. */
   process: (conversationId: string, uid: string) => Promise<void>;
+  /** Marks a recording done; answers how many of the conversation's recordings still wait (on any node). */
+  done: (conversationId: string, keptId: string) => Promise<number>;
 }
 
 export type TranscribeKeptOutcome = 'transcribed' | 'gone';
@@ -67,10 +69,14 @@ async function transcribe(d: TranscribeKeptDeps, k: KeptAudio, signal: AbortSign
 
 export async function transcribeKept(d: TranscribeKeptDeps, data: TranscribeKeptData, signal: AbortSignal = new AbortController().signal): Promise<TranscribeKeptOutcome> {
   const k = await d.kept.load(data.keptId);
-  if (!k) return 'gone';
+  if (!k) {
+    await d.done(data.conversationId, data.keptId);
+    return 'gone';
+  }
   const c = await d.conversations.getById(k.meta.conversationId);
   if (!c) {
     await d.kept.remove(k.id);
+    await d.done(data.conversationId, data.keptId);
     return 'gone';
   }
   const { segments, provider } = await transcribe(d, k, signal);
@@ -90,7 +96,7 @@ export async function transcribeKept(d: TranscribeKeptDeps, data: TranscribeKept
   }
   await d.kept.remove(k.id);
   d.logger.info({ conversationId: c.id, segments: placed.length, provider, audioS: Math.round(k.pcm.length / 16) / 1000 }, 'kept audio transcribed');
-  if ((await d.kept.pending(c.id)).length === 0) {
+  if ((await d.done(c.id, k.id)) === 0) {
     const now = await d.conversations.getById(c.id);
     if (now?.status === ConversationStatus.PROCESSING) await d.process(c.id, k.meta.uid);
   }

@@ -1,6 +1,7 @@
 // Opening speech streams with retries and fail-over, and audio kept when a provider dies mid-session, over a real socket.
 import t from 'tap';
-import { readdirSync, existsSync } from 'node:fs';
+import { readdirSync, existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
@@ -126,4 +127,35 @@ t.test('a provider lost mid-session: stt_failed, 1011, and the unanswered audio 
   const segs = (r.json as any).transcript_segments;
   t.match(segs, [{ text: 'Before the drop.', speaker_id: 0, start: 0.2 }, { text: 'After the drop.', speaker_id: 1 }]);
   t.ok(segs[1].start >= 1.5 + 0.5 - 0.01 && segs[1].start <= 2.2, `kept segment placed at conversation time (${segs[1].start})`);
+});
+
+t.test('two nodes: the listen node transcribes its own kept audio; processing on the jobs node waits for it', async (t) => {
+  const a = new RecordingSttEngine('provider_a');
+  // PostgreSQL: the nodes share the store but not a disk; the jobs node's DATA_DIR has no kept audio.
+  const listenNode = await startService(t, { store: 'pg', sttEngines: [a], env: { ROLE: 'listen' } });
+  const jobsNode = await startService(t, { sameDeploymentAs: listenNode, env: { ROLE: 'jobs', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'jobs-node-')) } });
+  const c = await open(listenNode, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
+  await c.ready();
+  c.ws.send(second);
+  const live = a.streams[0]!;
+  await until(() => live.samples === 16_000, 10_000, 'one second decoded');
+  const conversationId = listenNode.service.sessions.sessionsOf('u1')[0]!.conversationId;
+  a.autoAnswer = () => [{ text: 'Kept words.', speaker: 'SPEAKER_00', start: 0.1, end: 0.8 }];
+  a.failOpen = true; // no provider usable for now: the kept audio waits
+  const attempts = a.attempts;
+  live.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
+  await c.closed;
+  await until(() => a.attempts > attempts, 10_000, 'the kept-audio job tried a provider');
+  const res = await listenNode.req('/v1/conversations', { method: 'POST', headers: bearer(await listenNode.token('u1')), body: {} });
+  t.equal(res.status, 200, `the user ends the conversation (${res.status} ${JSON.stringify(res.json)})`);
+  const id = conversationId ?? (await listenNode.service.services.conversations.latestWithStatus('u1', 'processing'))!.id;
+  await until(async () => (await listenNode.service.services.conversations.getById(id))?.status === 'processing', 10_000, 'processing requested');
+  a.failOpen = false;
+  await until(async () => {
+    await advance(listenNode, 2000);
+    return (await listenNode.service.services.conversations.getById(id))?.status === 'completed';
+  }, 20_000, 'processed once the kept audio was transcribed');
+  const segs = await listenNode.service.services.conversations.segments(id);
+  t.same(segs.map((s) => s.text), ['Kept words.'], 'processing on the jobs node saw the kept words');
+  t.equal(jobsNode.service.sessions.size, 0);
 });
