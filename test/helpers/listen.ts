@@ -55,7 +55,8 @@ export class ListenClient {
 
   /** Waits for service_status ready. */
   ready(): Promise<any> {
-    return this.json((m) => m.type === 'service_status' && m.status === 'ready');
+    // The local engine starts its speech thread on first use: slow on a loaded machine.
+    return this.json((m) => m.type === 'service_status' && m.status === 'ready', 30_000);
   }
 
   close(): void {
