@@ -9,8 +9,7 @@ import { CloseCode, LISTEN, ListenMessage, SERVICE_STATUS_TEXT, ServiceStatus } 
 import type { SttFailure, SttSegment } from '../stt/types.js';
 import type { KeptAudioMeta } from '../stt/kept-audio.js';
 import { SessionStt } from './session-stt.js';
-import { CustomSttClient } from '../stt/custom-server.js';
-import { SttOpenError } from '../stt/types.js';
+import { openCustomStt, type CustomSttClient } from '../stt/custom-server.js';
 import type { UsageRecorder } from '../usage.js';
 import type { SttRegistry } from '../stt/registry.js';
 import type { ConversationLifecycle } from '../conversation-lifecycle.js';
@@ -336,20 +335,19 @@ export class SessionActor {
     const url = this.#o.customSttUrl;
     if (!url) return true;
     const p = this.#o.params;
-    try {
-      const client = await CustomSttClient.open({ url, codec: p.codec, sampleRate: p.sampleRate, channels: p.channels, language: p.language, sessionId: this.sessionId, clock: this.#o.clock, scheduler: this.#o.scheduler, logger: this.#o.logger });
-      if (this.#state !== SessionState.OPENING) {
-        void client.close();
-        return false;
-      }
-      client.on('segments', (segs) => this.#loop.add(segs));
-      client.on('failure', (f) => this.#sttFailed(f, client.provider));
-      this.#custom = client;
-      return true;
-    } catch (err) {
-      this.#sttFailed(err instanceof SttOpenError ? err.failure : { outcome: 'upstream_error', retryable: true, reason: 'initialization_failed' }, 'custom');
+    const r = await openCustomStt({ url, codec: p.codec, sampleRate: p.sampleRate, channels: p.channels, language: p.language, sessionId: this.sessionId, clock: this.#o.clock, scheduler: this.#o.scheduler, logger: this.#o.logger });
+    if ('failure' in r) {
+      this.#sttFailed(r.failure, 'custom');
       return false;
     }
+    if (this.#state !== SessionState.OPENING) {
+      void r.close();
+      return false;
+    }
+    r.on('segments', (segs) => this.#loop.add(segs));
+    r.on('failure', (f) => this.#sttFailed(f, r.provider));
+    this.#custom = r;
+    return true;
   }
 
   /** Two-channel calls: channel 1 is the wearer (SPEAKER_00), channel 2 the remote side (SPEAKER_01). */
@@ -379,18 +377,8 @@ export class SessionActor {
       await this.#inlet?.finish();
       await this.#flushing;
       await this.#flushOnce();
-      const kept = this.#speech?.takeKept() ?? [];
-      if (kept.length > 0 && this.#o.keepAudio) {
-        const { conversationId, offsetS } = await this.#loop.anchor();
-        const p = this.#o.params;
-        for (const k of kept) {
-          const meta: KeptAudioMeta = { uid: this.uid, conversationId, sessionId: this.sessionId, language: p.language, channel: k.channel, channels: p.channels, offsetS: offsetS + k.startS, sampleRateHz: 16000, createdAtMs: this.#o.clock.now() };
-          await this.#o.keepAudio(meta, k.chunks);
-        }
-        log.warn({ sessionId: this.sessionId, conversationId, provider, reason: f.reason, keptS: kept.reduce((n, k) => n + k.samples, 0) / 16000 }, 'speech provider failed: audio kept for later transcription');
-      } else {
-        log.warn({ sessionId: this.sessionId, provider, reason: f.reason }, 'speech provider failed');
-      }
+      const keptS = this.#o.keepAudio ? await this.#speech?.keep(() => this.#loop.anchor(), this.#o.keepAudio, { uid: this.uid, sessionId: this.sessionId, createdAtMs: this.#o.clock.now() }) : 0;
+      log.warn({ sessionId: this.sessionId, provider, reason: f.reason, keptS }, keptS ? 'speech provider failed: audio kept for later transcription' : 'speech provider failed');
       const open = this.#loop.conversationId;
       if (open) await this.#o.lifecycle.leftInProgress(open, this.uid, this.#o.params.conversationTimeoutS);
     } catch (err) {

@@ -6,6 +6,7 @@ import { Outcome } from '../protocol.js';
 import type { SttRegistry } from '../stt/registry.js';
 import { openStreams } from '../stt/failover.js';
 import type { SttFailure, SttSegment, SttStream } from '../stt/types.js';
+import type { KeptAudioMeta } from '../stt/kept-audio.js';
 import { countWords, type UsageRecorder } from '../usage.js';
 
 export interface SessionSttOptions {
@@ -105,6 +106,21 @@ export class SessionStt {
   async finalize(): Promise<void> {
     if (this.#kept) return;
     await Promise.all(this.#streams.map((s) => s.finalize()));
+  }
+
+  /**
+   * After a failure: hands each channel's kept audio to `keepAudio`, placed in the conversation `anchor` names (opened
+   * if needed). Answers the seconds kept (0 when nothing failed or nothing was lost).
+   */
+  async keep(anchor: () => Promise<{ conversationId: string; offsetS: number }>, keepAudio: (meta: KeptAudioMeta, chunks: readonly Int16Array[]) => Promise<void>, who: { uid: string; sessionId: string; createdAtMs: number }): Promise<number> {
+    const kept = this.takeKept();
+    if (kept.length === 0) return 0;
+    const { conversationId, offsetS } = await anchor();
+    const o = this.#o;
+    for (const k of kept) {
+      await keepAudio({ ...who, conversationId, language: o.language, channel: k.channel, channels: o.channels, offsetS: offsetS + k.startS, sampleRateHz: SAMPLE_RATE }, k.chunks);
+    }
+    return kept.reduce((n, k) => n + k.samples, 0) / SAMPLE_RATE;
   }
 
   /** The audio kept since the failure, per channel with audio; empty when nothing failed or nothing was lost. */

@@ -300,3 +300,12 @@ export class CustomSttClient extends SttEmitter<CustomSttEvents> {
     this.emitFailure({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason });
   }
 }
+
+/** Opens a client, or answers the failure to report (stt_failed) when the server cannot be reached. */
+export async function openCustomStt(opts: CustomSttOptions): Promise<CustomSttClient | { failure: SttFailure }> {
+  try {
+    return await CustomSttClient.open(opts);
+  } catch (err) {
+    return { failure: err instanceof SttOpenError ? err.failure : { outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'initialization_failed' } };
+  }
+}
