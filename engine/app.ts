@@ -22,6 +22,7 @@ import { openApiRoute } from '../http/routes/openapi.js';
 import type { Services } from '../http/routes/types.js';
 import type { Scope } from './protocol.js';
 import { RateLimiter } from './rate-limit.js';
+import { DataVersions } from './data-versions.js';
 import { Scheduler } from './scheduler.js';
 import { CodecPool } from './pool.js';
 import type { SttEngine } from './stt/types.js';
@@ -130,7 +131,8 @@ export class Service {
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
       const apiKeys = new ApiKeysRepository(store.knex);
-      const users = new UsersRepository(store.knex);
+      const versions = new DataVersions({ redis, prefix: config.redisPrefix, logger });
+      const users = new UsersRepository(store.knex, versions);
       const conversations = new ConversationsRepository(store.knex);
       const lifecycle = new ConversationLifecycle({ conversations, users, clock, logger, queue, events, memoryAccessDefault: config.memoryAccessDefault === 'enabled' });
       const authenticator = new Authenticator({
@@ -156,9 +158,9 @@ export class Service {
         conversations,
         folders: new FoldersRepository(store.knex),
         processor: await createProcessor(config, logger),
-        memories: new MemoriesRepository(store.knex),
-        actionItems: new ActionItemsRepository(store.knex),
-        goals: new GoalsRepository(store.knex, store.dialect),
+        memories: new MemoriesRepository(store.knex, versions),
+        actionItems: new ActionItemsRepository(store.knex, versions),
+        goals: new GoalsRepository(store.knex, store.dialect, versions),
         lifecycle,
       };
       const stt = new SttRegistry(opts.sttEngines ?? [new LocalGatedEngine({ vadGate: config.vadGate })]);
@@ -176,11 +178,12 @@ export class Service {
       const keptDeps = { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id: string, uid: string) => queue.process(id, uid) };
       if (runsJobs) worker = new ProcessConversationWorker({ services, events, redisUrl, prefix: config.redisPrefix, concurrency: config.jobConcurrency, kept: keptDeps });
 
-      const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay });
+      const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay, versions });
       const http = new HttpAdapter<Principal>({
         logger,
         registry,
         maxBodyBytes: config.maxBodyBytes,
+        responseCacheBytes: config.responseCacheBytes,
         authenticate: (spec, headers, route) => authenticate(authenticator, limiter, spec, headers, route),
       });
       for (const route of [...allRoutes(services), ...(opts.extraRoutes?.(services) ?? [])]) http.add(route);
@@ -308,6 +311,9 @@ async function authenticate(
       break;
   }
   if (!route.path.startsWith(RATE_LIMITED_PREFIX)) return { principal };
-  // Per key per minute; a signed-in user without a key counts as one subject of their own.
-  return { principal, headers: await limiter.hit(principal.keyId ?? `user:${principal.uid}`, principal.uid) };
+  // Per key per minute; a signed-in user without a key counts as one subject of their own. The same round trip
+  // reads the user's data version, which lets the guard and cacheable routes reuse what they computed before.
+  const limited = await limiter.hit(principal.keyId ?? `user:${principal.uid}`, principal.uid);
+  const dataVersion = limited.dataVersion;
+  return { principal, headers: limited.headers, ...(dataVersion === undefined ? {} : { dataVersion: { owner: principal.uid, token: dataVersion } }) };
 }

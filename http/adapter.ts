@@ -4,6 +4,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import { EngineError, isEngineError } from '../engine/errors.js';
+import { VersionedCache } from '../engine/versioned-cache.js';
 import { compile, type Validator } from './validation.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -72,9 +73,16 @@ export interface Route<P = unknown> extends RouteDoc {
   readonly hidden?: boolean;
   /**
    * An account-level check run after authentication and before query/body validation (the memory readiness gate),
-   * so a refused account hears why whatever the request carries. Throws an EngineError to refuse.
+   * so a refused account hears why whatever the request carries. Throws an EngineError to refuse. `dataVersion` is the
+   * account's data version when known (see AuthResult), so the check may reuse what it found at that version.
    */
-  guard?(auth: P): Promise<void> | void;
+  guard?(auth: P, dataVersion: string | undefined): Promise<void> | void;
+  /**
+   * A GET whose 200 answer depends only on the caller's versioned data (engine/data-versions.ts), the path and the
+   * query: its serialised answer is kept and reused while the caller's data version stands. Authentication, rate
+   * limits and the guard still run on every request.
+   */
+  readonly cacheable?: boolean;
   handler(ctx: RequestContext<P>): Reply | Promise<Reply>;
 }
 
@@ -82,6 +90,8 @@ export interface AuthResult<P> {
   principal: P;
   /** Headers added to the answer whatever it is (rate-limit headers, for example). */
   headers?: Record<string, string>;
+  /** Whose data the request reads and its version token; absent when unknown or while a write of it is in flight. */
+  dataVersion?: { readonly owner: string; readonly token: string };
 }
 
 export interface HttpAdapterOptions<P> {
@@ -89,6 +99,8 @@ export interface HttpAdapterOptions<P> {
   readonly registry: client.Registry;
   /** Largest request body read, in bytes. */
   readonly maxBodyBytes: number;
+  /** Bytes of serialised answers of `cacheable` routes kept for reuse; 0 keeps none. @defaultValue 0 */
+  readonly responseCacheBytes?: number;
   authenticate(spec: AuthSpec, headers: Readonly<Record<string, string>>, route: Route<P>): Promise<AuthResult<P>>;
 }
 
@@ -99,7 +111,8 @@ const STATUS_TEXT: Record<number, string> = {
   500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
 };
 
-const statusLine = (status: number): string => `${status} ${STATUS_TEXT[status] ?? 'Unknown'}`;
+const STATUS_LINES = new Map(Object.entries(STATUS_TEXT).map(([code, text]) => [Number(code), `${code} ${text}`]));
+const statusLine = (status: number): string => STATUS_LINES.get(status) ?? `${status} Unknown`;
 
 interface Compiled<P> {
   route: Route<P>;
@@ -107,6 +120,14 @@ interface Compiled<P> {
   pattern: RegExp;
   query?: Validator<unknown>;
   body?: Validator<unknown>;
+  /** Metric children, resolved once: labelling a metric per request costs more than the observation. */
+  duration: client.Histogram.Internal<'method' | 'route'>;
+  requests: Map<number, client.Counter.Internal>;
+}
+
+/** A serialised answer kept for reuse. */
+interface Cached {
+  bytes: Buffer;
 }
 
 const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
@@ -163,6 +184,8 @@ export class HttpAdapter<P> {
   readonly #opts: HttpAdapterOptions<P>;
   readonly #requests: client.Counter<'method' | 'route' | 'status'>;
   readonly #duration: client.Histogram<'method' | 'route'>;
+  readonly #cacheLookups: client.Counter<'result'>;
+  readonly #cache: VersionedCache<Cached> | undefined;
   #listenSocket: uWS.us_listen_socket | undefined;
   #inFlight = 0;
   readonly #streams = new Set<StreamSink>();
@@ -187,6 +210,14 @@ export class HttpAdapter<P> {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [opts.registry],
     });
+    this.#cacheLookups = new client.Counter({
+      name: 'http_response_cache_lookups_total',
+      help: 'Requests to cacheable routes, by result: hit (answer reused), miss (computed and kept), bypass (data version unknown or changing).',
+      labelNames: ['result'],
+      registers: [opts.registry],
+    });
+    const cacheBytes = opts.responseCacheBytes ?? 0;
+    this.#cache = cacheBytes > 0 ? new VersionedCache<Cached>(cacheBytes) : undefined;
   }
 
   get routes(): readonly Route<P>[] {
@@ -211,6 +242,8 @@ export class HttpAdapter<P> {
       pattern,
       ...(route.query ? { query: compile(route.query, 'query') } : {}),
       ...(route.body ? { body: compile(route.body, 'body') } : {}),
+      duration: this.#duration.labels(route.method, route.path),
+      requests: new Map(),
     };
     this.#routes.push(compiled);
     const handler = (res: uWS.HttpResponse, req: uWS.HttpRequest): void => this.#handle(compiled, res, req);
@@ -283,8 +316,10 @@ export class HttpAdapter<P> {
   #finish(c: Compiled<P>, started: bigint, status: number): void {
     this.#inFlight--;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    this.#duration.observe({ method: c.route.method, route: c.route.path }, seconds);
-    this.#requests.inc({ method: c.route.method, route: c.route.path, status });
+    c.duration.observe(seconds);
+    let counter = c.requests.get(status);
+    if (counter === undefined) c.requests.set(status, (counter = this.#requests.labels(c.route.method, c.route.path, String(status))));
+    counter.inc();
     if (this.#inFlight === 0 && this.#idle) {
       const idle = this.#idle;
       this.#idle = undefined;
@@ -305,6 +340,8 @@ export class HttpAdapter<P> {
     let extraHeaders: Record<string, string> | undefined;
     let reply: Reply;
     let closeConnection = false;
+    let cacheKey: string | undefined;
+    let cacheVersion: string | undefined;
     try {
       let raw: Buffer | undefined;
       const length = headers['content-length'];
@@ -325,7 +362,26 @@ export class HttpAdapter<P> {
       }
       const auth = await this.#opts.authenticate(route.auth, headers, route);
       extraHeaders = auth.headers;
-      if (route.guard) await route.guard(auth.principal);
+      const version = auth.dataVersion;
+      if (route.guard) await route.guard(auth.principal, version?.token);
+      if (route.cacheable && this.#cache) {
+        if (version === undefined) {
+          this.#cacheLookups.inc({ result: 'bypass' });
+        } else {
+          // The answer depends on nothing else: the same path and raw query once answered 200, so validation would pass again.
+          const path = c.paramNames.length === 0 ? '' : JSON.stringify(c.paramNames.map((n) => params[n]));
+          cacheKey = `${version.owner.length}:${version.owner}\n${route.operationId}\n${path}\n${rawQuery}`;
+          const hit = this.#cache.get(cacheKey, version.token);
+          if (hit !== undefined) {
+            this.#cacheLookups.inc({ result: 'hit' });
+            if (state.aborted) return 499;
+            this.#send(res, 200, hit.bytes, 'application/json', extraHeaders, false);
+            return 200;
+          }
+          this.#cacheLookups.inc({ result: 'miss' });
+          cacheVersion = version.token;
+        }
+      }
       const query = c.query ? c.query(parseQuery(rawQuery)) : parseQuery(rawQuery);
       let body: unknown;
       if (c.body) {
@@ -335,6 +391,13 @@ export class HttpAdapter<P> {
       reply = await route.handler({ params, query, body, auth: auth.principal, headers });
     } catch (err) {
       reply = this.#errorReply(err);
+    }
+    if (cacheKey !== undefined && cacheVersion !== undefined && isPlainJson(reply)) {
+      const bytes = Buffer.from(JSON.stringify(reply.body));
+      this.#cache!.set(cacheKey, cacheVersion, { bytes }, bytes.length + cacheKey.length * 2);
+      if (state.aborted) return 499;
+      this.#send(res, 200, bytes, 'application/json', extraHeaders, false);
+      return 200;
     }
     if (state.aborted) return 499;
     if (extraHeaders) reply.headers = { ...extraHeaders, ...reply.headers };
@@ -421,11 +484,19 @@ export class HttpAdapter<P> {
       payload = JSON.stringify(reply.body);
       type = 'application/json';
     }
+    this.#send(res, status, payload ?? '', type, reply.headers, closeConnection);
+  }
+
+  #send(res: uWS.HttpResponse, status: number, payload: string | Buffer, type: string | undefined, headers: Record<string, string> | undefined, closeConnection: boolean): void {
     res.cork(() => {
       res.writeStatus(statusLine(status));
       if (type) res.writeHeader('content-type', type);
-      if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.writeHeader(k, v);
-      res.end(payload ?? '', closeConnection);
+      if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
+      res.end(payload, closeConnection);
     });
   }
 }
+
+/** A 200 JSON answer with no headers of its own: what a cacheable route's answer must be to be kept. */
+const isPlainJson = (r: Reply): boolean =>
+  (r.status ?? 200) === 200 && r.body !== undefined && r.text === undefined && r.stream === undefined && r.headers === undefined;

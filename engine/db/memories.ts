@@ -1,6 +1,7 @@
 // Memories: timeless facts about a user, written through the developer API or extracted from conversations.
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow } from './store.js';
 
 /** Memory categories (SPEC, Resources: Memory), exact strings. */
@@ -77,8 +78,12 @@ function newRow(userId: string, m: NewMemory, manuallyAdded: boolean, conversati
   };
 }
 
+/** Every write goes through `versions`, so nodes caching answers about the user's memories hear of it. */
 export class MemoriesRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    private readonly versions: VersionedWrites,
+  ) {}
 
   /** Newest first; ties (one batch shares a timestamp) broken by id so pages never overlap or skip. */
   async list(userId: string, opts: { limit: number; offset: number; categories?: readonly MemoryCategory[] }): Promise<MemoryRecord[]> {
@@ -96,13 +101,11 @@ export class MemoriesRepository {
     return row ? toRecord(row) : undefined;
   }
 
-  /** Inserts every memory in one transaction: all or nothing. */
+  /** Inserts every memory in one statement, which is all or nothing by itself (a batch is at most a few hundred values). */
   async createMany(userId: string, memories: readonly NewMemory[], now: number): Promise<MemoryRecord[]> {
     if (memories.length === 0) return [];
     const rows = memories.map((m) => newRow(userId, m, true, null, now));
-    await this.knex.transaction(async (trx) => {
-      await trx('memories').insert(rows);
-    });
+    await this.versions.write(userId, () => this.knex('memories').insert(rows));
     return rows.map(toRecord);
   }
 
@@ -120,10 +123,12 @@ export class MemoriesRepository {
     const rows = memories.map((m) =>
       newRow(userId, { content: m.content, category: isMemoryCategory(m.category) ? m.category : 'other', visibility: 'private', tags: [] }, false, conversationId, now),
     );
-    await this.knex.transaction(async (trx) => {
-      await trx('memories').where({ user_id: userId, conversation_id: conversationId, manually_added: false }).delete();
-      if (rows.length > 0) await trx('memories').insert(rows);
-    });
+    await this.versions.write(userId, () =>
+      this.knex.transaction(async (trx) => {
+        await trx('memories').where({ user_id: userId, conversation_id: conversationId, manually_added: false }).delete();
+        if (rows.length > 0) await trx('memories').insert(rows);
+      }),
+    );
   }
 
   /** Applies the given fields; undefined when the memory is not the user's. */
@@ -133,12 +138,12 @@ export class MemoriesRepository {
     if (patch.category !== undefined) changes.category = patch.category;
     if (patch.visibility !== undefined) changes.visibility = patch.visibility;
     if (patch.tags !== undefined) changes.tags = JSON.stringify(patch.tags);
-    const n = await this.knex('memories').where({ id, user_id: userId }).update(changes);
+    const n = await this.versions.write(userId, () => this.knex('memories').where({ id, user_id: userId }).update(changes));
     return n > 0 ? this.get(userId, id) : undefined;
   }
 
   /** True when a memory of the user's was deleted. */
   async delete(userId: string, id: string): Promise<boolean> {
-    return (await this.knex('memories').where({ id, user_id: userId }).delete()) > 0;
+    return (await this.versions.write(userId, () => this.knex('memories').where({ id, user_id: userId }).delete())) > 0;
   }
 }

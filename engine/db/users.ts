@@ -1,9 +1,18 @@
 // Users: one row per identity-provider subject, created the first time the user does something that needs a row.
 import type { Knex } from 'knex';
+import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow } from './store.js';
 
+/**
+ * The memory gate is part of the user's versioned data: changing it goes through `versions`. `ensure` does not: it
+ * never changes an existing row, and what the gate found for an account without a row is never reused
+ * (http/routes/memories.ts), so creating the row invalidates nothing.
+ */
 export class UsersRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    private readonly versions: VersionedWrites,
+  ) {}
 
   /**
    * Creates the user row if missing; safe to call concurrently.
@@ -15,8 +24,10 @@ export class UsersRepository {
 
   /** Sets the developer memory readiness gate of one account (creating the account row if needed). */
   async setMemoryAccess(uid: string, enabled: boolean, now: number): Promise<void> {
-    await this.ensure(uid, now, enabled);
-    await this.knex('users').where({ id: uid }).update({ memory_access_enabled: enabled });
+    await this.versions.write(uid, async () => {
+      await this.ensure(uid, now, enabled);
+      await this.knex('users').where({ id: uid }).update({ memory_access_enabled: enabled });
+    });
   }
 
   async get(uid: string): Promise<{ id: string; createdAt: string; memoryAccessEnabled: boolean } | undefined> {
