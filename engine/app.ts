@@ -158,7 +158,7 @@ export class Service {
         conversations,
         folders: new FoldersRepository(store.knex),
         processor: await createProcessor(config, logger),
-        memories: new MemoriesRepository(store.knex, versions),
+        memories: new MemoriesRepository(store.knex, store.dialect, versions),
         actionItems: new ActionItemsRepository(store.knex, versions),
         goals: new GoalsRepository(store.knex, store.dialect, versions),
         lifecycle,

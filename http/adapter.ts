@@ -33,6 +33,8 @@ export interface Reply {
   body?: unknown;
   /** Raw text body, sent with `contentType`. */
   text?: string;
+  /** A body already serialised as JSON (sent as application/json), for routes whose store builds the JSON. */
+  json?: string;
   contentType?: string;
   headers?: Record<string, string>;
   /**
@@ -393,7 +395,7 @@ export class HttpAdapter<P> {
       reply = this.#errorReply(err);
     }
     if (cacheKey !== undefined && cacheVersion !== undefined && isPlainJson(reply)) {
-      const bytes = Buffer.from(JSON.stringify(reply.body));
+      const bytes = Buffer.from(reply.json ?? JSON.stringify(reply.body));
       this.#cache!.set(cacheKey, cacheVersion, { bytes }, bytes.length + cacheKey.length * 2);
       if (state.aborted) return 499;
       this.#send(res, 200, bytes, 'application/json', extraHeaders, false);
@@ -480,6 +482,9 @@ export class HttpAdapter<P> {
     if (reply.text !== undefined) {
       payload = reply.text;
       type = reply.contentType ?? 'text/plain; charset=utf-8';
+    } else if (reply.json !== undefined && status !== 204) {
+      payload = reply.json;
+      type = 'application/json';
     } else if (reply.body !== undefined && status !== 204) {
       payload = JSON.stringify(reply.body);
       type = 'application/json';
@@ -499,4 +504,4 @@ export class HttpAdapter<P> {
 
 /** A 200 JSON answer with no headers of its own: what a cacheable route's answer must be to be kept. */
 const isPlainJson = (r: Reply): boolean =>
-  (r.status ?? 200) === 200 && r.body !== undefined && r.text === undefined && r.stream === undefined && r.headers === undefined;
+  (r.status ?? 200) === 200 && (r.body !== undefined || r.json !== undefined) && r.text === undefined && r.stream === undefined && r.headers === undefined;

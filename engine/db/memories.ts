@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { VersionedWrites } from '../data-versions.js';
-import { bool, isoNow } from './store.js';
+import { bool, isoNow, select, type Dialect } from './store.js';
 
 /** Memory categories (SPEC, Resources: Memory), exact strings. */
 export const MEMORY_CATEGORIES = ['core', 'hobbies', 'lifestyle', 'interests', 'habits', 'work', 'skills', 'learnings', 'other', 'system'] as const;
@@ -78,10 +78,21 @@ function newRow(userId: string, m: NewMemory, manuallyAdded: boolean, conversati
   };
 }
 
+/** One memory as the developer view's JSON object, in the view's key order. */
+const VIEW_JSON: Record<Dialect, string> = {
+  sqlite:
+    "json_object('id', id, 'content', content, 'category', category, 'visibility', visibility, 'tags', json(tags), 'created_at', created_at, " +
+    "'updated_at', updated_at, 'manually_added', json(case when manually_added then 'true' else 'false' end))",
+  pg:
+    "json_build_object('id', id, 'content', content, 'category', category, 'visibility', visibility, 'tags', tags::json, 'created_at', created_at, " +
+    "'updated_at', updated_at, 'manually_added', manually_added)::text",
+};
+
 /** Every write goes through `versions`, so nodes caching answers about the user's memories hear of it. */
 export class MemoriesRepository {
   constructor(
     private readonly knex: Knex,
+    private readonly dialect: Dialect,
     private readonly versions: VersionedWrites,
   ) {}
 
@@ -94,6 +105,20 @@ export class MemoriesRepository {
       .limit(opts.limit)
       .offset(opts.offset)) as Row[];
     return rows.map(toRecord);
+  }
+
+  /**
+   * The same page as `list`, already serialised as the developer view (http/routes/memories.ts `view`): the store
+   * builds each memory's JSON, so the hottest read creates no row objects. A test keeps both forms equal.
+   */
+  async listJson(userId: string, opts: { limit: number; offset: number; categories?: readonly MemoryCategory[] }): Promise<string> {
+    const categories = opts.categories ?? [];
+    const filter = categories.length > 0 ? ` and category in (${categories.map(() => '?').join(', ')})` : '';
+    const sql = `select ${VIEW_JSON[this.dialect]} as j from memories where user_id = ?${filter} order by created_at desc, id desc limit ? offset ?`;
+    const rows = await select<{ j: string }>(this.knex, sql, [userId, ...categories, opts.limit, opts.offset]);
+    let out = '[';
+    for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + rows[i]!.j;
+    return out + ']';
   }
 
   async get(userId: string, id: string): Promise<MemoryRecord | undefined> {

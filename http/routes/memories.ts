@@ -171,8 +171,7 @@ export function memoryRoutes(s: Services): AppRoute[] {
       responses: { 200: { description: 'the memories', schema: Type.Array(MemorySchema) }, 400: { description: 'unknown category' }, ...NOT_READY },
       async handler({ auth, query }) {
         const categories = parseCategories(query.categories as string | undefined);
-        const list = await memories.list(auth.uid, { limit: query.limit as number, offset: query.offset as number, categories });
-        return { body: list.map(view) };
+        return { json: await memories.listJson(auth.uid, { limit: query.limit as number, offset: query.offset as number, categories }) };
       },
     },
     {

@@ -20,7 +20,7 @@ async function hits(s: TestService): Promise<number> {
 function storeReads(s: TestService, table: string): () => number {
   let n = 0;
   const listener = (q: { sql: string }): void => {
-    if (/^select/i.test(q.sql) && new RegExp(`from [\`"]${table}[\`"]`).test(q.sql)) n++;
+    if (/^select/i.test(q.sql) && new RegExp(`from [\`"]?${table}\\b`).test(q.sql)) n++;
   };
   s.service.services.store.knex.on('query', listener);
   return () => n;
