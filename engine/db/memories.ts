@@ -2,7 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { VersionedWrites } from '../data-versions.js';
-import { bool, isoNow, select, type Dialect } from './store.js';
+import { bool, isoNow, type Dialect } from './store.js';
+import { execute, select } from './prepared.js';
 
 /** Memory categories (SPEC, Resources: Memory), exact strings. */
 export const MEMORY_CATEGORIES = ['core', 'hobbies', 'lifestyle', 'interests', 'habits', 'work', 'skills', 'learnings', 'other', 'system'] as const;
@@ -78,6 +79,11 @@ function newRow(userId: string, m: NewMemory, manuallyAdded: boolean, conversati
   };
 }
 
+const COLUMNS = ['id', 'user_id', 'content', 'category', 'visibility', 'tags', 'manually_added', 'conversation_id', 'created_at', 'updated_at'] as const;
+const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
+/** One insert statement per batch size (at most MAX_MEMORIES_BATCH of them are ever kept). */
+const insertSql = (n: number): string => `insert into memories (${COLUMNS.join(', ')}) values ${Array.from({ length: n }, () => ROW_PLACEHOLDERS).join(', ')}`;
+
 /** One memory as the developer view's JSON object, in the view's key order. */
 const VIEW_JSON: Record<Dialect, string> = {
   sqlite:
@@ -130,7 +136,8 @@ export class MemoriesRepository {
   async createMany(userId: string, memories: readonly NewMemory[], now: number): Promise<MemoryRecord[]> {
     if (memories.length === 0) return [];
     const rows = memories.map((m) => newRow(userId, m, true, null, now));
-    await this.versions.write(userId, () => this.knex('memories').insert(rows));
+    const bindings = rows.flatMap((r) => COLUMNS.map((c) => r[c] as string | boolean | null));
+    await this.versions.write(userId, () => execute(this.knex, insertSql(rows.length), bindings));
     return rows.map(toRecord);
   }
 

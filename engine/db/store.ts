@@ -5,6 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import knexFactory, { type Knex } from 'knex';
 import type { Config } from '../config.js';
+import { KEEPS_STATEMENTS, finalizeStatements } from './prepared.js';
 
 export type Dialect = 'sqlite' | 'pg';
 
@@ -39,72 +40,18 @@ class ImmediateSqliteTransaction extends SqliteTransaction {
   }
 }
 
-/** What `select` needs of a node-sqlite3 connection and its prepared statements. */
-interface SqliteStatement {
-  all(params: readonly unknown[], cb: (err: Error | null, rows: unknown[]) => void): void;
-  finalize(cb: () => void): void;
-}
-interface SqliteConnection {
-  prepare(sql: string): SqliteStatement;
-}
-
-/** Statements `select` prepared, per sqlite connection; finalised before the pool closes the connection. */
-const prepared = new WeakMap<object, Map<string, SqliteStatement>>();
-
 class ImmediateSqliteClient extends SqliteClient {
+  /** Hot-path statements (engine/db/prepared.ts) are kept per connection of this client. */
+  readonly [KEEPS_STATEMENTS] = true;
+
   override transaction(...args: unknown[]): unknown {
     return new ImmediateSqliteTransaction(this, ...args);
   }
 
   /** sqlite refuses to close a connection with live statements. */
   async destroyRawConnection(conn: object): Promise<void> {
-    const statements = prepared.get(conn);
-    prepared.delete(conn);
-    if (statements) await Promise.all([...statements.values()].map((st) => new Promise<void>((resolve) => st.finalize(resolve))));
+    await finalizeStatements(conn);
     await (SqliteClient.prototype as unknown as { destroyRawConnection(c: object): Promise<void> }).destroyRawConnection.call(this, conn);
-  }
-}
-
-interface PoolClient {
-  acquireConnection(): Promise<object>;
-  releaseConnection(conn: object): Promise<void>;
-  emit(event: 'query', q: { sql: string; bindings: readonly Knex.Value[]; method: 'select' }): void;
-}
-
-/**
- * Runs a read of a hot path; `sql` uses `?` placeholders and must come from a small fixed set (each one is kept).
- * Rationale: on sqlite, knex prepares, steps and finalises every query as three separate hops through the libuv
- * thread pool; a statement prepared once per connection takes one, which on a busy node is most of the query's cost.
- * PostgreSQL goes through knex.raw. Listeners of knex's `query` event still hear of every read.
- */
-export async function select<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[]): Promise<T[]> {
-  if (!(knex.client instanceof ImmediateSqliteClient)) {
-    const result = (await knex.raw(sql, bindings)) as { rows: T[] };
-    return result.rows;
-  }
-  const client = knex.client as unknown as PoolClient;
-  const conn = await client.acquireConnection();
-  try {
-    client.emit('query', { sql, bindings, method: 'select' });
-    let statements = prepared.get(conn);
-    if (!statements) prepared.set(conn, (statements = new Map()));
-    let st = statements.get(sql);
-    if (!st) statements.set(sql, (st = (conn as SqliteConnection).prepare(sql)));
-    const statement = st;
-    return await new Promise<T[]>((resolve, reject) =>
-      statement.all(bindings, (err, rows) => {
-        if (!err) {
-          resolve(rows as T[]);
-          return;
-        }
-        // A statement that failed (to prepare, say) is not kept.
-        statements.delete(sql);
-        statement.finalize(() => undefined);
-        reject(err);
-      }),
-    );
-  } finally {
-    await client.releaseConnection(conn);
   }
 }
 

@@ -2,6 +2,7 @@
 import type { Knex } from 'knex';
 import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow } from './store.js';
+import { select } from './prepared.js';
 
 /**
  * The memory gate is part of the user's versioned data: changing it goes through `versions`. `ensure` does not: it
@@ -30,8 +31,9 @@ export class UsersRepository {
     });
   }
 
+  /** Read by the memory gate whenever the account's data version changed: a kept statement, not the query builder. */
   async get(uid: string): Promise<{ id: string; createdAt: string; memoryAccessEnabled: boolean } | undefined> {
-    const row = await this.knex('users').where({ id: uid }).first();
+    const [row] = await select<{ id: string; created_at: string; memory_access_enabled: unknown }>(this.knex, 'select id, created_at, memory_access_enabled from users where id = ?', [uid]);
     return row ? { id: row.id, createdAt: row.created_at, memoryAccessEnabled: bool(row.memory_access_enabled) } : undefined;
   }
 }
