@@ -4,7 +4,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import { EngineError, isEngineError } from '../engine/errors.js';
-import { VersionedCache } from '../engine/versioned-cache.js';
+import { ResponseCache, type Ticket } from './response-cache.js';
 import { compile, type Validator } from './validation.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -122,14 +122,6 @@ interface Compiled<P> {
   pattern: RegExp;
   query?: Validator<unknown>;
   body?: Validator<unknown>;
-  /** Metric children, resolved once: labelling a metric per request costs more than the observation. */
-  duration: client.Histogram.Internal<'method' | 'route'>;
-  requests: Map<number, client.Counter.Internal>;
-}
-
-/** A serialised answer kept for reuse. */
-interface Cached {
-  bytes: Buffer;
 }
 
 const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
@@ -186,8 +178,7 @@ export class HttpAdapter<P> {
   readonly #opts: HttpAdapterOptions<P>;
   readonly #requests: client.Counter<'method' | 'route' | 'status'>;
   readonly #duration: client.Histogram<'method' | 'route'>;
-  readonly #cacheLookups: client.Counter<'result'>;
-  readonly #cache: VersionedCache<Cached> | undefined;
+  readonly #responses: ResponseCache;
   #listenSocket: uWS.us_listen_socket | undefined;
   #inFlight = 0;
   readonly #streams = new Set<StreamSink>();
@@ -212,14 +203,7 @@ export class HttpAdapter<P> {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [opts.registry],
     });
-    this.#cacheLookups = new client.Counter({
-      name: 'http_response_cache_lookups_total',
-      help: 'Requests to cacheable routes, by result: hit (answer reused), miss (computed and kept), bypass (data version unknown or changing).',
-      labelNames: ['result'],
-      registers: [opts.registry],
-    });
-    const cacheBytes = opts.responseCacheBytes ?? 0;
-    this.#cache = cacheBytes > 0 ? new VersionedCache<Cached>(cacheBytes) : undefined;
+    this.#responses = new ResponseCache(opts.responseCacheBytes ?? 0, opts.registry);
   }
 
   get routes(): readonly Route<P>[] {
@@ -244,8 +228,6 @@ export class HttpAdapter<P> {
       pattern,
       ...(route.query ? { query: compile(route.query, 'query') } : {}),
       ...(route.body ? { body: compile(route.body, 'body') } : {}),
-      duration: this.#duration.labels(route.method, route.path),
-      requests: new Map(),
     };
     this.#routes.push(compiled);
     const handler = (res: uWS.HttpResponse, req: uWS.HttpRequest): void => this.#handle(compiled, res, req);
@@ -318,10 +300,8 @@ export class HttpAdapter<P> {
   #finish(c: Compiled<P>, started: bigint, status: number): void {
     this.#inFlight--;
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    c.duration.observe(seconds);
-    let counter = c.requests.get(status);
-    if (counter === undefined) c.requests.set(status, (counter = this.#requests.labels(c.route.method, c.route.path, String(status))));
-    counter.inc();
+    this.#duration.observe({ method: c.route.method, route: c.route.path }, seconds);
+    this.#requests.inc({ method: c.route.method, route: c.route.path, status });
     if (this.#inFlight === 0 && this.#idle) {
       const idle = this.#idle;
       this.#idle = undefined;
@@ -342,8 +322,7 @@ export class HttpAdapter<P> {
     let extraHeaders: Record<string, string> | undefined;
     let reply: Reply;
     let closeConnection = false;
-    let cacheKey: string | undefined;
-    let cacheVersion: string | undefined;
+    let ticket: Ticket | undefined;
     try {
       let raw: Buffer | undefined;
       const length = headers['content-length'];
@@ -366,23 +345,15 @@ export class HttpAdapter<P> {
       extraHeaders = auth.headers;
       const version = auth.dataVersion;
       if (route.guard) await route.guard(auth.principal, version?.token);
-      if (route.cacheable && this.#cache) {
-        if (version === undefined) {
-          this.#cacheLookups.inc({ result: 'bypass' });
-        } else {
-          // The answer depends on nothing else: the same path and raw query once answered 200, so validation would pass again.
-          const path = c.paramNames.length === 0 ? '' : JSON.stringify(c.paramNames.map((n) => params[n]));
-          cacheKey = `${version.owner.length}:${version.owner}\n${route.operationId}\n${path}\n${rawQuery}`;
-          const hit = this.#cache.get(cacheKey, version.token);
-          if (hit !== undefined) {
-            this.#cacheLookups.inc({ result: 'hit' });
-            if (state.aborted) return 499;
-            this.#send(res, 200, hit.bytes, 'application/json', extraHeaders, false);
-            return 200;
-          }
-          this.#cacheLookups.inc({ result: 'miss' });
-          cacheVersion = version.token;
+      if (route.cacheable) {
+        // The answer depends on nothing else: the same path and raw query once answered 200, so validation would pass again.
+        const found = this.#responses.lookup(version, route.operationId, c.paramNames.map((n) => params[n]!), rawQuery);
+        if (Buffer.isBuffer(found)) {
+          if (state.aborted) return 499;
+          this.#send(res, 200, found, 'application/json', extraHeaders, false);
+          return 200;
         }
+        ticket = found;
       }
       const query = c.query ? c.query(parseQuery(rawQuery)) : parseQuery(rawQuery);
       let body: unknown;
@@ -394,9 +365,9 @@ export class HttpAdapter<P> {
     } catch (err) {
       reply = this.#errorReply(err);
     }
-    if (cacheKey !== undefined && cacheVersion !== undefined && isPlainJson(reply)) {
+    if (ticket !== undefined && isPlainJson(reply)) {
       const bytes = Buffer.from(reply.json ?? JSON.stringify(reply.body));
-      this.#cache!.set(cacheKey, cacheVersion, { bytes }, bytes.length + cacheKey.length * 2);
+      this.#responses.keep(ticket, bytes);
       if (state.aborted) return 499;
       this.#send(res, 200, bytes, 'application/json', extraHeaders, false);
       return 200;

@@ -129,6 +129,18 @@ t.test('rate limits count reused answers, on every node', async (t) => {
   t.equal((await b.req(MEMORIES, { headers: key })).status, 429);
 });
 
+t.test('only 200 answers are kept', async (t) => {
+  const s = await startService(t);
+  const key = bearer(await s.devKey('erin', ['memories:read', 'goals:read']));
+  for (let i = 0; i < 2; i++) {
+    const bad = await s.req(`${MEMORIES}?categories=bogus`, { headers: key });
+    t.equal(bad.status, 400);
+    t.equal(bad.headers['x-error-code'], 'ENG_ERR_CATEGORY_INVALID', 'an error keeps its own headers');
+    t.equal((await s.req(`${GOALS}/goal_000000000000`, { headers: key })).status, 404);
+  }
+  t.equal(await hits(s), 0, 'errors are computed every time');
+});
+
 t.test('RESPONSE_CACHE_BYTES=0 keeps no answers', async (t) => {
   const s = await startService(t, { env: { RESPONSE_CACHE_BYTES: '0' } });
   const key = bearer(await s.devKey('dave', ['memories:read']));
