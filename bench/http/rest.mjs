@@ -136,7 +136,7 @@ export async function run(options) {
     const plan = [
       { name: 'get', method: 'GET', url: `${service.url}${ROUTE}`, headers: auth, what: 'auth + rate limit + gate + answer reused while the data is unchanged (25 of 100 memories)' },
       { name: 'uncached', method: 'GET', url: `${uncachedUrl}${ROUTE}`, headers: auth, what: 'same GET, second node with RESPONSE_CACHE_BYTES=0: sqlite read + JSON every time' },
-      { name: 'post', method: 'POST', url: `${service.url}${ROUTE}`, headers: auth, body: postBody, what: 'auth + rate limit + validation + sqlite insert' },
+      { name: 'post', method: 'POST', url: `${service.url}${ROUTE}`, headers: auth, body: postBody, what: 'auth + rate limit + gate + validation + data version + sqlite insert' },
       { name: 'bare', method: 'GET', url: `http://127.0.0.1:${barePort}${ROUTE}`, headers: {}, what: `bare uWS, constant ${getBody.length}-byte JSON (baseline)` },
     ].filter((p) => targets.includes(p.name));
 
