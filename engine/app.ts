@@ -24,6 +24,7 @@ import { openApiRoute } from '../http/routes/openapi.js';
 import type { Services } from '../http/routes/types.js';
 import type { Scope } from './protocol.js';
 import { RateLimiter } from './rate-limit.js';
+import { DataVersions } from './data-versions.js';
 import { Scheduler } from './scheduler.js';
 import { CodecPool } from './pool.js';
 import type { SttEngine } from './stt/types.js';
@@ -135,7 +136,8 @@ export class Service {
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
       const apiKeys = new ApiKeysRepository(store.knex);
-      const users = new UsersRepository(store.knex);
+      const versions = new DataVersions({ redis, prefix: config.redisPrefix, logger });
+      const users = new UsersRepository(store.knex, versions);
       const conversations = new ConversationsRepository(store.knex);
       const keptIndex = new KeptAudioIndex(redis, config.redisPrefix);
       const lifecycle = new ConversationLifecycle({ conversations, users, clock, logger, queue, events, memoryAccessDefault: config.memoryAccessDefault === 'enabled', keptAudio: keptIndex });
@@ -163,9 +165,9 @@ export class Service {
         conversations,
         folders: new FoldersRepository(store.knex),
         processor: await createProcessor(config, logger),
-        memories: new MemoriesRepository(store.knex),
-        actionItems: new ActionItemsRepository(store.knex),
-        goals: new GoalsRepository(store.knex, store.dialect),
+        memories: new MemoriesRepository(store.knex, store.dialect, versions),
+        actionItems: new ActionItemsRepository(store.knex, versions),
+        goals: new GoalsRepository(store.knex, store.dialect, versions),
         lifecycle,
         usage,
         usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
@@ -186,11 +188,12 @@ export class Service {
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.
       if (runsListen) keptJobs = new KeptAudioJobs({ redisUrl, prefix: config.redisPrefix, dataDir: config.dataDir, index: keptIndex, deps: { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id, uid) => queue.process(id, uid) } });
 
-      const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay });
+      const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay, versions });
       const http = new HttpAdapter<Principal>({
         logger,
         registry,
         maxBodyBytes: config.maxBodyBytes,
+        responseCacheBytes: config.responseCacheBytes,
         authenticate: (spec, headers, route) => authenticate(authenticator, limiter, spec, headers, route),
       });
       for (const route of [...allRoutes(services), ...(opts.extraRoutes?.(services) ?? [])]) http.add(route);
@@ -324,6 +327,9 @@ async function authenticate(
       break;
   }
   if (!route.path.startsWith(RATE_LIMITED_PREFIX)) return { principal };
-  // Per key per minute; a signed-in user without a key counts as one subject of their own.
-  return { principal, headers: await limiter.hit(principal.keyId ?? `user:${principal.uid}`, principal.uid) };
+  // Per key per minute; a signed-in user without a key counts as one subject of their own. The same round trip
+  // reads the user's data version, which lets the guard and cacheable routes reuse what they computed before.
+  const limited = await limiter.hit(principal.keyId ?? `user:${principal.uid}`, principal.uid);
+  const dataVersion = limited.dataVersion;
+  return { principal, headers: limited.headers, ...(dataVersion === undefined ? {} : { dataVersion: { owner: principal.uid, token: dataVersion } }) };
 }

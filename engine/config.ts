@@ -53,6 +53,8 @@ export interface Config {
   readonly rateLimitPerMinute: number;
   /** Developer REST requests allowed per user per UTC day. @defaultValue 10000 */
   readonly rateLimitPerDay: number;
+  /** Bytes of serialised developer read answers each node keeps for reuse while their user's data is unchanged; 0 keeps none. @defaultValue 67108864 (64 MiB) */
+  readonly responseCacheBytes: number;
   /** OpenAI-compatible chat-completions base URL; unset means the built-in deterministic extractor. @defaultValue undefined */
   readonly llmBaseUrl: string | undefined;
   /** API key for LLM_BASE_URL. @defaultValue undefined */
@@ -107,7 +109,7 @@ export const CONFIG_VARIABLES = [
   'HOST', 'PORT', 'ROLE', 'DATA_DIR', 'DATABASE_URL', 'DATABASE_SCHEMA', 'REDIS_URL', 'REDIS_PREFIX', 'REDIS_EMBEDDED',
   'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
-  'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
+  'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS',
   'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
   'CUSTOM_STT_URL',
@@ -205,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     memoryAccessDefault: oneOf(env, 'MEMORY_ACCESS_DEFAULT', ['enabled', 'disabled'] as const, 'enabled'),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 100, 1, 10_000_000),
     rateLimitPerDay: int(env, 'RATE_LIMIT_PER_DAY', 10_000, 1, 1_000_000_000),
+    responseCacheBytes: int(env, 'RESPONSE_CACHE_BYTES', 64 * 1024 * 1024, 0, 16 * 1024 * 1024 * 1024),
     llmBaseUrl: url(env, 'LLM_BASE_URL', ['https:', 'http:']),
     llmApiKey: optional(env, 'LLM_API_KEY'),
     llmModel: str(env, 'LLM_MODEL', 'gpt-4.1-mini'),

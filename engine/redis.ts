@@ -55,6 +55,8 @@ function hasRedisServer(): boolean {
  * A redis-server child process with its data under DATA_DIR/redis. Restarted (at most 5 times a minute)
  * if it exits on its own; stopped with SIGTERM on shutdown so it can write its append-only file.
  */
+const PORT_FILE = 'port';
+
 export class EmbeddedRedis {
   #child: ChildProcess | undefined;
   #stopping = false;
@@ -80,7 +82,21 @@ export class EmbeddedRedis {
       await new Promise((res) => setTimeout(res, 50));
     }
     logger.info({ port: r.port }, 'embedded redis-server started');
+    // Operator commands (scripts/admin.ts) find the running server here, to announce the writes they make.
+    fs.writeFileSync(path.join(dir, PORT_FILE), String(r.port));
     return r;
+  }
+
+  /** The URL of the embedded server a service runs on `dataDir`, when one answers. */
+  static async running(dataDir: string): Promise<string | undefined> {
+    let port: string;
+    try {
+      port = fs.readFileSync(path.join(dataDir, 'redis', PORT_FILE), 'utf8').trim();
+    } catch {
+      return undefined;
+    }
+    const url = `redis://127.0.0.1:${port}`;
+    return /^\d+$/.test(port) && (await redisAnswers(url, 500)) ? url : undefined;
   }
 
   #spawn(): void {
@@ -106,6 +122,7 @@ export class EmbeddedRedis {
 
   async stop(): Promise<void> {
     this.#stopping = true;
+    fs.rmSync(path.join(this.dir, PORT_FILE), { force: true });
     const child = this.#child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     await new Promise<void>((resolve) => {

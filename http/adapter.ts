@@ -4,6 +4,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import { EngineError, isEngineError } from '../engine/errors.js';
+import { ResponseCache, type Ticket } from './response-cache.js';
 import { compile, type Validator } from './validation.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -32,6 +33,8 @@ export interface Reply {
   body?: unknown;
   /** Raw text body, sent with `contentType`. */
   text?: string;
+  /** A body already serialised as JSON (sent as application/json), for routes whose store builds the JSON. */
+  json?: string;
   contentType?: string;
   headers?: Record<string, string>;
   /**
@@ -72,9 +75,16 @@ export interface Route<P = unknown> extends RouteDoc {
   readonly hidden?: boolean;
   /**
    * An account-level check run after authentication and before query/body validation (the memory readiness gate),
-   * so a refused account hears why whatever the request carries. Throws an EngineError to refuse.
+   * so a refused account hears why whatever the request carries. Throws an EngineError to refuse. `dataVersion` is the
+   * account's data version when known (see AuthResult), so the check may reuse what it found at that version.
    */
-  guard?(auth: P): Promise<void> | void;
+  guard?(auth: P, dataVersion: string | undefined): Promise<void> | void;
+  /**
+   * A GET whose 200 answer depends only on the caller's versioned data (engine/data-versions.ts), the path and the
+   * query: its serialised answer is kept and reused while the caller's data version stands. Authentication, rate
+   * limits and the guard still run on every request.
+   */
+  readonly cacheable?: boolean;
   handler(ctx: RequestContext<P>): Reply | Promise<Reply>;
 }
 
@@ -82,6 +92,8 @@ export interface AuthResult<P> {
   principal: P;
   /** Headers added to the answer whatever it is (rate-limit headers, for example). */
   headers?: Record<string, string>;
+  /** Whose data the request reads and its version token; absent when unknown or while a write of it is in flight. */
+  dataVersion?: { readonly owner: string; readonly token: string };
 }
 
 export interface HttpAdapterOptions<P> {
@@ -89,6 +101,8 @@ export interface HttpAdapterOptions<P> {
   readonly registry: client.Registry;
   /** Largest request body read, in bytes. */
   readonly maxBodyBytes: number;
+  /** Bytes of serialised answers of `cacheable` routes kept for reuse; 0 keeps none. @defaultValue 0 */
+  readonly responseCacheBytes?: number;
   authenticate(spec: AuthSpec, headers: Readonly<Record<string, string>>, route: Route<P>): Promise<AuthResult<P>>;
 }
 
@@ -99,7 +113,8 @@ const STATUS_TEXT: Record<number, string> = {
   500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
 };
 
-const statusLine = (status: number): string => `${status} ${STATUS_TEXT[status] ?? 'Unknown'}`;
+const STATUS_LINES = new Map(Object.entries(STATUS_TEXT).map(([code, text]) => [Number(code), `${code} ${text}`]));
+const statusLine = (status: number): string => STATUS_LINES.get(status) ?? `${status} Unknown`;
 
 interface Compiled<P> {
   route: Route<P>;
@@ -163,6 +178,7 @@ export class HttpAdapter<P> {
   readonly #opts: HttpAdapterOptions<P>;
   readonly #requests: client.Counter<'method' | 'route' | 'status'>;
   readonly #duration: client.Histogram<'method' | 'route'>;
+  readonly #responses: ResponseCache;
   #listenSocket: uWS.us_listen_socket | undefined;
   #inFlight = 0;
   readonly #streams = new Set<StreamSink>();
@@ -187,6 +203,7 @@ export class HttpAdapter<P> {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [opts.registry],
     });
+    this.#responses = new ResponseCache(opts.responseCacheBytes ?? 0, opts.registry);
   }
 
   get routes(): readonly Route<P>[] {
@@ -305,6 +322,7 @@ export class HttpAdapter<P> {
     let extraHeaders: Record<string, string> | undefined;
     let reply: Reply;
     let closeConnection = false;
+    let ticket: Ticket | undefined;
     try {
       let raw: Buffer | undefined;
       const length = headers['content-length'];
@@ -325,7 +343,18 @@ export class HttpAdapter<P> {
       }
       const auth = await this.#opts.authenticate(route.auth, headers, route);
       extraHeaders = auth.headers;
-      if (route.guard) await route.guard(auth.principal);
+      const version = auth.dataVersion;
+      if (route.guard) await route.guard(auth.principal, version?.token);
+      if (route.cacheable) {
+        // The answer depends on nothing else: the same path and raw query once answered 200, so validation would pass again.
+        const found = this.#responses.lookup(version, route.operationId, c.paramNames.map((n) => params[n]!), rawQuery);
+        if (Buffer.isBuffer(found)) {
+          if (state.aborted) return 499;
+          this.#send(res, 200, found, 'application/json', extraHeaders, false);
+          return 200;
+        }
+        ticket = found;
+      }
       const query = c.query ? c.query(parseQuery(rawQuery)) : parseQuery(rawQuery);
       let body: unknown;
       if (c.body) {
@@ -335,6 +364,13 @@ export class HttpAdapter<P> {
       reply = await route.handler({ params, query, body, auth: auth.principal, headers });
     } catch (err) {
       reply = this.#errorReply(err);
+    }
+    if (ticket !== undefined && isPlainJson(reply)) {
+      const bytes = Buffer.from(reply.json ?? JSON.stringify(reply.body));
+      this.#responses.keep(ticket, bytes);
+      if (state.aborted) return 499;
+      this.#send(res, 200, bytes, 'application/json', extraHeaders, false);
+      return 200;
     }
     if (state.aborted) return 499;
     if (extraHeaders) reply.headers = { ...extraHeaders, ...reply.headers };
@@ -417,15 +453,26 @@ export class HttpAdapter<P> {
     if (reply.text !== undefined) {
       payload = reply.text;
       type = reply.contentType ?? 'text/plain; charset=utf-8';
+    } else if (reply.json !== undefined && status !== 204) {
+      payload = reply.json;
+      type = 'application/json';
     } else if (reply.body !== undefined && status !== 204) {
       payload = JSON.stringify(reply.body);
       type = 'application/json';
     }
+    this.#send(res, status, payload ?? '', type, reply.headers, closeConnection);
+  }
+
+  #send(res: uWS.HttpResponse, status: number, payload: string | Buffer, type: string | undefined, headers: Record<string, string> | undefined, closeConnection: boolean): void {
     res.cork(() => {
       res.writeStatus(statusLine(status));
       if (type) res.writeHeader('content-type', type);
-      if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.writeHeader(k, v);
-      res.end(payload ?? '', closeConnection);
+      if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
+      res.end(payload, closeConnection);
     });
   }
 }
+
+/** A 200 JSON answer with no headers of its own: what a cacheable route's answer must be to be kept. */
+const isPlainJson = (r: Reply): boolean =>
+  (r.status ?? 200) === 200 && (r.body !== undefined || r.json !== undefined) && r.text === undefined && r.stream === undefined && r.headers === undefined;

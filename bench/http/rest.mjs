@@ -1,5 +1,6 @@
 // Macro bench of the developer REST API: the real service in its own process vs a bare uWebSockets.js server (the baseline).
-// Targets: GET /v1/dev/user/memories (API-key auth + rate limit in Redis + sqlite read), POST of one memory, and the bare server.
+// Targets: GET /v1/dev/user/memories (API-key auth + rate limit in Redis + memory gate + the answer, reused while the user's
+// data is unchanged), the same GET on a second node that keeps no answers, POST of one memory, and the bare server.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,10 +11,10 @@ import { BENCH_DIR, RESULTS_DIR, machine, machineLine, noiseLine, table, writeRe
 import { freePort, idToken, startChild } from '../lib/processes.mjs';
 import { summarize } from '../lib/cpuprofile.mjs';
 
-export const USAGE = `npm run bench -- rest [--seconds 10] [--connections 50] [--pipelining 1] [--warmup 1] [--targets get,post,bare] [--profile] [--smoke]
+export const USAGE = `npm run bench -- rest [--seconds 10] [--connections 50] [--pipelining 1] [--warmup 1] [--targets get,uncached,post,bare] [--profile] [--smoke]
   --seconds      measured duration per target, in seconds (default 10)
   --warmup       unmeasured run before each target, in seconds (default 1; 0 with --smoke)
-  --targets      which targets to run, comma-separated (default all: get,post,bare)
+  --targets      which targets to run, comma-separated (default all: get,uncached,post,bare)
   --profile      run the service under node --cpu-prof and print its top self-time costs
   --smoke        1 s per target, no warm-up (the test in test/bench/ uses it)
   --out          result file (default bench/results/<timestamp>-rest.json)`;
@@ -49,7 +50,7 @@ export async function run(options) {
   const warmup = Number(options.warmup ?? (smoke ? 0 : 1));
   const connections = Number(options.connections ?? 50);
   const pipelining = Number(options.pipelining ?? 1);
-  const targets = String(options.targets ?? 'get,post,bare').split(',');
+  const targets = String(options.targets ?? 'get,uncached,post,bare').split(',');
   const profile = options.profile === true;
   for (const [k, v] of Object.entries({ seconds, warmup, connections, pipelining })) {
     if (!Number.isFinite(v) || v < 0 || (k !== 'warmup' && v === 0)) throw new Error(`--${k} must be a positive number`);
@@ -73,6 +74,8 @@ export async function run(options) {
   };
   /** @type {Awaited<ReturnType<typeof startChild>>[]} */
   const children = [];
+  /** The service nodes among the children. */
+  const services = new Set();
   /** @type {Record<string, Target>} */
   const results = {};
   let serviceExit = /** @type {number | null} */ (null);
@@ -85,6 +88,7 @@ export async function run(options) {
       probePath: '/health',
     });
     children.push(service);
+    services.add(service);
 
     // A key for one user, as test/helpers/service.ts makes one, and 100 memories to read.
     const uid = 'bench-user';
@@ -110,6 +114,17 @@ export async function run(options) {
     // The baseline answers the very bytes the real GET answered, so the ratio measures our work, not payload size.
     const bodyFile = path.join(dataDir, 'bare-body.json');
     writeFileSync(bodyFile, getBody);
+    // A second node of the same deployment (same store, same Redis prefix) that keeps no answers: every GET reads sqlite
+    // and serialises, as on the first node right after a write. Started after the first, so migrations have run.
+    let uncachedUrl = '';
+    if (targets.includes('uncached')) {
+      const port = await freePort();
+      const node2 = await startChild({ name: 'service (no answer cache)', args: ['dist/engine/index.js'], env: { ...env, PORT: String(port), RESPONSE_CACHE_BYTES: '0' }, port, probePath: '/health' });
+      children.push(node2);
+      services.add(node2);
+      uncachedUrl = node2.url;
+    }
+
     const barePort = await freePort();
     if (targets.includes('bare')) {
       children.push(
@@ -119,8 +134,9 @@ export async function run(options) {
 
     const postBody = JSON.stringify({ content: 'Bench: met Sam at the climbing gym, wants the route beta.', tags: ['bench'] });
     const plan = [
-      { name: 'get', method: 'GET', url: `${service.url}${ROUTE}`, headers: auth, what: 'auth + rate limit + sqlite read (25 of 100 memories)' },
-      { name: 'post', method: 'POST', url: `${service.url}${ROUTE}`, headers: auth, body: postBody, what: 'auth + rate limit + validation + sqlite insert' },
+      { name: 'get', method: 'GET', url: `${service.url}${ROUTE}`, headers: auth, what: 'auth + rate limit + gate + answer reused while the data is unchanged (25 of 100 memories)' },
+      { name: 'uncached', method: 'GET', url: `${uncachedUrl}${ROUTE}`, headers: auth, what: 'same GET, second node with RESPONSE_CACHE_BYTES=0: sqlite read + JSON every time' },
+      { name: 'post', method: 'POST', url: `${service.url}${ROUTE}`, headers: auth, body: postBody, what: 'auth + rate limit + gate + validation + data version + sqlite insert' },
       { name: 'bare', method: 'GET', url: `http://127.0.0.1:${barePort}${ROUTE}`, headers: {}, what: `bare uWS, constant ${getBody.length}-byte JSON (baseline)` },
     ].filter((p) => targets.includes(p.name));
 
@@ -145,10 +161,11 @@ export async function run(options) {
       process.stderr.write(`rest: ${p.name} done (${Math.round(r.requests.average)} req/s)\n`);
     }
   } finally {
-    // The service first: its exit code says whether it shut down cleanly under load; --cpu-prof writes its profile on exit.
+    // The services first: their exit codes say whether they shut down cleanly under load; --cpu-prof writes the profile on exit.
     for (const c of children) {
       const code = await c.stop();
-      if (c === children[0]) serviceExit = code;
+      // The first non-zero exit of a service node is the one reported.
+      if (services.has(c) && (serviceExit === null || serviceExit === 0)) serviceExit = code;
     }
     await cleanRedis(redisPrefix);
     rmSync(dataDir, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 // Standalone action items: tasks written through the developer API or extracted from conversations.
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow } from './store.js';
 
 export interface ActionItemRecord {
@@ -79,8 +80,12 @@ function newRow(userId: string, item: NewActionItem, conversationId: string | nu
   };
 }
 
+/** Every write goes through `versions`, so nodes caching answers about the user's action items hear of it. */
 export class ActionItemsRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    private readonly versions: VersionedWrites,
+  ) {}
 
   /** Newest first, ties broken by id. */
   async list(userId: string, f: ActionItemFilter): Promise<ActionItemRecord[]> {
@@ -101,13 +106,11 @@ export class ActionItemsRepository {
     return row ? toRecord(row) : undefined;
   }
 
-  /** Inserts every item in one transaction: all or nothing. */
+  /** Inserts every item in one statement, which is all or nothing by itself. */
   async createMany(userId: string, items: readonly NewActionItem[], now: number): Promise<ActionItemRecord[]> {
     if (items.length === 0) return [];
     const rows = items.map((i) => newRow(userId, i, null, now));
-    await this.knex.transaction(async (trx) => {
-      await trx('action_items').insert(rows);
-    });
+    await this.versions.write(userId, () => this.knex('action_items').insert(rows));
     return rows.map(toRecord);
   }
 
@@ -122,10 +125,12 @@ export class ActionItemsRepository {
    */
   async createFromConversation(userId: string, conversationId: string, items: { description: string; dueAt: string | null }[], now: number): Promise<void> {
     const rows = items.map((i) => newRow(userId, { description: i.description, completed: false, dueAt: i.dueAt }, conversationId, now));
-    await this.knex.transaction(async (trx) => {
-      await trx('action_items').where({ user_id: userId, conversation_id: conversationId }).delete();
-      if (rows.length > 0) await trx('action_items').insert(rows);
-    });
+    await this.versions.write(userId, () =>
+      this.knex.transaction(async (trx) => {
+        await trx('action_items').where({ user_id: userId, conversation_id: conversationId }).delete();
+        if (rows.length > 0) await trx('action_items').insert(rows);
+      }),
+    );
   }
 
   /**
@@ -134,6 +139,10 @@ export class ActionItemsRepository {
    * completed=false clears it.
    */
   async update(userId: string, id: string, patch: ActionItemPatch, now: number): Promise<ActionItemRecord | undefined> {
+    return this.versions.write(userId, () => this.#update(userId, id, patch, now));
+  }
+
+  #update(userId: string, id: string, patch: ActionItemPatch, now: number): Promise<ActionItemRecord | undefined> {
     return this.knex.transaction(async (trx) => {
       const row = (await trx('action_items').where({ id, user_id: userId }).first()) as Row | undefined;
       if (!row) return undefined;
@@ -151,6 +160,6 @@ export class ActionItemsRepository {
   }
 
   async delete(userId: string, id: string): Promise<boolean> {
-    return (await this.knex('action_items').where({ id, user_id: userId }).delete()) > 0;
+    return (await this.versions.write(userId, () => this.knex('action_items').where({ id, user_id: userId }).delete())) > 0;
   }
 }

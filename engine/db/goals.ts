@@ -1,6 +1,7 @@
 // Goals with progress history: at most MAX_ACTIVE_GOALS active per user, one history value per goal and UTC day.
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { VersionedWrites } from '../data-versions.js';
 import { bool, DAY_MS, isoNow, utcDay, type Dialect } from './store.js';
 
 export const GOAL_TYPES = ['boolean', 'scale', 'numeric'] as const;
@@ -77,10 +78,12 @@ const toRecord = (r: Row): GoalRecord => ({
 });
 
 
+/** Every write goes through `versions`, so nodes caching answers about the user's goals hear of it. */
 export class GoalsRepository {
   constructor(
     private readonly knex: Knex,
     private readonly dialect: Dialect,
+    private readonly versions: VersionedWrites,
   ) {}
 
   /** Active goals, oldest first, at most `limit`. */
@@ -126,6 +129,12 @@ export class GoalsRepository {
       created_at: at,
       updated_at: at,
     };
+    await this.versions.write(userId, () => this.#insert(row, at));
+    return toRecord(row);
+  }
+
+  async #insert(row: Row, at: string): Promise<void> {
+    const userId = row.user_id;
     await this.knex.transaction(async (trx) => {
       // Two concurrent creates must not both see room for one more: serialise them per user.
       // sqlite runs on one connection, so its transactions are already serial.
@@ -141,7 +150,6 @@ export class GoalsRepository {
       }
       await trx('goals').insert(row);
     });
-    return toRecord(row);
   }
 
   /** Applies the given fields (no history is written); undefined when the goal is not the user's. */
@@ -153,19 +161,21 @@ export class GoalsRepository {
     if (patch.minValue !== undefined) changes.min_value = patch.minValue;
     if (patch.maxValue !== undefined) changes.max_value = patch.maxValue;
     if (patch.unit !== undefined) changes.unit = patch.unit;
-    const n = await this.knex('goals').where({ id, user_id: userId }).update(changes);
+    const n = await this.versions.write(userId, () => this.knex('goals').where({ id, user_id: userId }).update(changes));
     return n > 0 ? this.get(userId, id) : undefined;
   }
 
   /** Sets the current value and records it as the value of today's UTC day (a later call the same day overwrites it). */
   async setProgress(userId: string, id: string, value: number, now: number): Promise<GoalRecord | undefined> {
     const at = isoNow(now);
-    const found = await this.knex.transaction(async (trx) => {
-      const n = await trx('goals').where({ id, user_id: userId }).update({ current_value: value, updated_at: at });
-      if (n === 0) return false;
-      await trx('goal_history').insert({ goal_id: id, date: utcDay(now), value, recorded_at: at }).onConflict(['goal_id', 'date']).merge(['value', 'recorded_at']);
-      return true;
-    });
+    const found = await this.versions.write(userId, () =>
+      this.knex.transaction(async (trx) => {
+        const n = await trx('goals').where({ id, user_id: userId }).update({ current_value: value, updated_at: at });
+        if (n === 0) return false;
+        await trx('goal_history').insert({ goal_id: id, date: utcDay(now), value, recorded_at: at }).onConflict(['goal_id', 'date']).merge(['value', 'recorded_at']);
+        return true;
+      }),
+    );
     return found ? this.get(userId, id) : undefined;
   }
 
@@ -182,10 +192,12 @@ export class GoalsRepository {
 
   /** Deletes the goal and its history; false when it is not the user's. */
   async delete(userId: string, id: string): Promise<boolean> {
-    return this.knex.transaction(async (trx) => {
-      const n = await trx('goals').where({ id, user_id: userId }).delete();
-      if (n > 0) await trx('goal_history').where({ goal_id: id }).delete();
-      return n > 0;
-    });
+    return this.versions.write(userId, () =>
+      this.knex.transaction(async (trx) => {
+        const n = await trx('goals').where({ id, user_id: userId }).delete();
+        if (n > 0) await trx('goal_history').where({ goal_id: id }).delete();
+        return n > 0;
+      }),
+    );
   }
 }

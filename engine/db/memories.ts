@@ -1,7 +1,9 @@
 // Memories: timeless facts about a user, written through the developer API or extracted from conversations.
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { bool, isoNow } from './store.js';
+import type { VersionedWrites } from '../data-versions.js';
+import { bool, isoNow, type Dialect } from './store.js';
+import { execute, select } from './prepared.js';
 
 /** Memory categories (SPEC, Resources: Memory), exact strings. */
 export const MEMORY_CATEGORIES = ['core', 'hobbies', 'lifestyle', 'interests', 'habits', 'work', 'skills', 'learnings', 'other', 'system'] as const;
@@ -77,8 +79,28 @@ function newRow(userId: string, m: NewMemory, manuallyAdded: boolean, conversati
   };
 }
 
+const COLUMNS = ['id', 'user_id', 'content', 'category', 'visibility', 'tags', 'manually_added', 'conversation_id', 'created_at', 'updated_at'] as const;
+const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
+/** One insert statement per batch size (at most MAX_MEMORIES_BATCH of them are ever kept). */
+const insertSql = (n: number): string => `insert into memories (${COLUMNS.join(', ')}) values ${Array.from({ length: n }, () => ROW_PLACEHOLDERS).join(', ')}`;
+
+/** One memory as the developer view's JSON object, in the view's key order. */
+const VIEW_JSON: Record<Dialect, string> = {
+  sqlite:
+    "json_object('id', id, 'content', content, 'category', category, 'visibility', visibility, 'tags', json(tags), 'created_at', created_at, " +
+    "'updated_at', updated_at, 'manually_added', json(case when manually_added then 'true' else 'false' end))",
+  pg:
+    "json_build_object('id', id, 'content', content, 'category', category, 'visibility', visibility, 'tags', tags::json, 'created_at', created_at, " +
+    "'updated_at', updated_at, 'manually_added', manually_added)::text",
+};
+
+/** Every write goes through `versions`, so nodes caching answers about the user's memories hear of it. */
 export class MemoriesRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    private readonly dialect: Dialect,
+    private readonly versions: VersionedWrites,
+  ) {}
 
   /** Newest first; ties (one batch shares a timestamp) broken by id so pages never overlap or skip. */
   async list(userId: string, opts: { limit: number; offset: number; categories?: readonly MemoryCategory[] }): Promise<MemoryRecord[]> {
@@ -91,18 +113,31 @@ export class MemoriesRepository {
     return rows.map(toRecord);
   }
 
+  /**
+   * The same page as `list`, already serialised as the developer view (http/routes/memories.ts `view`): the store
+   * builds each memory's JSON, so the hottest read creates no row objects. A test keeps both forms equal.
+   */
+  async listJson(userId: string, opts: { limit: number; offset: number; categories?: readonly MemoryCategory[] }): Promise<string> {
+    const categories = opts.categories ?? [];
+    const filter = categories.length > 0 ? ` and category in (${categories.map(() => '?').join(', ')})` : '';
+    const sql = `select ${VIEW_JSON[this.dialect]} as j from memories where user_id = ?${filter} order by created_at desc, id desc limit ? offset ?`;
+    const rows = await select<{ j: string }>(this.knex, sql, [userId, ...categories, opts.limit, opts.offset]);
+    let out = '[';
+    for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + rows[i]!.j;
+    return out + ']';
+  }
+
   async get(userId: string, id: string): Promise<MemoryRecord | undefined> {
     const row = (await this.knex('memories').where({ id, user_id: userId }).first()) as Row | undefined;
     return row ? toRecord(row) : undefined;
   }
 
-  /** Inserts every memory in one transaction: all or nothing. */
+  /** Inserts every memory in one statement, which is all or nothing by itself (a batch is at most a few hundred values). */
   async createMany(userId: string, memories: readonly NewMemory[], now: number): Promise<MemoryRecord[]> {
     if (memories.length === 0) return [];
     const rows = memories.map((m) => newRow(userId, m, true, null, now));
-    await this.knex.transaction(async (trx) => {
-      await trx('memories').insert(rows);
-    });
+    const bindings = rows.flatMap((r) => COLUMNS.map((c) => r[c] as string | boolean | null));
+    await this.versions.write(userId, () => execute(this.knex, insertSql(rows.length), bindings));
     return rows.map(toRecord);
   }
 
@@ -120,10 +155,12 @@ export class MemoriesRepository {
     const rows = memories.map((m) =>
       newRow(userId, { content: m.content, category: isMemoryCategory(m.category) ? m.category : 'other', visibility: 'private', tags: [] }, false, conversationId, now),
     );
-    await this.knex.transaction(async (trx) => {
-      await trx('memories').where({ user_id: userId, conversation_id: conversationId, manually_added: false }).delete();
-      if (rows.length > 0) await trx('memories').insert(rows);
-    });
+    await this.versions.write(userId, () =>
+      this.knex.transaction(async (trx) => {
+        await trx('memories').where({ user_id: userId, conversation_id: conversationId, manually_added: false }).delete();
+        if (rows.length > 0) await trx('memories').insert(rows);
+      }),
+    );
   }
 
   /** Applies the given fields; undefined when the memory is not the user's. */
@@ -133,12 +170,12 @@ export class MemoriesRepository {
     if (patch.category !== undefined) changes.category = patch.category;
     if (patch.visibility !== undefined) changes.visibility = patch.visibility;
     if (patch.tags !== undefined) changes.tags = JSON.stringify(patch.tags);
-    const n = await this.knex('memories').where({ id, user_id: userId }).update(changes);
+    const n = await this.versions.write(userId, () => this.knex('memories').where({ id, user_id: userId }).update(changes));
     return n > 0 ? this.get(userId, id) : undefined;
   }
 
   /** True when a memory of the user's was deleted. */
   async delete(userId: string, id: string): Promise<boolean> {
-    return (await this.knex('memories').where({ id, user_id: userId }).delete()) > 0;
+    return (await this.versions.write(userId, () => this.knex('memories').where({ id, user_id: userId }).delete())) > 0;
   }
 }

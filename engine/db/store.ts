@@ -5,6 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import knexFactory, { type Knex } from 'knex';
 import type { Config } from '../config.js';
+import { KEEPS_STATEMENTS, finalizeStatements } from './prepared.js';
 
 export type Dialect = 'sqlite' | 'pg';
 
@@ -40,8 +41,17 @@ class ImmediateSqliteTransaction extends SqliteTransaction {
 }
 
 class ImmediateSqliteClient extends SqliteClient {
+  /** Hot-path statements (engine/db/prepared.ts) are kept per connection of this client. */
+  readonly [KEEPS_STATEMENTS] = true;
+
   override transaction(...args: unknown[]): unknown {
     return new ImmediateSqliteTransaction(this, ...args);
+  }
+
+  /** sqlite refuses to close a connection with live statements. */
+  async destroyRawConnection(conn: object): Promise<void> {
+    await finalizeStatements(conn);
+    await (SqliteClient.prototype as unknown as { destroyRawConnection(c: object): Promise<void> }).destroyRawConnection.call(this, conn);
   }
 }
 

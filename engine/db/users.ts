@@ -1,9 +1,19 @@
 // Users: one row per identity-provider subject, created the first time the user does something that needs a row.
 import type { Knex } from 'knex';
+import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow } from './store.js';
+import { select } from './prepared.js';
 
+/**
+ * The memory gate is part of the user's versioned data: changing it goes through `versions`. `ensure` does not: it
+ * never changes an existing row, and what the gate found for an account without a row is never reused
+ * (http/routes/memories.ts), so creating the row invalidates nothing.
+ */
 export class UsersRepository {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    private readonly versions: VersionedWrites,
+  ) {}
 
   /**
    * Creates the user row if missing; safe to call concurrently.
@@ -15,12 +25,15 @@ export class UsersRepository {
 
   /** Sets the developer memory readiness gate of one account (creating the account row if needed). */
   async setMemoryAccess(uid: string, enabled: boolean, now: number): Promise<void> {
-    await this.ensure(uid, now, enabled);
-    await this.knex('users').where({ id: uid }).update({ memory_access_enabled: enabled });
+    await this.versions.write(uid, async () => {
+      await this.ensure(uid, now, enabled);
+      await this.knex('users').where({ id: uid }).update({ memory_access_enabled: enabled });
+    });
   }
 
+  /** Read by the memory gate whenever the account's data version changed: a kept statement, not the query builder. */
   async get(uid: string): Promise<{ id: string; createdAt: string; memoryAccessEnabled: boolean } | undefined> {
-    const row = await this.knex('users').where({ id: uid }).first();
+    const [row] = await select<{ id: string; created_at: string; memory_access_enabled: unknown }>(this.knex, 'select id, created_at, memory_access_enabled from users where id = ?', [uid]);
     return row ? { id: row.id, createdAt: row.created_at, memoryAccessEnabled: bool(row.memory_access_enabled) } : undefined;
   }
 }

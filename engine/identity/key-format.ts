@@ -1,6 +1,6 @@
 // API key format: `svc_dev_` or `svc_mcp_`, 22 base62 characters of randomness (131 bits) and a 6-character CRC32 checksum.
 // The checksum lets a secret scanner, or this service, reject a mistyped key offline without a store lookup.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { KEY_KINDS, type KeyKind } from '../protocol.js';
 
@@ -18,8 +18,15 @@ function base62(n: bigint, width: number): string {
   return out.padStart(width, '0');
 }
 
+/** Checked on every request: plain number arithmetic (a CRC32 is below 2^32), not BigInt. */
 function checksum(prefix: string, random: string): string {
-  return base62(BigInt(crc32(prefix + random)), CHECKSUM_CHARS);
+  let n = crc32(prefix + random);
+  let out = '';
+  while (n > 0) {
+    out = ALPHABET[n % 62] + out;
+    n = Math.floor(n / 62);
+  }
+  return out.padStart(CHECKSUM_CHARS, '0');
 }
 
 export interface NewKey {
@@ -31,7 +38,7 @@ export interface NewKey {
 
 /** SHA-256 hex of the whole key; the only form in which a key is stored. */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 /** What a key list shows: the family, the first and last four characters. */

@@ -1,6 +1,6 @@
 // Standalone action items (SPEC, Endpoints: Action items): list with filters, create, batch create, update, delete.
 import { Type } from '@sinclair/typebox';
-import { ActionItemsRepository, type ActionItemPatch, type ActionItemRecord, type NewActionItem } from '../../engine/db/action-items.js';
+import { type ActionItemPatch, type ActionItemRecord, type NewActionItem } from '../../engine/db/action-items.js';
 import type { AppRoute, Services } from './types.js';
 import { SUCCESS, SuccessSchema, notFound, requireSomeField, toUtcIso } from './common.js';
 
@@ -76,7 +76,7 @@ function toNew(b: { description: string; completed?: boolean; due_at?: string | 
 }
 
 export function actionItemRoutes(s: Services): AppRoute[] {
-  const items = new ActionItemsRepository(s.store.knex);
+  const items = s.actionItems;
   const tags = ['Action items'];
   return [
     {
@@ -87,6 +87,7 @@ export function actionItemRoutes(s: Services): AppRoute[] {
       description: 'Ordered by created_at descending, ties by id descending. start_date and end_date bound created_at, both inclusive.',
       tags,
       auth: { kind: 'api_key', scope: 'action_items:read' },
+      cacheable: true,
       query: ListQuery,
       responses: { 200: { description: 'the action items', schema: Type.Array(ActionItemSchema) } },
       async handler({ auth, query }) {

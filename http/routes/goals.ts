@@ -1,7 +1,7 @@
 // Goals (SPEC, Endpoints: Goals): list, get, create (at most 3 active), update, progress with per-day history, delete.
 import { Type } from '@sinclair/typebox';
 import { valueError } from '../../engine/errors.js';
-import { GOAL_TYPES, GoalsRepository, MAX_ACTIVE_GOALS, type GoalPatch, type GoalRecord, type GoalType, type NewGoal } from '../../engine/db/goals.js';
+import { GOAL_TYPES, MAX_ACTIVE_GOALS, type GoalPatch, type GoalRecord, type GoalType, type NewGoal } from '../../engine/db/goals.js';
 import type { AppRoute, Services } from './types.js';
 import { SUCCESS, SuccessSchema, notFound, requireSomeField } from './common.js';
 
@@ -105,7 +105,7 @@ function checkValues(v: Values, where: (string | number)[] = ['body', 'current_v
 }
 
 export function goalRoutes(s: Services): AppRoute[] {
-  const goals = new GoalsRepository(s.store.knex, s.store.dialect);
+  const goals = s.goals;
   const tags = ['Goals'];
   const notFoundDoc = { 404: { description: 'no such goal of yours' } };
   return [
@@ -116,6 +116,7 @@ export function goalRoutes(s: Services): AppRoute[] {
       summary: `List goals (scope goals:read): active ones oldest first (limit ${DEFAULT_GOALS_PAGE} by default); with include_inactive every goal, newest first`,
       tags,
       auth: { kind: 'api_key', scope: 'goals:read' },
+      cacheable: true,
       query: ListQuery,
       responses: { 200: { description: 'the goals', schema: Type.Array(GoalSchema) } },
       async handler({ auth, query }) {
@@ -130,6 +131,7 @@ export function goalRoutes(s: Services): AppRoute[] {
       summary: 'Get one goal (scope goals:read)',
       tags,
       auth: { kind: 'api_key', scope: 'goals:read' },
+      cacheable: true,
       responses: { 200: { description: 'the goal', schema: GoalSchema }, ...notFoundDoc },
       async handler({ auth, params }) {
         const g = await goals.get(auth.uid, params.goal_id!);

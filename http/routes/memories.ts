@@ -4,7 +4,6 @@ import { EngineError } from '../../engine/errors.js';
 import {
   MEMORY_CATEGORIES,
   MEMORY_VISIBILITIES,
-  MemoriesRepository,
   isMemoryCategory,
   type MemoryCategory,
   type MemoryPatch,
@@ -12,6 +11,7 @@ import {
   type NewMemory,
 } from '../../engine/db/memories.js';
 import type { Principal } from '../../engine/identity/authenticator.js';
+import { VersionedCache } from '../../engine/versioned-cache.js';
 import type { AppRoute, Services } from './types.js';
 import { SUCCESS, SuccessSchema, notFound, requireSomeField } from './common.js';
 
@@ -103,16 +103,26 @@ function parseCategories(raw: string | undefined): MemoryCategory[] {
   return out;
 }
 
+/** Accounts whose gate state each node remembers (per data version). */
+const MAX_REMEMBERED_GATES = 100_000;
+
+/** The account's gate; `stored` is false for an account without a users row (the deployment default applies). */
+async function memoryAccess(s: Services, uid: string): Promise<{ enabled: boolean; stored: boolean }> {
+  const user = await s.users.get(uid);
+  return user ? { enabled: user.memoryAccessEnabled, stored: true } : { enabled: s.config.memoryAccessDefault === 'enabled', stored: false };
+}
+
 /**
  * The account-level readiness gate (SPEC, Errors rule 2), checked after the key and its scope: a valid, correctly
  * scoped key still gets 403 while the account is not enabled. An account without a users row gets the deployment default.
  * The MCP tools check the same gate.
  */
 export async function checkMemoryAccess(s: Services, uid: string): Promise<void> {
-  const user = await s.users.get(uid);
-  const enabled = user ? user.memoryAccessEnabled : s.config.memoryAccessDefault === 'enabled';
-  if (enabled) return;
-  throw new EngineError('ENG_ERR_MEMORY_ACCESS_NOT_READY', {}, {
+  if (!(await memoryAccess(s, uid)).enabled) throw memoryAccessNotReady();
+}
+
+function memoryAccessNotReady(): EngineError {
+  return new EngineError('ENG_ERR_MEMORY_ACCESS_NOT_READY', {}, {
     detail: {
       code: 'developer_memory_access_not_ready',
       reason: 'missing_rollout_state',
@@ -121,10 +131,29 @@ export async function checkMemoryAccess(s: Services, uid: string): Promise<void>
   });
 }
 
-export function memoryRoutes(s: Services): AppRoute[] {
-  const memories = new MemoriesRepository(s.store.knex);
+/**
+ * The gate of the memory routes: remembers a stored gate state per account and data version (the gate is versioned
+ * data, engine/db/users.ts), so a request whose version is unchanged needs no store read. Without a version (a write
+ * in flight), or for an account without a row, it asks the store.
+ */
+function versionedMemoryGate(s: Services): (auth: Principal, dataVersion: string | undefined) => Promise<void> | void {
+  const known = new VersionedCache<boolean>(MAX_REMEMBERED_GATES);
+  const check = async (uid: string, dataVersion: string | undefined): Promise<void> => {
+    const found = await memoryAccess(s, uid);
+    if (found.stored && dataVersion !== undefined) known.set(uid, dataVersion, found.enabled);
+    if (!found.enabled) throw memoryAccessNotReady();
+  };
+  return (auth, dataVersion) => {
+    const enabled = dataVersion === undefined ? undefined : known.get(auth.uid, dataVersion);
+    if (enabled === undefined) return check(auth.uid, dataVersion);
+    if (!enabled) throw memoryAccessNotReady();
+    return undefined;
+  };
+}
 
-  const memoryGate = (auth: Principal): Promise<void> => checkMemoryAccess(s, auth.uid);
+export function memoryRoutes(s: Services): AppRoute[] {
+  const memories = s.memories;
+  const memoryGate = versionedMemoryGate(s);
 
   const tags = ['Memories'];
   return [
@@ -137,12 +166,12 @@ export function memoryRoutes(s: Services): AppRoute[] {
       tags,
       auth: { kind: 'api_key', scope: 'memories:read' },
       guard: memoryGate,
+      cacheable: true,
       query: ListQuery,
       responses: { 200: { description: 'the memories', schema: Type.Array(MemorySchema) }, 400: { description: 'unknown category' }, ...NOT_READY },
       async handler({ auth, query }) {
         const categories = parseCategories(query.categories as string | undefined);
-        const list = await memories.list(auth.uid, { limit: query.limit as number, offset: query.offset as number, categories });
-        return { body: list.map(view) };
+        return { json: await memories.listJson(auth.uid, { limit: query.limit as number, offset: query.offset as number, categories }) };
       },
     },
     {

@@ -27,8 +27,8 @@ t.test('npm run bench -- rest --smoke exits 0 and writes its result', async (t) 
   t.equal(result.baseline, 'bare');
   t.equal(result.serviceExitCode, 0, 'the service stopped cleanly on SIGTERM');
   t.match(result.machine, { cpus: Number, cpuModel: String, node: String, loadavg: Array });
-  t.same(Object.keys(result.targets).sort(), ['bare', 'get', 'post']);
-  for (const name of ['get', 'post', 'bare']) {
+  t.same(Object.keys(result.targets).sort(), ['bare', 'get', 'post', 'uncached']);
+  for (const name of ['get', 'uncached', 'post', 'bare']) {
     const target = result.targets[name];
     t.match(target, { requestsPerSec: Number, p50Ms: Number, p99Ms: Number, requests: Number }, name);
     t.ok(target.requests > 0, `${name} completed requests`);
@@ -36,5 +36,6 @@ t.test('npm run bench -- rest --smoke exits 0 and writes its result', async (t) 
   }
   t.type(result.ratios.get, 'number');
   t.type(result.ratios.post, 'number');
+  t.type(result.ratios.uncached, 'number');
   t.match(result.goal, { target: 'get', minRatio: 0.25, met: Boolean });
 });

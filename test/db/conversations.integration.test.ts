@@ -2,6 +2,7 @@
 import t from 'tap';
 import { openStore } from '../../engine/db/store.js';
 import { UsersRepository } from '../../engine/db/users.js';
+import { UNVERSIONED } from '../../engine/data-versions.js';
 import { ConversationsRepository } from '../../engine/db/conversations.js';
 import { processBuiltin } from '../../engine/processing/builtin.js';
 import { STORES, storeEnv } from '../helpers/stores.js';
@@ -14,7 +15,7 @@ for (const kind of STORES) {
     const store = openStore({ dataDir: t.testdir(), databaseUrl: env.DATABASE_URL, databaseSchema: env.DATABASE_SCHEMA ?? 'public' });
     t.teardown(() => store.close());
     await store.migrate();
-    await new UsersRepository(store.knex).ensure('u1', NOW);
+    await new UsersRepository(store.knex, UNVERSIONED).ensure('u1', NOW);
     const repo = new ConversationsRepository(store.knex);
 
     const stub = await repo.create({ userId: 'u1', status: 'in_progress', startedAt: new Date(NOW).toISOString(), finishedAt: null, source: 'omi', language: 'en', now: NOW });

@@ -2,6 +2,7 @@
 import t from 'tap';
 import { openStore } from '../../engine/db/store.js';
 import { UsersRepository } from '../../engine/db/users.js';
+import { UNVERSIONED } from '../../engine/data-versions.js';
 import { ApiKeysRepository } from '../../engine/db/api-keys.js';
 import { STORES, storeEnv } from '../helpers/stores.js';
 
@@ -22,7 +23,7 @@ for (const kind of STORES) {
     t.notOk(await store.knex.schema.hasTable('api_keys'));
     t.same(await store.migrate(), applied, 'and they apply again');
 
-    const users = new UsersRepository(store.knex);
+    const users = new UsersRepository(store.knex, UNVERSIONED);
     const keys = new ApiKeysRepository(store.knex);
     const now = Date.UTC(2026, 10, 23);
     await Promise.all([users.ensure('u1', now), users.ensure('u1', now)]);

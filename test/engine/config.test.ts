@@ -16,6 +16,7 @@ t.test('defaults', async (t) => {
   t.equal(c.maxBodyBytes, 1024 * 1024);
   t.equal(c.idTokenTtlS, 3600);
   t.equal(c.keyLastUsedIntervalS, 60);
+  t.equal(c.responseCacheBytes, 64 * 1024 * 1024);
   t.ok(Object.isFrozen(c));
 });
 
@@ -28,6 +29,7 @@ t.test('values are read and converted', async (t) => {
   t.equal(c.maxBodyBytes, 2048);
   t.equal(c.role, 'api');
   t.equal(loadConfig({ PORT: '' }).port, 8080, 'an empty value means the default');
+  t.equal(loadConfig({ RESPONSE_CACHE_BYTES: '0' }).responseCacheBytes, 0, '0 keeps no answers');
 });
 
 const bad: [Record<string, string>, string][] = [
@@ -51,6 +53,8 @@ const bad: [Record<string, string>, string][] = [
   [{ ID_TOKEN_TTL_S: '0' }, 'ID_TOKEN_TTL_S'],
   [{ KEY_LAST_USED_INTERVAL_S: 'x' }, 'KEY_LAST_USED_INTERVAL_S'],
   [{ SHUTDOWN_TIMEOUT_MS: '5' }, 'SHUTDOWN_TIMEOUT_MS'],
+  [{ RESPONSE_CACHE_BYTES: '-1' }, 'RESPONSE_CACHE_BYTES'],
+  [{ RESPONSE_CACHE_BYTES: '64MB' }, 'RESPONSE_CACHE_BYTES'],
   [{ DATA_DIR: ' ./data' }, 'DATA_DIR'],
 ];
 

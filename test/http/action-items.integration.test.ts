@@ -3,7 +3,6 @@ import t from 'tap';
 import { startService, type TestService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
 import { STORES } from '../helpers/stores.js';
-import { ActionItemsRepository } from '../../engine/db/action-items.js';
 
 const BASE = '/v1/dev/user/action-items';
 
@@ -118,7 +117,7 @@ for (const store of STORES) {
       const window = await s.req(`${BASE}?start_date=2026-11-20T09:00:30Z&end_date=2026-11-20T09:01:00Z`, { headers: ro });
       t.same(window.json.map((i: { description: string }) => i.description).sort(), ['Already done', 'Pay rent'], 'end_date is inclusive');
 
-      const repo = new ActionItemsRepository(s.service.services.store.knex);
+      const repo = s.service.services.actionItems;
       await repo.createFromConversation('alice', 'conv-9', [{ description: 'Stale', dueAt: null }], s.clock.now());
       await repo.createFromConversation('alice', 'conv-9', [{ description: 'Send slides', dueAt: '2026-11-25T12:00:00.000Z' }, { description: 'Book room', dueAt: null }], s.clock.now());
       const conv = await s.req(`${BASE}?conversation_id=conv-9`, { headers: ro });

@@ -214,8 +214,7 @@ for (const store of STORES) {
     });
 
     await t.test('conversation-extracted memories', async (t) => {
-      const { MemoriesRepository } = await import('../../engine/db/memories.js');
-      const repo = new MemoriesRepository(s.service.services.store.knex);
+      const repo = s.service.services.memories;
       s.clock.advance(1000);
       await repo.createFromConversation('alice', 'conv-1', [{ content: 'Stale', category: 'other' }], s.clock.now());
       await repo.createFromConversation('alice', 'conv-1', [{ content: 'Has a dog named Rex', category: 'lifestyle' }, { content: 'Odd', category: 'interesting' }], s.clock.now());
@@ -237,8 +236,9 @@ t.test('an account without a users row gets the deployment default', async (t) =
   const res = await s.req(BASE, { headers: key });
   t.equal(res.status, 403, 'new accounts start disabled under MEMORY_ACCESS_DEFAULT=disabled');
   t.equal(res.json.detail.code, 'developer_memory_access_not_ready');
-  // The account row, once it exists, decides over the default.
-  await s.service.services.store.knex('users').where({ id: 'carol' }).update({ memory_access_enabled: true });
+  // The account row, once it exists, decides over the default (written through the repository, as every gate change is,
+  // so nodes that remember the gate hear of it).
+  await s.service.services.users.setMemoryAccess('carol', true, s.clock.now());
   t.equal((await s.req(BASE, { headers: key })).status, 200);
 });
 

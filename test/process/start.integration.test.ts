@@ -9,6 +9,7 @@ import { request, bearer } from '../helpers/http.js';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const ENTRY = fileURLToPath(new URL('../../engine/index.js', import.meta.url));
 const TOKEN = fileURLToPath(new URL('../../scripts/token.js', import.meta.url));
+const ADMIN = fileURLToPath(new URL('../../scripts/admin.js', import.meta.url));
 
 interface Running {
   child: ChildProcess;
@@ -99,13 +100,25 @@ t.test('with nothing at REDIS_URL it runs its own redis-server and stops it on s
       srv.close(() => resolve(port));
     });
   });
-  const svc = await run({ ...baseEnv(t), REDIS_URL: `redis://127.0.0.1:${dead}` });
+  const runEnv: Record<string, string> = { ...baseEnv(t), REDIS_URL: `redis://127.0.0.1:${dead}` };
+  const svc = await run(runEnv);
   const started = svc.lines.find((l) => l.msg === 'embedded redis-server started');
   t.ok(started, 'an embedded redis-server was started');
   const redisPort = started!.port as number;
   t.ok(await portAnswers(redisPort));
   const health = await request(`http://127.0.0.1:${svc.port}`, '/health');
   t.equal(health.status, 200);
+
+  // The admin command finds the embedded server, so the running service hears of a gate change at once.
+  const token = spawnSync(process.execPath, [TOKEN, 'op-user'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', DATA_DIR: runEnv.DATA_DIR! }, encoding: 'utf8' }).stdout.trim();
+  const base = `http://127.0.0.1:${svc.port}`;
+  const key = (await request(base, '/v1/dev/keys', { method: 'POST', headers: bearer(token), body: { name: 'k', scopes: ['memories:read'] } })).json.key as string;
+  for (let i = 0; i < 2; i++) t.equal((await request(base, '/v1/dev/user/memories', { headers: bearer(key) })).status, 200, 'gate and answer remembered');
+  const admin = spawnSync(process.execPath, [ADMIN, 'memory-access', 'op-user', 'off'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...runEnv }, encoding: 'utf8' });
+  t.equal(admin.status, 0, admin.stderr);
+  t.equal(admin.stderr, '', 'it found the embedded Redis');
+  t.equal((await request(base, '/v1/dev/user/memories', { headers: bearer(key) })).status, 403, 'refused at once');
+
   svc.child.kill('SIGTERM');
   t.equal(await svc.exited, 0);
   t.notOk(await portAnswers(redisPort), 'the embedded redis-server is stopped');
