@@ -6,19 +6,25 @@ import { BENCH_DIR, ROOT_DIR, parseArgs } from './lib/report.mjs';
 
 /** Scenario name -> module (paths mirror the source they measure). */
 const SCENARIOS = {
-  rest: './http/rest.mjs',
-  sessions: './listen/sessions.mjs',
+  fleet: './listen/fleet.mjs',
+  limit: './listen/limit.mjs',
+  churn: './listen/churn.mjs',
   codecs: './scripts/bench-codecs.mjs',
+  rest: './http/rest.mjs',
   compare: './compare.mjs',
 };
 
 const HELP = `usage: npm run bench -- <scenario> [options]
 scenarios:
-  rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
-  sessions  live /v4/listen sessions: server RSS idle, per idle and per streaming opus_fs320 session, CPU per session-second
+  fleet     simulated wearables streaming to /v4/listen of the real service (STT: the provider_a fake): latency, loss,
+            CPU and RSS per session, vs a bare uWebSockets.js server; --ramp searches for capacity
+  limit     the box's ceiling: the same generator against a bare uWebSockets.js server that only decodes each frame
+  churn     sessions come (5-30 s of audio) and go for 10 minutes: the service's RSS must come back
   codecs    CPU per second of audio for each codec, codec shards vs the decoder in-process
+  rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
   compare   compare A.json B.json: the ratio between two result files' figures
-results go to bench/results/<timestamp>-<scenario>.json; \`npm run bench -- <scenario> --help\` for options`;
+each run prints a table and writes bench/results/<timestamp>-<scenario>.json and .html (charts);
+\`npm run bench -- <scenario> --help\` for options`;
 
 /**
  * Runs a command in `cwd`, inheriting stdio; exits with its status when it fails.
@@ -47,8 +53,7 @@ function ensureBenchDeps() {
  * @param {string} scenario
  */
 function ensureBuilt(scenario) {
-  const needed = ['dist/engine/index.js', 'dist/scripts/token.js', 'dist/scripts/bench-codecs.js'];
-  if (scenario === 'codecs') needed.push('native/build/Release/lc3.node');
+  const needed = ['dist/engine/index.js', 'dist/scripts/token.js', 'dist/scripts/bench-codecs.js', 'dist/test/helpers/codec-fixtures.js', 'native/build/Release/lc3.node'];
   if (needed.every((f) => existsSync(path.join(ROOT_DIR, f)))) return;
   step('building the service', 'bash', ['scripts/setup'], ROOT_DIR);
 }
@@ -61,8 +66,8 @@ if (!scenario || scenario === 'help' || !(scenario in SCENARIOS)) {
 }
 const mod = await (async () => {
   if (scenario !== 'compare') {
-    // sessions needs no bench-only dependency (ws comes with the service).
-    if (scenario !== 'sessions') ensureBenchDeps();
+    // Only rest needs a bench-only dependency (autocannon); the listen benches use ws and uWS of the service.
+    if (scenario === 'rest') ensureBenchDeps();
     ensureBuilt(scenario);
   }
   return import(SCENARIOS[/** @type {keyof typeof SCENARIOS} */ (scenario)]);

@@ -5,9 +5,9 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { Redis } from 'ioredis';
-import { BENCH_DIR, RESULTS_DIR, machine, machineLine, noiseLine, table, writeResult } from '../lib/report.mjs';
-import { freePort, idToken, startChild } from '../lib/processes.mjs';
+import { BENCH_DIR, RESULTS_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
+import { Progress } from '../lib/progress.mjs';
+import { cleanRedis, freePort, idToken, startChild } from '../lib/processes.mjs';
 import { summarize } from '../lib/cpuprofile.mjs';
 
 export const USAGE = `npm run bench -- rest [--seconds 10] [--connections 50] [--pipelining 1] [--warmup 1] [--targets get,post,bare] [--profile] [--smoke]
@@ -124,6 +124,9 @@ export async function run(options) {
       { name: 'bare', method: 'GET', url: `http://127.0.0.1:${barePort}${ROUTE}`, headers: {}, what: `bare uWS, constant ${getBody.length}-byte JSON (baseline)` },
     ].filter((p) => targets.includes(p.name));
 
+    const progress = new Progress('rest', plan.length * (warmup + seconds), 's');
+    const t0 = performance.now();
+    const ticker = setInterval(() => progress.update((performance.now() - t0) / 1000, Object.keys(results).map((n) => `${n} ${results[n]?.requestsPerSec} req/s`).join('  ')), 250);
     for (const p of plan) {
       const ac = { url: p.url, method: /** @type {any} */ (p.method), headers: p.headers, connections, pipelining, ...(p.body ? { body: p.body } : {}) };
       if (warmup > 0) await autocannon({ ...ac, duration: warmup });
@@ -142,8 +145,10 @@ export async function run(options) {
         timeouts: r.timeouts,
         bytesPerSec: Math.round(r.throughput.average),
       };
-      process.stderr.write(`rest: ${p.name} done (${Math.round(r.requests.average)} req/s)\n`);
     }
+    clearInterval(ticker);
+    progress.update(plan.length * (warmup + seconds));
+    progress.end();
   } finally {
     // The service first: its exit code says whether it shut down cleanly under load; --cpu-prof writes its profile on exit.
     for (const c of children) {
@@ -166,27 +171,17 @@ export async function run(options) {
     if (files[0]) prof = summarize(path.join(profileDir, files[0]));
   }
 
+  const rows = Object.values(results);
   const result = {
     scenario: 'rest',
-    version: 1,
+    version: 2,
     startedAt: new Date().toISOString(),
     machine: m,
     options: { seconds, warmup, connections, pipelining, targets, profile, smoke },
-    baseline: 'bare',
-    targets: results,
-    ratios,
-    goal: { target: 'get', minRatio: GOAL_GET_RATIO, ratio: getRatio, met: getRatio === null ? null : getRatio >= GOAL_GET_RATIO },
-    serviceExitCode: serviceExit,
-    ...(prof ? { profile: { dir: path.relative(BENCH_DIR, profileDir), ...prof } } : {}),
-  };
-  const file = writeResult('rest', result, options.out);
-
-  console.log(machineLine(m));
-  console.log(`baseline: bare uWebSockets.js, one route, constant JSON of the same bytes as GET; autocannon ${connections} connections, pipelining ${pipelining}, ${seconds} s per target after ${warmup} s warm-up`);
-  console.log(
-    table(
-      ['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ratio to bare', 'what'],
-      Object.values(results).map((t) => [
+    baseline: `bare: a bare uWebSockets.js server, one route, constant JSON of the same bytes as GET; autocannon ${connections} connections, pipelining ${pipelining}, ${seconds} s per target after ${warmup} s warm-up`,
+    summary: {
+      head: ['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ratio to bare', 'what'],
+      rows: rows.map((t) => [
         `${t.name} ${t.method} ${t.name === 'bare' ? '(bare)' : t.path}`,
         String(t.requestsPerSec),
         String(t.p50Ms),
@@ -195,40 +190,39 @@ export async function run(options) {
         t.name === 'bare' ? '1' : ratios[t.name] === null ? 'n/a' : (ratios[t.name] ?? 0).toFixed(3),
         t.what,
       ]),
+    },
+    figures: figuresOf(
+      Object.fromEntries([
+        ...rows.flatMap((t) => [
+          [`${t.name} req/s`, [t.requestsPerSec, 'req/s', 'higher']],
+          [`${t.name} p50 ms`, [t.p50Ms, 'ms', 'lower']],
+          [`${t.name} p99 ms`, [t.p99Ms, 'ms', 'lower']],
+        ]),
+        ...Object.entries(ratios).map(([n, r]) => [`${n} / bare`, [r, '', 'higher']]),
+      ]),
     ),
-  );
-  if (getRatio !== null) console.log(`goal: GET ≥ ${GOAL_GET_RATIO * 100}% of bare: ${(getRatio * 100).toFixed(1)}% ${getRatio >= GOAL_GET_RATIO ? 'met' : 'NOT met'}`);
-  if (prof) {
-    console.log(`profile of the service (${prof.busyMs} ms busy of ${prof.totalMs} ms; ${result.profile?.dir}):`);
-    console.log(table(['self ms', '%', 'area'], prof.areas.map((a) => [String(a.selfMs), a.pct.toFixed(1), a.area])));
-    console.log(table(['self ms', '%', 'function', 'where'], prof.functions.map((f) => [String(f.selfMs), f.pct.toFixed(1), f.name, f.where])));
-  }
-  console.log(noiseLine(m));
-  console.log(`results: ${path.relative(process.cwd(), file)}`);
+    goals: [{ name: 'GET throughput vs bare uWS', target: `≥ ${GOAL_GET_RATIO}`, value: getRatio, met: getRatio === null ? null : getRatio >= GOAL_GET_RATIO }],
+    notes: prof ? [`profile of the service: ${prof.busyMs} ms busy of ${prof.totalMs} ms (${path.relative(BENCH_DIR, profileDir)})`] : [],
+    tables: prof
+      ? [
+          { title: 'service profile by area', head: ['self ms', '%', 'area'], rows: prof.areas.map((a) => [String(a.selfMs), a.pct.toFixed(1), a.area]) },
+          { title: 'service profile by function', head: ['self ms', '%', 'function', 'where'], rows: prof.functions.map((f) => [String(f.selfMs), f.pct.toFixed(1), f.name, f.where]) },
+        ]
+      : [],
+    charts: [
+      { kind: 'bar', title: 'Throughput', yLabel: 'requests per second', categories: rows.map((t) => t.name), series: [{ name: 'req/s', values: rows.map((t) => t.requestsPerSec) }] },
+      { kind: 'bar', title: 'Latency', yLabel: 'ms', categories: rows.map((t) => t.name), series: [{ name: 'p50', values: rows.map((t) => t.p50Ms) }, { name: 'p99', values: rows.map((t) => t.p99Ms) }] },
+    ],
+    targets: results,
+    ratios,
+    goal: { target: 'get', minRatio: GOAL_GET_RATIO, ratio: getRatio, met: getRatio === null ? null : getRatio >= GOAL_GET_RATIO },
+    serviceExitCode: serviceExit,
+    ...(prof ? { profile: { dir: path.relative(BENCH_DIR, profileDir), ...prof } } : {}),
+  };
+  finish(/** @type {any} */ (result), options);
 
-  const broken = Object.values(results).some((t) => t.non2xx + t.errors + t.timeouts > 0 || t.requests === 0);
+  const broken = rows.some((t) => t.non2xx + t.errors + t.timeouts > 0 || t.requests === 0);
   if (broken) throw new Error('some requests failed (non-2xx, errors or timeouts): the figures are not valid');
   if (serviceExit !== 0) throw new Error(`the service exited with ${serviceExit} on SIGTERM`);
   return result;
-}
-
-/**
- * Deletes every key under the bench's Redis prefix (rate-limit counters), so runs leave the shared Redis as they found it.
- * @param {string} prefix
- */
-async function cleanRedis(prefix) {
-  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
-  } catch {
-    // Best effort: the keys expire within a day anyway.
-  } finally {
-    redis.disconnect();
-  }
 }

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { ROOT_DIR } from './report.mjs';
 
 const execFileP = promisify(execFile);
@@ -82,4 +83,25 @@ export async function startChild(o) {
 export async function idToken(uid, env) {
   const { stdout } = await execFileP(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/token.js'), uid], { cwd: ROOT_DIR, env: { ...process.env, ...env } });
   return stdout.trim();
+}
+
+/**
+ * Deletes every key under the bench's Redis prefix (rate limits, queues, events), so runs leave the shared Redis as they found it.
+ * @param {string} prefix
+ */
+export async function cleanRedis(prefix) {
+  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+  } catch {
+    // Best effort: the keys expire within a day anyway.
+  } finally {
+    redis.disconnect();
+  }
 }
