@@ -1,0 +1,246 @@
+// One provider_a session: PCM out on a Deepgram live socket in 20–250 ms messages, final Results in as segments.
+//
+// Rationale: write() sends synchronously once ≥ 20 ms is buffered (no per-chunk timers; a 20 ms frame goes out as a
+// view, without a copy). One repeating scheduler entry per stream sends KeepAlive when no audio went out during the
+// last period, so a long pause outlives Deepgram's 10 s idle rule. Audio sent but not yet covered by a final
+// result (Deepgram's `start + duration`) is kept, bounded, for unacknowledged(). A failure is reported once.
+import type WebSocket from 'ws';
+import type { Logger } from '../logger.js';
+import type { Scheduler, TimerId } from '../scheduler.js';
+import { SAMPLE_RATE_HZ, segmentsOf, streamFailure, type DgResults } from './provider-a-protocol.js';
+import { SttEmitter } from './stt-emitter.js';
+import type { SttFailure, SttStream, UnacknowledgedAudio } from './types.js';
+import { Outcome } from '../protocol.js';
+
+/** 20 ms and 250 ms of 16 kHz audio: the message size bounds. */
+const MIN_SAMPLES = 320;
+const MAX_SAMPLES = 4000;
+
+export interface ProviderAStreamOptions {
+  sessionId: string;
+  scheduler: Scheduler;
+  logger: Logger;
+  keepAliveMs: number;
+  finalizeTimeoutMs: number;
+  closeTimeoutMs: number;
+  /** Unacknowledged audio kept at most, in samples; older audio is dropped (and startS moves on). */
+  maxUnacknowledgedSamples: number;
+  /** Bytes queued on the socket beyond which the provider is deemed stuck (reason send_failed). */
+  maxBufferedBytes: number;
+  onClosed: () => void;
+}
+
+interface Waiter {
+  target: number;
+  resolve: () => void;
+  timer: TimerId;
+}
+
+export class ProviderAStream extends SttEmitter implements SttStream {
+  readonly provider = 'provider_a';
+  readonly #ws: WebSocket;
+  readonly #o: ProviderAStreamOptions;
+  #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
+  /** Audio below 20 ms waiting for more. */
+  readonly #pending = new Int16Array(MAX_SAMPLES);
+  #pendingLen = 0;
+  /** Samples handed to the socket, and samples covered by final results. */
+  #sent = 0;
+  #acked = 0;
+  /** Sent, unacknowledged audio: chunks in order, `#head` the first live one. */
+  #tail: { at: number; pcm: Int16Array }[] = [];
+  #head = 0;
+  #sentSinceTick = false;
+  readonly #keepAlive: TimerId;
+  #waiters: Waiter[] = [];
+  #socketClosed: (() => void) | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(ws: WebSocket, o: ProviderAStreamOptions) {
+    super();
+    this.#ws = ws;
+    this.#o = o;
+    ws.on('message', (data, isBinary) => {
+      if (!isBinary) this.#onText(data.toString());
+    });
+    ws.on('close', (code, reason) => this.#onClose(code, reason.toString()));
+    ws.on('error', (err) => o.logger.debug({ provider: this.provider, sessionId: o.sessionId, err: { name: err.name } }, 'provider_a socket error'));
+    this.#keepAlive = o.scheduler.every(o.keepAliveMs, () => this.#tick());
+  }
+
+  write(pcm: Int16Array): void {
+    if (this.#state !== 'open' || pcm.length === 0) return;
+    let off = 0;
+    if (this.#pendingLen > 0) {
+      off = Math.min(pcm.length, MAX_SAMPLES - this.#pendingLen);
+      this.#pending.set(pcm.subarray(0, off), this.#pendingLen);
+      this.#pendingLen += off;
+      if (this.#pendingLen >= MIN_SAMPLES) this.#flushPending();
+    }
+    while (pcm.length - off >= MIN_SAMPLES && this.#state === 'open') {
+      const n = Math.min(MAX_SAMPLES, pcm.length - off);
+      this.#sendAudio(off === 0 && n === pcm.length ? pcm : pcm.subarray(off, off + n));
+      off += n;
+    }
+    if (off < pcm.length && this.#state === 'open') {
+      this.#pending.set(pcm.subarray(off), this.#pendingLen);
+      this.#pendingLen += pcm.length - off;
+    }
+  }
+
+  unacknowledged(): UnacknowledgedAudio {
+    const start = this.#head < this.#tail.length ? this.#tail[this.#head]!.at : this.#sent;
+    const from = Math.min(Math.max(this.#acked, start), this.#sent + this.#pendingLen);
+    const pcm = new Int16Array(this.#sent + this.#pendingLen - from);
+    let at = 0;
+    for (let i = this.#head; i < this.#tail.length; i++) {
+      const c = this.#tail[i]!;
+      const skip = Math.max(0, from - c.at);
+      if (skip >= c.pcm.length) continue;
+      pcm.set(skip > 0 ? c.pcm.subarray(skip) : c.pcm, at);
+      at += c.pcm.length - skip;
+    }
+    const pendingSkip = Math.max(0, from - this.#sent);
+    pcm.set(this.#pending.subarray(pendingSkip, this.#pendingLen), at);
+    return { startS: from / SAMPLE_RATE_HZ, pcm };
+  }
+
+  /** Sends what is buffered and Finalize; resolves once Deepgram answered for it (from_finalize) or after finalizeTimeoutMs. */
+  finalize(): Promise<void> {
+    if (this.#state !== 'open') return Promise.resolve();
+    this.#flushPending();
+    const target = this.#sent;
+    if (this.#acked >= target || this.#state !== 'open') return Promise.resolve();
+    this.#sendText('{"type":"Finalize"}');
+    return new Promise<void>((resolve) => {
+      const waiter: Waiter = { target, resolve, timer: this.#o.scheduler.after(this.#o.finalizeTimeoutMs, () => this.#settle((w) => w === waiter)) };
+      this.#waiters.push(waiter);
+    });
+  }
+
+  /** Sends what is buffered and CloseStream, waits (bounded) for Deepgram to close, then frees the socket; idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    this.#o.scheduler.cancel(this.#keepAlive);
+    if (this.#state === 'open') {
+      this.#flushPending();
+      if (this.#state === 'open') {
+        this.#state = 'closing';
+        this.#sendText('{"type":"CloseStream"}');
+        await new Promise<void>((resolve) => {
+          const timer = this.#o.scheduler.after(this.#o.closeTimeoutMs, () => resolve());
+          this.#socketClosed = () => {
+            this.#o.scheduler.cancel(timer);
+            resolve();
+          };
+        });
+      }
+    }
+    this.#state = 'closed';
+    this.#ws.terminate();
+    this.#settle(() => true);
+    this.#o.onClosed();
+  }
+
+  #flushPending(): void {
+    if (this.#pendingLen === 0 || this.#state !== 'open') return;
+    const msg = this.#pending.slice(0, this.#pendingLen);
+    this.#pendingLen = 0;
+    this.#sendAudio(msg);
+  }
+
+  #sendAudio(pcm: Int16Array): void {
+    this.#tail.push({ at: this.#sent, pcm });
+    this.#sent += pcm.length;
+    this.#sentSinceTick = true;
+    this.#ws.send(Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+    this.#trimTail();
+    if (this.#ws.bufferedAmount > this.#o.maxBufferedBytes) this.#fail({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'send_failed' });
+  }
+
+  #sendText(text: string): void {
+    this.#ws.send(text);
+  }
+
+  #tick(): void {
+    if (this.#state === 'open' && !this.#sentSinceTick) this.#sendText('{"type":"KeepAlive"}');
+    this.#sentSinceTick = false;
+  }
+
+  #onText(text: string): void {
+    let msg: { type?: unknown };
+    try {
+      msg = JSON.parse(text) as { type?: unknown };
+    } catch {
+      return;
+    }
+    if (msg.type === 'Results') {
+      const r = msg as DgResults;
+      if (r.is_final !== true || typeof r.start !== 'number' || typeof r.duration !== 'number') return;
+      this.emitSegments(segmentsOf(r));
+      this.#ack(Math.round((r.start + r.duration) * SAMPLE_RATE_HZ));
+      if (r.from_finalize === true) this.#settle(() => true);
+    } else if (msg.type === 'Error') {
+      this.#fail({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'provider_error' });
+    }
+  }
+
+  #ack(samples: number): void {
+    if (samples <= this.#acked) return;
+    this.#acked = samples;
+    while (this.#head < this.#tail.length) {
+      const c = this.#tail[this.#head]!;
+      if (c.at + c.pcm.length > samples) break;
+      this.#tail[this.#head++] = undefined as never;
+    }
+    this.#compact();
+    this.#settle((w) => w.target <= samples);
+  }
+
+  /** Bounds memory: drops the oldest chunks beyond maxUnacknowledgedSamples. */
+  #trimTail(): void {
+    while (this.#head < this.#tail.length - 1 && this.#sent - this.#tail[this.#head + 1]!.at >= this.#o.maxUnacknowledgedSamples) {
+      this.#tail[this.#head++] = undefined as never;
+    }
+    this.#compact();
+  }
+
+  #compact(): void {
+    if (this.#head > 64 && this.#head * 2 > this.#tail.length) {
+      this.#tail = this.#tail.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+
+  #settle(which: (w: Waiter) => boolean): void {
+    const done = this.#waiters.filter(which);
+    if (done.length === 0) return;
+    this.#waiters = this.#waiters.filter((w) => !which(w));
+    for (const w of done) {
+      this.#o.scheduler.cancel(w.timer);
+      w.resolve();
+    }
+  }
+
+  #onClose(code: number, reason: string): void {
+    if (this.#state === 'closing' || this.#state === 'closed') {
+      this.#socketClosed?.();
+      return;
+    }
+    this.#fail(streamFailure(code, reason), code);
+  }
+
+  #fail(failure: SttFailure, code?: number): void {
+    if (this.#state !== 'open') return;
+    this.#state = 'failed';
+    this.#o.scheduler.cancel(this.#keepAlive);
+    this.#ws.terminate();
+    this.#settle(() => true);
+    this.#o.logger.warn({ provider: this.provider, sessionId: this.#o.sessionId, code, reason: failure.reason, sentS: this.#sent / SAMPLE_RATE_HZ, ackedS: this.#acked / SAMPLE_RATE_HZ }, 'provider_a stream failed');
+    this.emitFailure(failure);
+  }
+}

@@ -1,0 +1,147 @@
+// provider_a: speech-to-text over Deepgram's live streaming protocol (`wss://api.deepgram.com/v1/listen` or a compatible URL).
+//
+// Rationale: a plain `ws` client rather than @deepgram/sdk. open() is exactly one connection attempt whose refusal
+// must be seen with its HTTP status and Retry-After (the SDK reports only "Unexpected server response"), sockets must
+// never reconnect or queue audio behind the fail-over layer's back (the SDK reconnects by default and queues sends
+// while it does), and every timer goes through the injected Scheduler (the SDK arms its own per-connection timers).
+// The fake in test/fakes/deepgram-server.ts is checked against the SDK, so the protocol stays Deepgram's.
+import WebSocket from 'ws';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { Scheduler } from '../scheduler.js';
+import { Outcome } from '../protocol.js';
+import { NOVA3_LANGUAGES } from './deepgram-languages.js';
+import { SAMPLE_RATE_HZ, cleanKeyterms, listenUrl, openFailure, retryAfterMs } from './provider-a-protocol.js';
+import { ProviderAStream } from './provider-a-stream.js';
+import { SttOpenError, type SttEngine, type SttStreamOptions } from './types.js';
+
+export interface ProviderAEngineOptions {
+  /** Live endpoint, e.g. config.providerAUrl. */
+  url: string;
+  /** Sent as `Authorization: Token <key>`; never logged. */
+  apiKey: string;
+  clock: Clock;
+  scheduler: Scheduler;
+  logger: Logger;
+  /** @defaultValue 'nova-3' */
+  model?: string;
+  /** Vocabulary sent as `keyterm` (Nova-3) or `keywords`; trimmed, de-duplicated, at most 100. @defaultValue [] */
+  keyterms?: readonly string[];
+  /** One connection attempt's limit, in milliseconds. @defaultValue 5000 */
+  connectTimeoutMs?: number;
+  /** Period of the keep-alive check; a period without audio sends KeepAlive (Deepgram closes after 10 s idle). @defaultValue 4000 */
+  keepAliveMs?: number;
+  /** Longest wait for the answer to Finalize. @defaultValue 5000 */
+  finalizeTimeoutMs?: number;
+  /** Longest wait for Deepgram to close after CloseStream. @defaultValue 3000 */
+  closeTimeoutMs?: number;
+  /** Unacknowledged audio kept per stream, in seconds; older audio is dropped. @defaultValue 120 */
+  maxUnacknowledgedS?: number;
+  /** Audio queued on a socket that does not drain before the stream fails with send_failed, in seconds. @defaultValue 15 */
+  maxBufferedS?: number;
+}
+
+export class ProviderAEngine implements SttEngine {
+  readonly name = 'provider_a';
+  readonly #o: Required<Omit<ProviderAEngineOptions, 'keyterms'>> & { keyterms: string[] };
+  readonly #streams = new Set<ProviderAStream>();
+  #closed = false;
+
+  constructor(options: ProviderAEngineOptions) {
+    if (!options.apiKey) throw new RangeError('apiKey is required');
+    const url = new URL(options.url);
+    if (url.protocol !== 'wss:' && url.protocol !== 'ws:') throw new RangeError('url must be ws: or wss:');
+    this.#o = {
+      model: 'nova-3',
+      connectTimeoutMs: 5000,
+      keepAliveMs: 4000,
+      finalizeTimeoutMs: 5000,
+      closeTimeoutMs: 3000,
+      maxUnacknowledgedS: 120,
+      maxBufferedS: 15,
+      ...options,
+      keyterms: cleanKeyterms(options.keyterms),
+    };
+    if (!(this.#o.keepAliveMs > 0 && this.#o.keepAliveMs <= 5000)) throw new RangeError('keepAliveMs must be in (0, 5000] so a pause outlives the 10 s idle rule');
+  }
+
+  /** Nova-3's streaming languages and `multi`. */
+  supports(language: string): boolean {
+    return NOVA3_LANGUAGES.has(language);
+  }
+
+  /** Open streams (for metrics and tests). */
+  get load(): number {
+    return this.#streams.size;
+  }
+
+  /** One connection attempt: resolves once the socket is open, or rejects with an SttOpenError saying why. */
+  open(opts: SttStreamOptions): Promise<ProviderAStream> {
+    const o = this.#o;
+    if (this.#closed) return Promise.reject(new SttOpenError({ outcome: Outcome.UPSTREAM_ERROR, retryable: false, reason: 'initialization_failed' }, 'engine closed'));
+    if (!this.supports(opts.language)) {
+      return Promise.reject(new SttOpenError({ outcome: Outcome.CONFIG_ERROR, retryable: false, reason: 'language_unsupported' }, `provider_a cannot serve ${opts.language}`));
+    }
+    if (opts.sampleRateHz !== SAMPLE_RATE_HZ) return Promise.reject(new RangeError('sampleRateHz must be 16000'));
+    const log = { provider: this.name, sessionId: opts.sessionId };
+    const ws = new WebSocket(listenUrl(o.url, o.model, opts.language, o.keyterms), {
+      headers: { Authorization: `Token ${o.apiKey}` },
+      perMessageDeflate: false,
+      followRedirects: false,
+      maxPayload: 4 * 1024 * 1024,
+    });
+    return new Promise<ProviderAStream>((resolve, reject) => {
+      let settled = false;
+      const fail = (status: number | undefined, retryAfter: number | undefined, why: string) => {
+        if (settled) return;
+        settled = true;
+        o.scheduler.cancel(timer);
+        ws.terminate();
+        const failure = openFailure(status);
+        o.logger.warn({ ...log, status, reason: failure.reason, why, retryAfterMs: retryAfter }, 'provider_a connect failed');
+        reject(new SttOpenError(failure, `provider_a ${why}`, retryAfter));
+      };
+      const timer = o.scheduler.after(o.connectTimeoutMs, () => fail(undefined, undefined, 'connect timeout'));
+      ws.on('error', (err) => fail(undefined, undefined, `socket error ${err.name}`));
+      ws.on('unexpected-response', (req, res) => {
+        const status = res.statusCode;
+        const retryAfter = status === 429 ? retryAfterMs(headerValue(res.headers['retry-after']), o.clock.now()) : undefined;
+        o.logger.debug({ ...log, status, requestId: headerValue(res.headers['dg-request-id']) }, 'provider_a handshake refused');
+        req.destroy();
+        res.destroy();
+        fail(status, retryAfter, `handshake refused with ${status}`);
+      });
+      ws.once('open', () => {
+        if (settled) return;
+        settled = true;
+        o.scheduler.cancel(timer);
+        ws.removeAllListeners('error');
+        ws.removeAllListeners('unexpected-response');
+        const stream: ProviderAStream = new ProviderAStream(ws, {
+          sessionId: opts.sessionId,
+          scheduler: o.scheduler,
+          logger: o.logger,
+          keepAliveMs: o.keepAliveMs,
+          finalizeTimeoutMs: o.finalizeTimeoutMs,
+          closeTimeoutMs: o.closeTimeoutMs,
+          maxUnacknowledgedSamples: Math.round(o.maxUnacknowledgedS * SAMPLE_RATE_HZ),
+          maxBufferedBytes: Math.round(o.maxBufferedS * SAMPLE_RATE_HZ * 2),
+          onClosed: () => this.#streams.delete(stream),
+        });
+        this.#streams.add(stream);
+        o.logger.debug(log, 'provider_a stream open');
+        resolve(stream);
+      });
+    });
+  }
+
+  /** Closes every open stream (CloseStream, bounded wait) and refuses new ones. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([...this.#streams].map((s) => s.close()));
+  }
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}

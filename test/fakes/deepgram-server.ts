@@ -1,0 +1,296 @@
+// A local fake of Deepgram's live `/v1/listen` WebSocket (uWebSockets.js): validates what Deepgram validates, answers scripts.
+//
+// In-process for tests (`startFakeDeepgram()`), or standalone for the load bench:
+//   node dist/test/fakes/deepgram-server.js --port 0 [--key K] [--host 127.0.0.1]
+// prints `{"port":N}`, answers filler Results every 2 s of audio, and serves `GET /stats` / `POST /stats/reset`.
+// Upgrade checks, in order: `Authorization: Token <key>` (or the browser form, subprotocols `token, <key>`) else 401;
+// the query (deepgram-query.ts) else 400; then the next scripted step (accept, reject with a status, or hold).
+// Time for the idle rule comes from the injected clock; `sweep()` applies it (a real interval also does, every second).
+import { randomUUID } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import uWS from 'uWebSockets.js';
+import { systemClock, type Clock } from '../../engine/clock.js';
+import { checkListenQuery } from './deepgram-query.js';
+import { FakeStream, type StreamBehaviour, type StreamContext } from './deepgram-stream.js';
+import { LagHistogram, type LagSummary } from './lag-histogram.js';
+
+export { FakeStream, type ScriptedResult, type ScriptedWord, type StreamBehaviour } from './deepgram-stream.js';
+
+/** What the next connection attempt (that passed auth and query checks) meets. */
+export type ConnectStep =
+  | ({ kind: 'accept'; upgradeDelayMs?: number } & StreamBehaviour)
+  | { kind: 'reject'; status: number; retryAfter?: string; errCode?: string; errMsg?: string }
+  /** Never answers the upgrade (a connect timeout on the client). */
+  | { kind: 'hold' };
+
+export interface UpgradeAttempt {
+  headers: Record<string, string>;
+  query: URLSearchParams;
+  status: number;
+}
+
+export interface FakeStats {
+  streamsOpened: number;
+  streamsOpen: number;
+  bytes: number;
+  chunks: number;
+  lagMs: LagSummary;
+}
+
+export interface FakeDeepgramOptions {
+  /** Accepted key; null accepts any non-empty `Token` credential. @defaultValue 'test-key' */
+  apiKey?: string | null;
+  clock?: Clock;
+  /** Deepgram closes a stream that got no audio or text for 10 s. @defaultValue 10000 */
+  idleTimeoutMs?: number;
+  /** Real interval that applies the idle rule; 0 leaves it to sweep(). @defaultValue 1000 */
+  sweepEveryMs?: number;
+  /** Keep closed streams in `streams` (tests) or forget them (long bench runs). @defaultValue true */
+  keepClosed?: boolean;
+  /** What a connection meets when nothing is scripted. @defaultValue { kind: 'accept' } */
+  fallback?: ConnectStep;
+  host?: string;
+  port?: number;
+}
+
+export interface FakeDeepgram {
+  /** `ws://host:port/v1/listen`. */
+  readonly url: string;
+  readonly port: number;
+  readonly streams: FakeStream[];
+  readonly attempts: UpgradeAttempt[];
+  fallback: ConnectStep;
+  /** Queues steps for the next connection attempts. */
+  script(...steps: ConnectStep[]): void;
+  /** Closes every open stream idle for longer than the idle window, by the injected clock. */
+  sweep(): void;
+  /** Resolves once `cond()` holds (checked after every fake event and every 5 ms); rejects after `timeoutMs` real ms. */
+  until(cond: () => boolean, what?: string, timeoutMs?: number): Promise<void>;
+  stats(): FakeStats;
+  resetStats(): void;
+  close(): Promise<void>;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found', 408: 'Request Timeout',
+  429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
+};
+
+const ERR_CODE: Record<number, [string, string]> = {
+  401: ['INVALID_AUTH', 'Invalid credentials.'],
+  402: ['ASR_PAYMENT_REQUIRED', 'Project does not have enough credits for an ASR request.'],
+  403: ['INSUFFICIENT_PERMISSIONS', 'You do not have permission to access the requested resource.'],
+  429: ['TOO_MANY_REQUESTS', 'Too many requests. Please try again later.'],
+};
+
+interface UserData {
+  stream: FakeStream;
+}
+
+/** Reads `Token <key>` from the Authorization header, or from the `token, <key>` subprotocols browsers use. */
+function credential(headers: Record<string, string>): { key: string | undefined; protocol: string } {
+  const m = /^Token\s+(\S+)$/i.exec(headers.authorization ?? '');
+  if (m) return { key: m[1], protocol: headers['sec-websocket-protocol'] ?? '' };
+  const protocols = (headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+  if (protocols[0]?.toLowerCase() === 'token' && protocols[1]) return { key: protocols[1], protocol: 'token' };
+  return { key: undefined, protocol: '' };
+}
+
+export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise<FakeDeepgram> {
+  const apiKey = opts.apiKey === undefined ? 'test-key' : opts.apiKey;
+  const clock = opts.clock ?? systemClock;
+  const idleTimeoutMs = opts.idleTimeoutMs ?? 10_000;
+  const keepClosed = opts.keepClosed ?? true;
+  const queue: ConnectStep[] = [];
+  const streams: FakeStream[] = [];
+  const open = new Set<FakeStream>();
+  const attempts: UpgradeAttempt[] = [];
+  const held = new Set<uWS.HttpResponse>();
+  const waiters = new Set<() => void>();
+  const lag = new LagHistogram();
+  const totals = { bytes: 0, chunks: 0 };
+  let streamsOpened = 0;
+  let nextId = 1;
+  const ctx: StreamContext = { clock, lag, totals, changed: () => waiters.forEach((w) => w()) };
+
+  function reject(res: uWS.HttpResponse, attempt: UpgradeAttempt, status: number, extra: { retryAfter?: string; errCode?: string; errMsg?: string } = {}): void {
+    attempt.status = status;
+    attempts.push(attempt);
+    const [code, msg] = ERR_CODE[status] ?? [status >= 500 ? 'INTERNAL_SERVER_ERROR' : 'Bad Request', STATUS_TEXT[status] ?? 'Error'];
+    const requestId = randomUUID();
+    const body = JSON.stringify({ err_code: extra.errCode ?? code, err_msg: extra.errMsg ?? msg, request_id: requestId });
+    res.cork(() => {
+      res.writeStatus(`${status} ${STATUS_TEXT[status] ?? 'Error'}`);
+      res.writeHeader('content-type', 'application/json');
+      res.writeHeader('dg-request-id', requestId);
+      res.writeHeader('dg-error', extra.errMsg ?? msg);
+      if (extra.retryAfter !== undefined) res.writeHeader('retry-after', extra.retryAfter);
+      res.end(body);
+    });
+    ctx.changed();
+  }
+
+  const app = uWS.App();
+  app.ws<UserData>('/v1/listen', {
+    compression: uWS.DISABLED,
+    maxPayloadLength: 1024 * 1024,
+    maxBackpressure: 1024 * 1024,
+    idleTimeout: 0,
+    sendPingsAutomatically: false,
+    upgrade: (res, req, context) => {
+      const headers: Record<string, string> = {};
+      req.forEach((k, v) => (headers[k] = v));
+      const query = new URLSearchParams(req.getQuery() ?? '');
+      const wsKey = headers['sec-websocket-key'] ?? '';
+      const extensions = headers['sec-websocket-extensions'] ?? '';
+      let aborted = false;
+      res.onAborted(() => {
+        aborted = true;
+        held.delete(res);
+      });
+      const attempt: UpgradeAttempt = { headers, query, status: 0 };
+      const cred = credential(headers);
+      if (cred.key === undefined || (apiKey !== null && cred.key !== apiKey)) return reject(res, attempt, 401);
+      const checked = checkListenQuery(query);
+      if (!checked.ok) return reject(res, attempt, 400, { errMsg: checked.message });
+      const step = queue.shift() ?? fake.fallback;
+      if (step.kind === 'reject') return reject(res, attempt, step.status, step);
+      if (step.kind === 'hold') {
+        held.add(res);
+        attempts.push(attempt);
+        ctx.changed();
+        return;
+      }
+      const upgrade = () => {
+        if (aborted) return;
+        attempt.status = 101;
+        attempts.push(attempt);
+        const stream = new FakeStream(nextId++, headers, query, checked.options, step, ctx);
+        res.cork(() => res.upgrade<UserData>({ stream }, wsKey, cred.protocol, extensions, context));
+      };
+      if (step.upgradeDelayMs) {
+        held.add(res);
+        setTimeout(() => {
+          held.delete(res);
+          upgrade();
+        }, step.upgradeDelayMs);
+      } else upgrade();
+    },
+    open: (ws) => {
+      const { stream } = ws.getUserData();
+      stream.ws = ws as uWS.WebSocket<unknown>;
+      stream.lastActivityAt = clock.now();
+      streams.push(stream);
+      open.add(stream);
+      streamsOpened++;
+      ctx.changed();
+    },
+    message: (ws, message, isBinary) => {
+      const { stream } = ws.getUserData();
+      if (isBinary) stream.onAudio(message.byteLength);
+      else stream.onText(Buffer.from(message).toString('utf8'));
+    },
+    close: (ws, code) => {
+      const { stream } = ws.getUserData();
+      open.delete(stream);
+      stream.onClosed(code);
+      if (!keepClosed) streams.splice(streams.indexOf(stream), 1);
+    },
+  });
+  app.get('/stats', (res) => {
+    res.writeHeader('content-type', 'application/json').end(JSON.stringify(fake.stats()));
+  });
+  app.post('/stats/reset', (res) => {
+    res.onAborted(() => undefined);
+    fake.resetStats();
+    res.writeHeader('content-type', 'application/json').end('{"ok":true}');
+  });
+  app.any('/*', (res) => {
+    res.writeStatus('404 Not Found').writeHeader('content-type', 'application/json').end(JSON.stringify({ err_code: 'NOT_FOUND', err_msg: 'Not found' }));
+  });
+
+  const host = opts.host ?? '127.0.0.1';
+  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+    app.listen(host, opts.port ?? 0, (token) => (token ? resolve(token) : reject(new Error(`fake deepgram could not listen on ${host}`))));
+  });
+  const port = uWS.us_socket_local_port(listenSocket);
+  const sweepEveryMs = opts.sweepEveryMs ?? 1000;
+  const sweeper = sweepEveryMs > 0 ? setInterval(() => fake.sweep(), sweepEveryMs) : undefined;
+  sweeper?.unref();
+
+  const fake: FakeDeepgram = {
+    url: `ws://${host}:${port}/v1/listen`,
+    port,
+    streams,
+    attempts,
+    fallback: opts.fallback ?? { kind: 'accept' },
+    script: (...steps) => void queue.push(...steps),
+    sweep() {
+      const now = clock.now();
+      for (const s of [...open]) if (now - s.lastActivityAt > idleTimeoutMs) s.idleClose();
+    },
+    until(cond, what = 'condition', timeoutMs = 5000) {
+      if (cond()) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const started = Date.now();
+        // Re-checked after every fake event and every 5 ms, for conditions on the client side of the socket.
+        const check = () => {
+          if (cond()) {
+            done();
+            resolve();
+          } else if (Date.now() - started > timeoutMs) {
+            done();
+            reject(new Error(`fake deepgram: timed out waiting for ${what}`));
+          }
+        };
+        const poll = setInterval(check, 5);
+        const done = () => {
+          clearInterval(poll);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+      });
+    },
+    stats: () => ({ streamsOpened, streamsOpen: open.size, bytes: totals.bytes, chunks: totals.chunks, lagMs: lag.summary() }),
+    resetStats() {
+      streamsOpened = 0;
+      totals.bytes = 0;
+      totals.chunks = 0;
+      lag.reset();
+    },
+    async close() {
+      clearInterval(sweeper);
+      uWS.us_listen_socket_close(listenSocket);
+      for (const res of held) res.close();
+      held.clear();
+      for (const s of [...open]) s.drop();
+    },
+  };
+  return fake;
+}
+
+/** Standalone mode for the load bench. */
+async function main(argv: string[]): Promise<void> {
+  const arg = (name: string) => {
+    const i = argv.indexOf(name);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const fake = await startFakeDeepgram({
+    apiKey: arg('--key') ?? null,
+    host: arg('--host') ?? '127.0.0.1',
+    port: Number(arg('--port') ?? 0),
+    keepClosed: false,
+    fallback: { kind: 'accept', autoEveryS: 2 },
+  });
+  process.stdout.write(`${JSON.stringify({ port: fake.port })}\n`);
+  const stop = () => void fake.close().then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main(process.argv.slice(2)).catch((err: unknown) => {
+    process.stderr.write(`${String(err)}\n`);
+    process.exit(1);
+  });
+}
