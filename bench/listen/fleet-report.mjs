@@ -66,7 +66,7 @@ export function fleetResult(a) {
     ],
   };
   const goals = [
-    { name: 'frames lost', target: '= 0', value: d.lostFrames, met: d.lostFrames === null ? null : d.lostFrames <= 0 },
+    { name: 'frames lost', target: '= 0', value: d.lostFrames, met: d.lostFrames === null ? null : d.lostFrames === 0 },
     { name: 'engine CPU per session-second vs bare', target: `≤ ${GOALS.cpuRatioMax}×`, value: cpuRatio, met: atMost(cpuRatio, GOALS.cpuRatioMax) },
     { name: 'RSS per streaming session beyond idle', target: `≤ ${GOALS.rssPerSessionKiBMax} KiB`, value: rssPerSession, met: atMost(rssPerSession, GOALS.rssPerSessionKiBMax) },
     { name: 'fleet capacity (needs --ramp)', target: `≥ ${GOALS.capacityShareOfLimit * 100}% of limit and ≥ ${GOALS.minCapacity}`, value: null, met: null },
@@ -153,7 +153,7 @@ export function rampResult(a) {
     { name: 'fleet capacity', target: `≥ ${GOALS.minCapacity} sessions`, value: fleet.capacity, met: fleet.capacity >= GOALS.minCapacity },
     { name: 'engine CPU per session-second vs bare', target: `≤ ${GOALS.cpuRatioMax}×`, value: cpuRatio, met: atMost(cpuRatio, GOALS.cpuRatioMax) },
     { name: 'RSS per streaming session beyond idle', target: `≤ ${GOALS.rssPerSessionKiBMax} KiB`, value: rssPerSession, met: atMost(rssPerSession, GOALS.rssPerSessionKiBMax) },
-    { name: 'frames lost', target: '= 0', value: a.svcDrain.lostFrames, met: a.svcDrain.lostFrames === null ? null : a.svcDrain.lostFrames <= 0 },
+    { name: 'frames lost', target: '= 0', value: a.svcDrain.lostFrames, met: a.svcDrain.lostFrames === null ? null : a.svcDrain.lostFrames === 0 },
   ];
   const result = {
     scenario: a.scenario ?? 'fleet',

@@ -9,6 +9,9 @@ import { BENCH_DIR, ROOT_DIR } from '../lib/report.mjs';
 import { cleanRedis, freePort, startChild } from '../lib/processes.mjs';
 
 export const FAKE_PROVIDER = 'dist/test/fakes/deepgram-server.js';
+export const SERVICE_ENTRY = 'dist/engine/index.js';
+/** The service with provider_a wired by the bench, for builds whose entry point does not use it yet. */
+export const PROVIDER_A_ENTRY = path.join(BENCH_DIR, 'listen/provider-a-entry.mjs');
 
 /**
  * Starts `node <args>` that prints `{"port":N}` as its first stdout line when it listens.
@@ -74,6 +77,8 @@ export class ProviderStats {
   /** Whether a reset zeroes the totals too; found out at the first reset that saw any bytes. */
   /** @type {boolean | undefined} */
   #resetZeroes;
+  /** Totals before zero() (a probe session's audio), subtracted from every answer. */
+  #base = { bytes: 0, chunks: 0 };
   /** @param {string} url */
   constructor(url) {
     this.url = url;
@@ -86,7 +91,13 @@ export class ProviderStats {
   /** @returns {Promise<{ streamsOpened: number, streamsOpen: number, bytes: number, chunks: number, lagMs: { count: number, p50: number | null, p95: number | null, p99: number | null, max: number | null } }>} */
   async get() {
     const s = await this.#raw();
-    return { ...s, bytes: s.bytes + this.#carriedBytes, chunks: s.chunks + this.#carriedChunks };
+    return { ...s, bytes: s.bytes + this.#carriedBytes - this.#base.bytes, chunks: s.chunks + this.#carriedChunks - this.#base.chunks };
+  }
+
+  /** From now on the totals count from zero. */
+  async zero() {
+    const s = await this.get();
+    this.#base = { bytes: this.#base.bytes + s.bytes, chunks: this.#base.chunks + s.chunks };
   }
 
   /** Lag percentiles since the previous window, and the cumulative totals at that instant. */
@@ -105,15 +116,15 @@ export class ProviderStats {
     if (this.#resetZeroes) {
       this.#carriedBytes += s.bytes;
       this.#carriedChunks += s.chunks;
-      return { ...s, bytes: this.#carriedBytes, chunks: this.#carriedChunks };
+      return { ...s, bytes: this.#carriedBytes - this.#base.bytes, chunks: this.#carriedChunks - this.#base.chunks };
     }
-    return s;
+    return { ...s, bytes: s.bytes - this.#base.bytes, chunks: s.chunks - this.#base.chunks };
   }
 }
 
 /**
  * The real service (dist/engine/index.js) in its own process, sqlite in a temp DATA_DIR, Redis under a unique prefix.
- * @param {{ env?: Record<string, string>, nodeArgs?: string[] }} o
+ * @param {{ env?: Record<string, string>, nodeArgs?: string[], entry?: string }} o `entry`: default dist/engine/index.js
  */
 export async function startService(o = {}) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-listen-'));
@@ -128,7 +139,7 @@ export async function startService(o = {}) {
     MAX_SESSIONS: '100000',
     ...o.env,
   };
-  const child = await startChild({ name: 'service', args: [...(o.nodeArgs ?? []), 'dist/engine/index.js'], env, port: Number(env.PORT), probePath: '/health' });
+  const child = await startChild({ name: 'service', args: [...(o.nodeArgs ?? []), o.entry ?? SERVICE_ENTRY], env, port: Number(env.PORT), probePath: '/health' });
   return {
     child,
     env,
@@ -194,5 +205,8 @@ export async function streamsToProvider(service, fake, o) {
   } finally {
     ws.removeAllListeners('close');
     ws.close(1000);
+    // The probe's audio is not the fleet's: wait for its stream to end, then count from zero.
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline && (await fake.get()).streamsOpen > 0; ) await new Promise((r) => setTimeout(r, 100));
+    await fake.zero();
   }
 }
