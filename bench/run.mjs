@@ -1,4 +1,4 @@
-// Entry of the bench suite (`npm run bench -- <scenario> [options]` from the repo root): prepares what is missing, then runs one scenario.
+// Entry of the bench suite (`npm run bench -- <scenario> [options]` from the repo root): builds what is missing, then runs one scenario.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -42,18 +42,12 @@ function step(what, cmd, args, cwd) {
   }
 }
 
-/** bench/ has its own dependencies (autocannon); a fresh clone installs them on first use. */
-function ensureBenchDeps() {
-  if (existsSync(path.join(BENCH_DIR, 'node_modules/autocannon/package.json'))) return;
-  step('installing bench dependencies', 'npm', ['install', '--prefix', BENCH_DIR, '--no-audit', '--no-fund', '--loglevel=error'], ROOT_DIR);
-}
-
 /**
  * The benches run the compiled service and scripts (and codecs the LC3 addon); scripts/setup builds what is missing.
  * @param {string} scenario
  */
 function ensureBuilt(scenario) {
-  const needed = ['dist/engine/index.js', 'dist/scripts/token.js', 'dist/scripts/bench-codecs.js', 'dist/test/helpers/codec-fixtures.js', 'native/build/Release/lc3.node'];
+  const needed = ['dist/engine/index.js', 'dist/scripts/token.js', 'dist/scripts/bench-codecs.js', 'dist/test/helpers/codec-fixtures.js', 'dist/test/fakes/deepgram-server.js', 'native/build/Release/lc3.node'];
   if (needed.every((f) => existsSync(path.join(ROOT_DIR, f)))) return;
   step('building the service', 'bash', ['scripts/setup'], ROOT_DIR);
 }
@@ -65,11 +59,8 @@ if (!scenario || scenario === 'help' || !(scenario in SCENARIOS)) {
   process.exit(scenario && scenario !== 'help' ? 2 : 0);
 }
 const mod = await (async () => {
-  if (scenario !== 'compare') {
-    // Only rest needs a bench-only dependency (autocannon); the listen benches use ws and uWS of the service.
-    if (scenario === 'rest') ensureBenchDeps();
-    ensureBuilt(scenario);
-  }
+  // No bench-only dependency: Node built-ins, and ws and uWebSockets.js of the service.
+  if (scenario !== 'compare') ensureBuilt(scenario);
   return import(SCENARIOS[/** @type {keyof typeof SCENARIOS} */ (scenario)]);
 })();
 if (options.help) {

@@ -4,9 +4,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import autocannon from 'autocannon';
 import { BENCH_DIR, RESULTS_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
 import { Progress } from '../lib/progress.mjs';
+import { load } from './load.mjs';
 import { cleanRedis, freePort, idToken, startChild } from '../lib/processes.mjs';
 import { summarize } from '../lib/cpuprofile.mjs';
 
@@ -128,9 +128,9 @@ export async function run(options) {
     const t0 = performance.now();
     const ticker = setInterval(() => progress.update((performance.now() - t0) / 1000, Object.keys(results).map((n) => `${n} ${results[n]?.requestsPerSec} req/s`).join('  ')), 250);
     for (const p of plan) {
-      const ac = { url: p.url, method: /** @type {any} */ (p.method), headers: p.headers, connections, pipelining, ...(p.body ? { body: p.body } : {}) };
-      if (warmup > 0) await autocannon({ ...ac, duration: warmup });
-      const r = await autocannon({ ...ac, duration: seconds });
+      const ac = { url: p.url, method: p.method, headers: p.headers, connections, pipelining, ...(p.body ? { body: p.body } : {}) };
+      if (warmup > 0) await load({ ...ac, duration: warmup });
+      const r = await load({ ...ac, duration: seconds });
       results[p.name] = {
         name: p.name,
         method: p.method,
@@ -178,7 +178,7 @@ export async function run(options) {
     startedAt: new Date().toISOString(),
     machine: m,
     options: { seconds, warmup, connections, pipelining, targets, profile, smoke },
-    baseline: `bare: a bare uWebSockets.js server, one route, constant JSON of the same bytes as GET; autocannon ${connections} connections, pipelining ${pipelining}, ${seconds} s per target after ${warmup} s warm-up`,
+    baseline: `bare: a bare uWebSockets.js server, one route, constant JSON of the same bytes as GET; ${connections} keep-alive connections (bench/http/load.mjs), pipelining ${pipelining}, ${seconds} s per target after ${warmup} s warm-up`,
     summary: {
       head: ['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ratio to bare', 'what'],
       rows: rows.map((t) => [

@@ -77,7 +77,7 @@ export function fleetResult(a) {
     LATENCY_NOTE,
     SEGMENT_NOTE,
     `the generator (${w.generatorCores} cores for ${sessions} devices) runs on the same machine as the server: its CPU is not the server’s but competes for the same cores`,
-    w.lag.exact === false ? 'whole-window latency is conservative: the worst 2 s window’s p95/p99 (the provider fake sends summaries, not histograms)' : undefined,
+    w.lag.exact === false ? 'whole-window latency percentiles are estimated from the 2 s windows’ p50/p95/p99/max (the provider fake sends percentiles, not histograms)' : undefined,
     a.profileDir ? `CPU profile of the service: ${a.profileDir}` : undefined,
   ].filter(Boolean);
   const result = {

@@ -50,8 +50,9 @@ export class Timeline {
  */
 
 /**
- * Lag summaries of several windows as one: exact when the source sends its histogram, else conservative (the worst
- * window's p95/p99, the count-weighted p50).
+ * Lag summaries of several windows as one: exact when the source sends its histogram (the bare server), else estimated
+ * (the provider fake sends percentiles only): each window's distribution is taken as linear between 0, its p50, p95,
+ * p99 and max, and the percentiles of the count-weighted mixture are solved for.
  * @param {any[]} windows
  */
 export function mergeLag(windows) {
@@ -63,8 +64,37 @@ export function mergeLag(windows) {
     return { ...h.summary(), exact: true };
   }
   const count = ws.reduce((n, w) => n + w.lagMs.count, 0);
-  const worst = (/** @type {string} */ k) => Math.max(...ws.map((w) => w.lagMs[k] ?? 0));
-  return { count, p50: round(ws.reduce((s, w) => s + (w.lagMs.p50 ?? 0) * w.lagMs.count, 0) / count), p95: worst('p95'), p99: worst('p99'), max: worst('max'), exact: false };
+  const max = Math.max(...ws.map((w) => w.lagMs.max ?? 0));
+  /** Share of all chunks at or below `x` ms. */
+  const cdf = (/** @type {number} */ x) => {
+    let below = 0;
+    for (const w of ws) {
+      const l = w.lagMs;
+      const pts = [[0, 0], [l.p50, 0.5], [l.p95, 0.95], [l.p99, 0.99], [l.max, 1]];
+      let f = 1;
+      for (let i = 1; i < pts.length; i++) {
+        const [x0, q0] = /** @type {number[]} */ (pts[i - 1]);
+        const [x1, q1] = /** @type {number[]} */ (pts[i]);
+        if (x <= x1) {
+          f = x1 > x0 ? q0 + ((q1 - q0) * (x - x0)) / (x1 - x0) : q1;
+          break;
+        }
+      }
+      below += f * l.count;
+    }
+    return below / count;
+  };
+  const at = (/** @type {number} */ q) => {
+    let lo = 0;
+    let hi = max;
+    for (let i = 0; i < 40; i++) {
+      const mid = (lo + hi) / 2;
+      if (cdf(mid) < q) lo = mid;
+      else hi = mid;
+    }
+    return round(hi);
+  };
+  return { count, p50: at(0.5), p95: at(0.95), p99: at(0.99), max, exact: false };
 }
 
 /**
