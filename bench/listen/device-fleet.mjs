@@ -82,7 +82,16 @@ export class DeviceFleet {
       /** @type {any} */ (this.window)[key].merge(h);
       /** @type {any} */ (this.total)[key].merge(h);
     }
-    this.#last[i] = m;
+    this.#last[i] = { ...m, at: performance.now() };
+  }
+
+  /**
+   * Audio sent so far, in ms, extrapolated to now: a report is up to a second old, and each streaming device has sent
+   * that much more audio since (pauses ignored).
+   */
+  audioMsNow() {
+    const now = performance.now();
+    return this.#last.reduce((sum, m) => sum + (m.audioMs ?? 0) + (m.at ? (m.streaming - (m.paused ?? 0)) * (now - m.at) : 0), 0);
   }
 
   /** How many of the first `count` slots belong to generator `i` (slots go round-robin). */

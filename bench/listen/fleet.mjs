@@ -78,7 +78,7 @@ export async function run(options) {
   sampler.start();
   const common = { fixture, sampler, timeline, progress, fleet: fleetOptions(options) };
   const profileDir = options.profile ? `bench/results/profiles/${new Date().toISOString().replace(/[:.]/g, '-')}` : undefined;
-  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const nodeArgs = profileDir ? ['--cpu-prof', '--cpu-prof-interval=5000', `--cpu-prof-dir=${profileDir}`] : [];
   try {
     if (options.ramp) {
       const from = num(options, 'from', 100);

@@ -133,10 +133,12 @@ export async function observe(ctx, o) {
     timeline.add('rss', `${ctx.target} RSS`, rss / 2 ** 20);
     if (w.segLatency.count > 0) timeline.add('segments', `${ctx.target} segment p95`, w.segLatency.percentile(95));
     if (stats && (i % LAG_EVERY_S === 0 || i === o.seconds)) {
+      const sentBefore = fleet.audioMsNow();
       const s = await stats.window();
+      const sentMs = (sentBefore + fleet.audioMsNow()) / 2;
       windows.push(s);
       for (const k of ['p50', 'p95', 'p99', 'max']) timeline.add('latency', `${ctx.target} ${k}`, s.lagMs?.[k]);
-      last = { behindMs: t.audioMs - s.bytes / 32, receivedMs: s.bytes / 32 };
+      last = { behindMs: sentMs - s.bytes / 32, receivedMs: s.bytes / 32 };
     }
     const unexpected = Object.values(t.unexpected).reduce((a, b) => a + b, 0) - unexpected0;
     const lag = windows.at(-1)?.lagMs;

@@ -50,7 +50,7 @@ export function closeFrame(code) {
 
 /**
  * Opens a WebSocket to `host:port` + `pathQuery` with extra request headers; returns the socket.
- * @param {{ host: string, port: number, pathQuery: string, headers: Record<string, string> }} o
+ * @param {{ host: string, port: number, pathQuery: string, headers: Record<string, string>, handshakeTimeoutMs?: number }} o
  * @param {RawWsHandlers} h
  */
 export function openRawWs(o, h) {
@@ -61,6 +61,8 @@ export function openRawWs(o, h) {
   let sentClose = false;
   /** @type {Buffer | undefined} */
   let pending;
+  // An upgrade nobody answers (a server too busy to accept) must not hold its slot forever: it counts as refused (0).
+  const handshakeTimer = setTimeout(() => socket.destroy(), o.handshakeTimeoutMs ?? 15_000);
   socket.on('connect', () => {
     socket.write(
       `GET ${o.pathQuery} HTTP/1.1\r\nHost: ${o.host}:${o.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
@@ -84,6 +86,7 @@ export function openRawWs(o, h) {
         return;
       }
       upgraded = true;
+      clearTimeout(handshakeTimer);
       buf = buf.subarray(end + 4);
       h.onOpen();
     }
@@ -118,6 +121,7 @@ export function openRawWs(o, h) {
   });
   socket.on('error', () => undefined); // 'close' follows with hadError
   socket.on('close', (hadError) => {
+    clearTimeout(handshakeTimer);
     if (!upgraded && !refused) h.onRefused(0);
     h.onSocketClose(hadError);
   });
