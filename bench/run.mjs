@@ -2,7 +2,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { BENCH_DIR, ROOT_DIR, parseArgs } from './lib/report.mjs';
+import { ROOT_DIR, parseArgs } from './lib/report.mjs';
+import { killChildren } from './lib/processes.mjs';
 
 /** Scenario name -> module (paths mirror the source they measure). */
 const SCENARIOS = {
@@ -42,11 +43,8 @@ function step(what, cmd, args, cwd) {
   }
 }
 
-/**
- * The benches run the compiled service and scripts (and codecs the LC3 addon); scripts/setup builds what is missing.
- * @param {string} scenario
- */
-function ensureBuilt(scenario) {
+/** The benches run the compiled service, its fakes and test helpers (fixtures), and the LC3 addon; scripts/setup builds what is missing. */
+function ensureBuilt() {
   const needed = ['dist/engine/index.js', 'dist/scripts/token.js', 'dist/scripts/bench-codecs.js', 'dist/test/helpers/codec-fixtures.js', 'dist/test/fakes/deepgram-server.js', 'native/build/Release/lc3.node'];
   if (needed.every((f) => existsSync(path.join(ROOT_DIR, f)))) return;
   step('building the service', 'bash', ['scripts/setup'], ROOT_DIR);
@@ -58,9 +56,17 @@ if (!scenario || scenario === 'help' || !(scenario in SCENARIOS)) {
   console.log(HELP);
   process.exit(scenario && scenario !== 'help' ? 2 : 0);
 }
+// Ctrl-C or a crash must not leave a service, a fake or a generator running.
+process.on('exit', killChildren);
+for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
+  process.on(signal, () => {
+    killChildren();
+    process.exit(130);
+  });
+}
 const mod = await (async () => {
   // No bench-only dependency: Node built-ins, and ws and uWebSockets.js of the service.
-  if (scenario !== 'compare') ensureBuilt(scenario);
+  if (scenario !== 'compare') ensureBuilt();
   return import(SCENARIOS[/** @type {keyof typeof SCENARIOS} */ (scenario)]);
 })();
 if (options.help) {

@@ -1,14 +1,14 @@
 // Macro bench of the developer REST API: the real service in its own process vs a bare uWebSockets.js server (the baseline).
 // Targets: GET /v1/dev/user/memories (API-key auth + rate limit in Redis + sqlite read), POST of one memory, and the bare server.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BENCH_DIR, RESULTS_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
+import { BENCH_DIR, RESULTS_DIR, finish, machine } from '../lib/report.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { load } from './load.mjs';
 import { cleanRedis, freePort, idToken, startChild } from '../lib/processes.mjs';
-import { summarize } from '../lib/cpuprofile.mjs';
+import { restResult } from './rest-report.mjs';
 
 export const USAGE = `npm run bench -- rest [--seconds 10] [--connections 50] [--pipelining 1] [--warmup 1] [--targets get,post,bare] [--profile] [--smoke]
   --seconds      measured duration per target, in seconds (default 10)
@@ -21,8 +21,6 @@ export const USAGE = `npm run bench -- rest [--seconds 10] [--connections 50] [-
 const ROUTE = '/v1/dev/user/memories';
 const SEED_MEMORIES = 100;
 const SEED_BATCH = 25; // MAX_MEMORIES_BATCH in http/routes/memories.ts
-/** Throughput of the authenticated GET as a share of bare uWS that this bench aims for. */
-export const GOAL_GET_RATIO = 0.25;
 
 /**
  * @typedef {object} Target
@@ -159,67 +157,9 @@ export async function run(options) {
     rmSync(dataDir, { recursive: true, force: true });
   }
 
-  const bare = results.bare;
-  /** @type {Record<string, number | null>} */
-  const ratios = {};
-  for (const t of Object.values(results)) if (t.name !== 'bare') ratios[t.name] = bare ? Math.round((t.requestsPerSec / bare.requestsPerSec) * 1000) / 1000 : null;
-  const getRatio = ratios.get ?? null;
-  /** @type {ReturnType<typeof summarize> | undefined} */
-  let prof;
-  if (profile) {
-    const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
-    if (files[0]) prof = summarize(path.join(profileDir, files[0]));
-  }
-
-  const rows = Object.values(results);
-  const result = {
-    scenario: 'rest',
-    version: 2,
-    startedAt: new Date().toISOString(),
-    machine: m,
-    options: { seconds, warmup, connections, pipelining, targets, profile, smoke },
-    baseline: `bare: a bare uWebSockets.js server, one route, constant JSON of the same bytes as GET; ${connections} keep-alive connections (bench/http/load.mjs), pipelining ${pipelining}, ${seconds} s per target after ${warmup} s warm-up`,
-    summary: {
-      head: ['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ratio to bare', 'what'],
-      rows: rows.map((t) => [
-        `${t.name} ${t.method} ${t.name === 'bare' ? '(bare)' : t.path}`,
-        String(t.requestsPerSec),
-        String(t.p50Ms),
-        String(t.p99Ms),
-        String(t.non2xx + t.errors + t.timeouts),
-        t.name === 'bare' ? '1' : ratios[t.name] === null ? 'n/a' : (ratios[t.name] ?? 0).toFixed(3),
-        t.what,
-      ]),
-    },
-    figures: figuresOf(
-      Object.fromEntries([
-        ...rows.flatMap((t) => [
-          [`${t.name} req/s`, [t.requestsPerSec, 'req/s', 'higher']],
-          [`${t.name} p50 ms`, [t.p50Ms, 'ms', 'lower']],
-          [`${t.name} p99 ms`, [t.p99Ms, 'ms', 'lower']],
-        ]),
-        ...Object.entries(ratios).map(([n, r]) => [`${n} / bare`, [r, '', 'higher']]),
-      ]),
-    ),
-    goals: [{ name: 'GET throughput vs bare uWS', target: `≥ ${GOAL_GET_RATIO}`, value: getRatio, met: getRatio === null ? null : getRatio >= GOAL_GET_RATIO }],
-    notes: prof ? [`profile of the service: ${prof.busyMs} ms busy of ${prof.totalMs} ms (${path.relative(BENCH_DIR, profileDir)})`] : [],
-    tables: prof
-      ? [
-          { title: 'service profile by area', head: ['self ms', '%', 'area'], rows: prof.areas.map((a) => [String(a.selfMs), a.pct.toFixed(1), a.area]) },
-          { title: 'service profile by function', head: ['self ms', '%', 'function', 'where'], rows: prof.functions.map((f) => [String(f.selfMs), f.pct.toFixed(1), f.name, f.where]) },
-        ]
-      : [],
-    charts: [
-      { kind: 'bar', title: 'Throughput', yLabel: 'requests per second', categories: rows.map((t) => t.name), series: [{ name: 'req/s', values: rows.map((t) => t.requestsPerSec) }] },
-      { kind: 'bar', title: 'Latency', yLabel: 'ms', categories: rows.map((t) => t.name), series: [{ name: 'p50', values: rows.map((t) => t.p50Ms) }, { name: 'p99', values: rows.map((t) => t.p99Ms) }] },
-    ],
-    targets: results,
-    ratios,
-    goal: { target: 'get', minRatio: GOAL_GET_RATIO, ratio: getRatio, met: getRatio === null ? null : getRatio >= GOAL_GET_RATIO },
-    serviceExitCode: serviceExit,
-    ...(prof ? { profile: { dir: path.relative(BENCH_DIR, profileDir), ...prof } } : {}),
-  };
+  const result = restResult({ m, options: { seconds, warmup, connections, pipelining, targets, profile, smoke }, results, profileDir: profile ? profileDir : undefined, serviceExit });
   finish(/** @type {any} */ (result), options);
+  const rows = Object.values(results);
 
   const broken = rows.some((t) => t.non2xx + t.errors + t.timeouts > 0 || t.requests === 0);
   if (broken) throw new Error('some requests failed (non-2xx, errors or timeouts): the figures are not valid');

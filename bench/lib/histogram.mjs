@@ -28,7 +28,8 @@ export class Histogram {
   /** @param {number} ms a latency in milliseconds; negative counts as 0 */
   record(ms) {
     const v = ms > 0 ? ms : 0;
-    this.counts[index(v * 1000)]++;
+    const i = index(v * 1000);
+    this.counts[i] = (this.counts[i] ?? 0) + 1;
     this.count++;
     this.sumMs += v;
     if (v > this.maxMs) this.maxMs = v;
@@ -37,9 +38,9 @@ export class Histogram {
   /** @param {Histogram | HistogramJSON} other */
   merge(other) {
     if (other instanceof Histogram) {
-      for (let i = 0; i < BUCKETS; i++) this.counts[i] += other.counts[i] ?? 0;
+      for (let i = 0; i < BUCKETS; i++) this.counts[i] = (this.counts[i] ?? 0) + (other.counts[i] ?? 0);
     } else {
-      for (const [i, n] of other.buckets) this.counts[i] += n;
+      for (const [i, n] of other.buckets) this.counts[i] = (this.counts[i] ?? 0) + n;
     }
     this.count += other.count;
     this.sumMs += other.sumMs;

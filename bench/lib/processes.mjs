@@ -9,6 +9,26 @@ import { ROOT_DIR } from './report.mjs';
 
 const execFileP = promisify(execFile);
 
+/** Every child a bench started and has not seen exit: killed when the bench itself exits or is interrupted. */
+const live = new Set();
+
+/**
+ * Registers `proc` so it does not outlive the bench (Ctrl-C, a crash).
+ * @template {import('node:child_process').ChildProcess} P
+ * @param {P} proc
+ * @returns {P}
+ */
+export function track(proc) {
+  live.add(proc);
+  proc.once('exit', () => live.delete(proc));
+  return proc;
+}
+
+/** SIGTERM to every tracked child (the service drains, the fakes close); called on exit and on SIGINT/SIGTERM. */
+export function killChildren() {
+  for (const p of live) if (p.exitCode === null) p.kill('SIGTERM');
+}
+
 /** A free TCP port on 127.0.0.1; the service logs its port only at info level, and the bench runs it at warn. */
 export async function freePort() {
   const srv = createServer();
@@ -35,7 +55,7 @@ export async function freePort() {
  * @returns {Promise<Child>}
  */
 export async function startChild(o) {
-  const proc = spawn(process.execPath, o.args, { cwd: ROOT_DIR, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = track(spawn(process.execPath, o.args, { cwd: ROOT_DIR, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   const keep = (/** @type {Buffer} */ b) => {
     out = (out + b.toString()).slice(-8000);

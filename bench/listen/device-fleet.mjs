@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Histogram } from '../lib/histogram.mjs';
+import { track } from '../lib/processes.mjs';
 
 const DEVICES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'devices.mjs');
 
@@ -27,7 +28,28 @@ const SUMMED = ['opened', 'closed', 'frames', 'bytes', 'audioMs', 'keepAlives', 
  * @property {number} [handshakes] upgrades in flight per generator (default 16)
  */
 
-/** @typedef {Record<string, number> & { refused: Record<string, number>, unexpected: Record<string, number> }} FleetTotals */
+/**
+ * @typedef {object} FleetTotals the generators' counters, summed (cumulative, except the current states)
+ * @property {number} opened upgrades answered 101
+ * @property {number} closed sessions that were ready and are gone
+ * @property {number} frames
+ * @property {number} bytes
+ * @property {number} audioMs audio sent, in ms
+ * @property {number} keepAlives
+ * @property {number} suggested suggested_transcript messages sent
+ * @property {number} segments segments received
+ * @property {number} sttFailed
+ * @property {number} pauses
+ * @property {number} connecting devices now connecting (or queued to)
+ * @property {number} open devices now upgraded, not ready yet
+ * @property {number} ready devices now ready, not streaming
+ * @property {number} streaming devices now streaming
+ * @property {number} paused streaming devices now in a pause
+ * @property {number} backlogBytes bytes written by the devices and not yet taken by the kernel
+ * @property {number} cpuS the generators' own CPU seconds
+ * @property {Record<string, number>} refused upgrades refused, by HTTP status (0: no answer)
+ * @property {Record<string, number>} unexpected sessions closed by the server (or the network), by close code
+ */
 
 export class DeviceFleet {
   /** @type {import('node:child_process').ChildProcess[]} */
@@ -43,7 +65,7 @@ export class DeviceFleet {
     const f = new DeviceFleet();
     const g = Math.max(1, o.generators ?? Math.ceil(o.devices.length / 700));
     for (let i = 0; i < g; i++) {
-      const proc = fork(DEVICES, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+      const proc = track(fork(DEVICES, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' }));
       f.procs.push(proc);
       f.#last.push({});
       proc.on('message', (/** @type {any} */ m) => f.#onMessage(i, m));

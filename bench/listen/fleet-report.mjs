@@ -1,4 +1,5 @@
-// Turns a fleet or limit run into the common result: summary table, goals, figures for `compare`, charts, notes.
+// Turns a fixed-size fleet run into the common result (summary table, goals, figures for `compare`, charts, notes),
+// and the pieces every listen report shares (goals, charts, profile tables, cell formatting).
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { summarize } from '../lib/cpuprofile.mjs';
@@ -12,19 +13,19 @@ export const LATENCY_NOTE =
   'frame latency: per PCM chunk where it arrives (provider fake or bare server), arrival − (T0 + audio position), T0 being the stream’s least-delayed chunk; so the delay beyond the best chunk, including the generator’s own lateness';
 const SEGMENT_NOTE = 'segment latency: from the device sending the audio a segment ends at to the segment reaching the device (provider answer, engine, the 600 ms loop and the socket included)';
 
-const v = (/** @type {unknown} */ x) => (x === null || x === undefined || (typeof x === 'number' && !Number.isFinite(x)) ? '-' : String(x));
+export const v = (/** @type {unknown} */ x) => (x === null || x === undefined || (typeof x === 'number' && !Number.isFinite(x)) ? '-' : String(x));
 /** @param {{ p50: number | null, p95: number | null, p99: number | null, max?: number | null } | undefined} l */
-const pct = (l) => (l && l.p50 !== null ? `${v(l.p50)} / ${v(l.p95)} / ${v(l.p99)}${l.max !== undefined ? ` / ${v(l.max)}` : ''}` : '-');
-const ratio = (/** @type {number | null | undefined} */ a, /** @type {number | null | undefined} */ b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? Math.round((a / b) * 100) / 100 : null);
+export const pct = (l) => (l && l.p50 !== null ? `${v(l.p50)} / ${v(l.p95)} / ${v(l.p99)}${l.max !== undefined ? ` / ${v(l.max)}` : ''}` : '-');
+export const ratio = (/** @type {number | null | undefined} */ a, /** @type {number | null | undefined} */ b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? Math.round((a / b) * 100) / 100 : null);
 const round3 = (/** @type {number} */ x) => Math.round(x * 1000) / 1000;
-const kib = (/** @type {number} */ bytes, /** @type {number} */ n) => (n > 0 && Number.isFinite(bytes) ? Math.round(bytes / n / 1024) : null);
+export const kib = (/** @type {number} */ bytes, /** @type {number} */ n) => (n > 0 && Number.isFinite(bytes) ? Math.round(bytes / n / 1024) : null);
 
 /**
  * Charts every listen run has: latency over time, sessions, CPU and RSS of every process.
  * @param {import('./measure.mjs').Timeline} timeline
  * @param {import('../lib/procstat.mjs').ProcSampler} sampler
  */
-function charts(timeline, sampler) {
+export function charts(timeline, sampler) {
   const xDomain = [0, timeline.now()];
   return /** @type {any[]} */ ([
     timeline.chart('latency', 'Frame latency per 2 s window (device → PCM at the provider / bare server)', 'ms'),
@@ -40,7 +41,7 @@ function charts(timeline, sampler) {
  * for each thread, by function for the main thread.
  * @param {string | undefined} dir relative to the repository root
  */
-function profileTables(dir) {
+export function profileTables(dir) {
   const abs = dir ? path.join(ROOT_DIR, dir) : '';
   const files = abs && existsSync(abs) ? readdirSync(abs).filter((f) => f.endsWith('.cpuprofile')).sort() : [];
   return files.flatMap((file, i) => {
@@ -53,7 +54,7 @@ function profileTables(dir) {
 }
 
 /** @param {number | null | undefined} value @param {number} max */
-const atMost = (value, max) => (typeof value === 'number' ? value <= max : null);
+export const atMost = (value, max) => (typeof value === 'number' ? value <= max : null);
 
 /** @param {any} a */
 export function fleetResult(a) {
@@ -130,80 +131,5 @@ export function fleetResult(a) {
   finish(/** @type {any} */ (result), a.options);
   if (w.unexpectedCloses > 0) throw new Error(`${w.unexpectedCloses} sessions were closed by the server while streaming: see the result file`);
   if (a.exitCode !== 0) throw new Error(`the service exited with ${a.exitCode} on SIGTERM`);
-  return result;
-}
-
-/**
- * Steps of a ramp as table rows.
- * @param {any[]} steps
- */
-const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : 'FAIL', pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.rssMiB), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
-const STEP_HEAD = ['sessions', '', 'latency p50/p95/p99/max ms', 'server cores', 'server µs/session-s', 'generator cores', 'RSS MiB', 'closed early', 'behind ms/session'];
-
-/** @param {any} a */
-export function rampResult(a) {
-  const { limit, fleet } = a;
-  const passed = (/** @type {any} */ r) => new Map(r.steps.filter((/** @type {any} */ s) => s.pass).map((/** @type {any} */ s) => [s.sessions, s]));
-  const lp = passed(limit);
-  const fp = passed(fleet);
-  const common = Math.max(0, ...[...fp.keys()].filter((n) => lp.has(n)));
-  const at = common > 0 ? { svc: fp.get(common), bare: lp.get(common) } : { svc: fp.get(fleet.capacity), bare: lp.get(limit.capacity) };
-  const cpuRatio = ratio(at.svc?.serverCpuUsPerSessionS, at.bare?.serverCpuUsPerSessionS);
-  const share = ratio(fleet.capacity, limit.capacity);
-  const top = fp.get(fleet.capacity);
-  const rssPerSession = top ? kib(top.rssMiB * 2 ** 20 - a.idleRss, fleet.capacity) : null;
-  const summary = {
-    head: ['figure', 'service', 'bare uWS (limit)', 'service / bare', 'goal'],
-    rows: [
-      ['capacity, sessions (largest passing step)', v(fleet.capacity), v(limit.capacity), v(share), `≥ ${GOALS.capacityShareOfLimit} and ≥ ${GOALS.minCapacity}`],
-      ['first failing step', v(fleet.firstFail), v(limit.firstFail), '', ''],
-      ['frame latency at capacity p50/p95/p99/max, ms', pct(top?.lag), pct(lp.get(limit.capacity)?.lag), '', `p99 < ${RAMP_P99_MS}`],
-      [`server CPU µs per session-second (at ${common || 'capacity'})`, v(at.svc?.serverCpuUsPerSessionS), v(at.bare?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}×`],
-      ['generator CPU at capacity, cores', v(top?.generatorCores), v(lp.get(limit.capacity)?.generatorCores), '', ''],
-      ['RSS per streaming session beyond idle at capacity, KiB', v(rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
-      ['frames lost over the whole ramp (failing steps included)', v(a.svcDrain.lostFrames), v(a.bareDrain.lostFrames), '', ''],
-    ],
-  };
-  if (fleet.steps.length === 0) {
-    // limit alone: only the bare server's column.
-    summary.head = ['figure', 'bare uWS', 'note'];
-    summary.rows = summary.rows.filter((r) => !/RSS per streaming/.test(r[0] ?? '')).map((r) => [r[0] ?? '', r[2] ?? '', /capacity, sessions/.test(r[0] ?? '') ? 'reference: ~1,300–1,400 on the reference box' : '']);
-  }
-  const goals = [
-    { name: 'fleet capacity vs limit', target: `≥ ${GOALS.capacityShareOfLimit * 100}%`, value: share, met: share === null ? null : share >= GOALS.capacityShareOfLimit },
-    { name: 'fleet capacity', target: `≥ ${GOALS.minCapacity} sessions`, value: fleet.capacity, met: fleet.capacity >= GOALS.minCapacity },
-    { name: 'engine CPU per session-second vs bare', target: `≤ ${GOALS.cpuRatioMax}×`, value: cpuRatio, met: atMost(cpuRatio, GOALS.cpuRatioMax) },
-    { name: 'RSS per streaming session beyond idle', target: `≤ ${GOALS.rssPerSessionKiBMax} KiB`, value: rssPerSession, met: atMost(rssPerSession, GOALS.rssPerSessionKiBMax) },
-  ];
-  const result = {
-    scenario: a.scenario ?? 'fleet',
-    version: 2,
-    startedAt: new Date(Date.now() - a.timeline.now() * 1000).toISOString(),
-    machine: a.m,
-    options: { ramp: true, codec: a.codec, stt: a.stt, raw: a.options },
-    audio: { codec: a.codec, sampleRate: a.fixture.sampleRate, frameMs: a.fixture.frameMs, loopSeconds: a.fixture.seconds, what: a.fixture.what },
-    baseline: 'the limit: a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), ramped with the same generator in the same run',
-    summary,
-    tables: [
-      { title: 'limit (bare uWS) steps', head: STEP_HEAD, rows: stepRows(limit.steps) },
-      ...(fleet.steps.length ? [{ title: 'service steps', head: STEP_HEAD, rows: stepRows(fleet.steps) }] : []),
-      ...profileTables(a.profileDir),
-    ],
-    figures: figuresOf({
-      'fleet capacity': [fleet.steps.length ? fleet.capacity : null, 'sessions', 'higher'],
-      'limit capacity': [limit.capacity, 'sessions', 'higher'],
-      'capacity share of limit': [share, '', 'higher'],
-      'CPU ratio to bare': [cpuRatio, '', 'lower'],
-      'RSS per streaming session KiB': [rssPerSession, 'KiB', 'lower'],
-    }),
-    goals: fleet.steps.length ? goals : [],
-    notes: [a.note, LATENCY_NOTE, `a step passes when p99 frame latency < ${RAMP_P99_MS} ms for its whole hold, no session is closed, and less than 250 ms of audio per session is still on its way`, 'generator CPU is in the step tables: it shares the machine with the server'].filter(Boolean),
-    charts: charts(a.timeline, a.sampler),
-    limit,
-    fleet,
-    drains: { service: a.svcDrain, bare: a.bareDrain },
-    serviceExitCode: a.exitCode,
-  };
-  finish(/** @type {any} */ (result), a.options);
   return result;
 }

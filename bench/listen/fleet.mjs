@@ -7,7 +7,8 @@ import { machine } from '../lib/report.mjs';
 import { loadFixture } from './fixtures.mjs';
 import { Timeline, drain, observe, ramp } from './measure.mjs';
 import { bareTarget, serviceTarget } from './targets.mjs';
-import { fleetResult, rampResult } from './fleet-report.mjs';
+import { fleetResult } from './fleet-report.mjs';
+import { rampResult } from './ramp-report.mjs';
 import { rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
 
 /**

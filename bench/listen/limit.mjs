@@ -7,7 +7,8 @@ import { loadFixture } from './fixtures.mjs';
 import { Timeline, drain, observe, ramp } from './measure.mjs';
 import { bareTarget } from './targets.mjs';
 import { fleetOptions, num } from './fleet.mjs';
-import { LATENCY_NOTE, rampResult } from './fleet-report.mjs';
+import { LATENCY_NOTE } from './fleet-report.mjs';
+import { rampResult } from './ramp-report.mjs';
 
 export const USAGE = `npm run bench -- limit [--codec opus_fs320] [--from 100] [--max 3000] [--hold 60] | [--sessions N --seconds S]
   capacity search of a bare uWebSockets.js server that decodes each frame inline (no actors, pool or STT), with the

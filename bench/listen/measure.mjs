@@ -70,11 +70,12 @@ export function mergeLag(windows) {
     let below = 0;
     for (const w of ws) {
       const l = w.lagMs;
+      /** @type {[number, number][]} */
       const pts = [[0, 0], [l.p50, 0.5], [l.p95, 0.95], [l.p99, 0.99], [l.max, 1]];
       let f = 1;
       for (let i = 1; i < pts.length; i++) {
-        const [x0, q0] = /** @type {number[]} */ (pts[i - 1]);
-        const [x1, q1] = /** @type {number[]} */ (pts[i]);
+        const [x0, q0] = /** @type {[number, number]} */ (pts[i - 1]);
+        const [x1, q1] = /** @type {[number, number]} */ (pts[i]);
         if (x <= x1) {
           f = x1 > x0 ? q0 + ((q1 - q0) * (x - x0)) / (x1 - x0) : q1;
           break;
@@ -222,7 +223,7 @@ export async function ramp(ctx, o) {
       sessions: n,
       failFast: (x) => x.unexpected > 0 || x.behindMs > 1000,
     });
-    const pass = opened && !w.stoppedEarly && w.unexpectedCloses === 0 && w.lag.p99 !== null && w.lag.p99 < RAMP_P99_MS && w.behindMsPerSession < 250;
+    const pass = opened && !w.stoppedEarly && w.unexpectedCloses === 0 && w.lag.p99 !== null && w.lag.p99 < RAMP_P99_MS && (w.behindMsPerSession ?? Infinity) < 250;
     steps.push({ ...w, pass, opened });
     ctx.progress.log(`${ctx.target}: ${n} sessions ${pass ? 'pass' : 'FAIL'} (p99 ${w.lag.p99} ms, server ${w.serverCores} cores, generator ${w.generatorCores} cores, closed early ${w.unexpectedCloses})`);
     if (pass) lo = Math.max(lo, n);

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BENCH_DIR, ROOT_DIR } from '../lib/report.mjs';
-import { cleanRedis, freePort, startChild } from '../lib/processes.mjs';
+import { cleanRedis, freePort, startChild, track } from '../lib/processes.mjs';
 
 export const FAKE_PROVIDER = 'dist/test/fakes/deepgram-server.js';
 export const SERVICE_ENTRY = 'dist/engine/index.js';
@@ -19,7 +19,7 @@ export const PROVIDER_A_ENTRY = path.join(BENCH_DIR, 'listen/provider-a-entry.mj
  * @param {string[]} args
  */
 async function startPortChild(name, args) {
-  const proc = spawn(process.execPath, args, { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = track(spawn(process.execPath, args, { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] }));
   let err = '';
   proc.stderr.on('data', (/** @type {Buffer} */ b) => (err = (err + b.toString()).slice(-4000)));
   const port = await new Promise((resolve, reject) => {
@@ -84,6 +84,7 @@ export class ProviderStats {
     this.url = url;
   }
 
+  /** @returns {Promise<any>} */
   async #raw() {
     return (await fetch(`${this.url}/stats`)).json();
   }

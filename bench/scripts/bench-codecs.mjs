@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
 import { Progress } from '../lib/progress.mjs';
+import { track } from '../lib/processes.mjs';
 import { CODECS as CODEC_FIXTURES } from '../listen/fixtures.mjs';
 
 const CODECS = Object.keys(CODEC_FIXTURES);
@@ -55,7 +56,7 @@ export async function run(options) {
   const m = machine();
   const progress = new Progress('codecs', CODECS.length, 'codecs');
   progress.update(0, 'encoding the fixtures');
-  const child = spawn(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/bench-codecs.js'), String(sessions)], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = track(spawn(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/bench-codecs.js'), String(sessions)], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   let err = '';
   child.stdout.on('data', (/** @type {Buffer} */ b) => (out += b.toString()));
