@@ -11,7 +11,7 @@ const M = { left: 62, right: 16, top: 14, bottom: 40 };
  * @property {string} yLabel
  * @property {string} [xLabel] default 'seconds'
  * @property {[number, number]} [xDomain] default: the data's range (runs pass [0, run length] so charts line up)
- * @property {{ name: string, points: [number, number][] }[]} lines
+ * @property {{ name: string, points: [number, number][], dashed?: boolean }[]} lines `dashed`: a baseline's line
  */
 /**
  * @typedef {object} BarChart
@@ -51,9 +51,9 @@ function frame(yt, yLabel) {
   return { y, svg: grid + label };
 }
 
-/** @param {{ name: string }[]} items */
+/** @param {{ name: string, dashed?: boolean }[]} items */
 function legend(items) {
-  return `<div class="legend">${items.map((s, i) => `<span><i style="background:${COLORS[i % COLORS.length]}"></i>${esc(s.name)}</span>`).join('')}</div>`;
+  return `<div class="legend">${items.map((s, i) => `<span><i style="background:${COLORS[i % COLORS.length]}"></i>${esc(s.name)}${/** @type {any} */ (s).dashed ? ' (dashed)' : ''}</span>`).join('')}</div>`;
 }
 
 /** @param {LineChart} c */
@@ -72,7 +72,8 @@ export function lineChart(c) {
     .map((l, i) => {
       const pts = l.points.filter(([px, v]) => Number.isFinite(px) && Number.isFinite(v)).map(([px, v]) => `${x(px).toFixed(1)},${f.y(v).toFixed(1)}`);
       const color = COLORS[i % COLORS.length];
-      return pts.length === 1 ? `<circle cx="${pts[0]?.split(',')[0]}" cy="${pts[0]?.split(',')[1]}" r="3" fill="${color}"/>` : `<polyline fill="none" stroke="${color}" stroke-width="1.6" points="${pts.join(' ')}"/>`;
+      const dash = l.dashed ? ' stroke-dasharray="5 3"' : '';
+      return pts.length === 1 ? `<circle cx="${pts[0]?.split(',')[0]}" cy="${pts[0]?.split(',')[1]}" r="3" fill="${color}"/>` : `<polyline fill="none" stroke="${color}" stroke-width="1.6"${dash} points="${pts.join(' ')}"/>`;
     })
     .join('');
   const xLabel = `<text x="${(W + M.left) / 2}" y="${H - 6}" text-anchor="middle">${esc(c.xLabel ?? 'seconds')}</text>`;

@@ -153,7 +153,7 @@ export class ProcSampler {
    * Chart lines of one figure (cores or rssMiB) for every watched process.
    * @param {'cores' | 'rssMiB'} key
    * @param {(name: string) => boolean} [which]
-   * @returns {{ name: string, points: [number, number][] }[]}
+   * @returns {{ name: string, points: [number, number][], dashed: boolean }[]} lines of the bare baseline's run dashed
    */
   lines(key, which = () => true) {
     /** @type {Map<string, [number, number][]>} */
@@ -165,6 +165,6 @@ export class ProcSampler {
         out.get(name)?.push([s.t, p[key]]);
       }
     }
-    return [...out.entries()].map(([name, points]) => ({ name, points }));
+    return [...out.entries()].map(([name, points]) => ({ name, points, dashed: name.includes('bare') }));
   }
 }

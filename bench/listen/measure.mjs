@@ -35,7 +35,7 @@ export class Timeline {
    * @param {string} yLabel
    */
   chart(chart, title, yLabel) {
-    return { title, yLabel, lines: [...(this.charts.get(chart) ?? new Map()).entries()].map(([name, points]) => ({ name, points })) };
+    return { title, yLabel, lines: [...(this.charts.get(chart) ?? new Map()).entries()].map(([name, points]) => ({ name, points, dashed: name.startsWith('bare') })) };
   }
 }
 
