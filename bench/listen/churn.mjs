@@ -76,7 +76,7 @@ export async function run(options) {
     f.lateCheckpoint = lastClosed >= target ? target : lastClosed;
     f.rssAfterFirst = at(first);
     f.rssAfterLate = lastClosed >= target ? at(target) : median(samples.slice(-5).map((s) => s.rss));
-    f.drain = await drain(svc.ctx, fixture.frameMs);
+    f.drain = await drain(svc.ctx, fixture);
     await new Promise((r) => setTimeout(r, 3000));
     f.rssAfterAllLeft = rssBytes(pid);
     f.liveAfterDrain = await svc.service.liveSessions();

@@ -10,7 +10,7 @@ import { track } from '../lib/processes.mjs';
 const DEVICES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'devices.mjs');
 
 /** Counters every generator reports (cumulative per generator). */
-const SUMMED = ['opened', 'closed', 'frames', 'bytes', 'audioMs', 'keepAlives', 'suggested', 'segments', 'sttFailed', 'pauses', 'connecting', 'open', 'ready', 'streaming', 'paused', 'backlogBytes', 'cpuS'];
+const SUMMED = ['opened', 'streams', 'closed', 'frames', 'bytes', 'audioMs', 'keepAlives', 'suggested', 'segments', 'sttFailed', 'pauses', 'connecting', 'open', 'ready', 'streaming', 'paused', 'backlogBytes', 'cpuS'];
 
 /**
  * @typedef {object} FleetOptions
@@ -31,6 +31,7 @@ const SUMMED = ['opened', 'closed', 'frames', 'bytes', 'audioMs', 'keepAlives', 
 /**
  * @typedef {object} FleetTotals the generators' counters, summed (cumulative, except the current states)
  * @property {number} opened upgrades answered 101
+ * @property {number} streams sessions that started streaming
  * @property {number} closed sessions that were ready and are gone
  * @property {number} frames
  * @property {number} bytes

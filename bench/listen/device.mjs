@@ -38,14 +38,14 @@ export class Device {
   t0 = 0;
   /** [posMs, t0] from each (re)start: when the audio at a position left the device. */
   breaks = /** @type {[number, number][]} */ ([]);
+  /** While paused: when the pause ends, and when the audio it interrupts would have been captured. */
   pauseUntil = 0;
+  pauseStartedAt = 0;
   nextPausePosMs = Infinity;
   keepAliveAt = 0;
   nextSuggestPosMs = SUGGEST_EVERY_MS;
   maxSegEnd = 0;
   endAt = Infinity;
-
-  pauseStartedAt = 0;
 
   /**
    * @param {Generator} g
@@ -107,10 +107,12 @@ export class Device {
     const { cfg, frames, frameMs } = this.g;
     const now = performance.now();
     this.state = 'streaming';
+    this.g.stats.streams++;
     this.frame = Math.floor((this.slot * 7919) % frames.length);
     this.posMs = 0;
     this.t0 = now + Math.random() * frameMs;
     this.breaks = [[0, this.t0]];
+    this.pauseUntil = 0;
     this.maxSegEnd = 0;
     this.nextSuggestPosMs = SUGGEST_EVERY_MS;
     this.nextPausePosMs = cfg.pauseEveryS > 0 ? rand(cfg.pauseEveryS * 1000) : Infinity;

@@ -23,7 +23,7 @@ import { Device } from './device.mjs';
  */
 
 /** @typedef {typeof counters} Counters */
-const counters = { opened: 0, closed: 0, refused: /** @type {Record<string, number>} */ ({}), unexpected: /** @type {Record<string, number>} */ ({}), frames: 0, bytes: 0, audioMs: 0, keepAlives: 0, suggested: 0, segments: 0, sttFailed: 0, pauses: 0 };
+const counters = { opened: 0, streams: 0, closed: 0, refused: /** @type {Record<string, number>} */ ({}), unexpected: /** @type {Record<string, number>} */ ({}), frames: 0, bytes: 0, audioMs: 0, keepAlives: 0, suggested: 0, segments: 0, sttFailed: 0, pauses: 0 };
 
 /** Streaming devices by `key` (when they next have something to send): a binary min-heap. */
 const heap = /** @type {Device[]} */ ([]);

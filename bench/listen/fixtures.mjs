@@ -9,15 +9,18 @@ import { ROOT_DIR } from '../lib/report.mjs';
 /** Bump when the speech or the encoding changes, so cached fixtures are remade. */
 const FIXTURE_VERSION = 1;
 
-/** The query each codec is opened with, and how much audio one message carries. */
+/**
+ * The query each codec is opened with, how much audio one message carries, and the frames a stream's decoder keeps
+ * for itself (AAC: the first frame is encoder delay, so every stream yields one frame less PCM than it was sent).
+ */
 export const CODECS = /** @type {const} */ ({
-  pcm8: { sampleRate: 8000, frameMs: 10 },
-  pcm16: { sampleRate: 16000, frameMs: 10 },
-  opus: { sampleRate: 16000, frameMs: 10 },
-  opus_fs320: { sampleRate: 16000, frameMs: 20 },
-  aac: { sampleRate: 48000, frameMs: 1024 / 48 },
-  lc3: { sampleRate: 48000, frameMs: 10 },
-  lc3_fs1030: { sampleRate: 16000, frameMs: 10 },
+  pcm8: { sampleRate: 8000, frameMs: 10, primingFrames: 0 },
+  pcm16: { sampleRate: 16000, frameMs: 10, primingFrames: 0 },
+  opus: { sampleRate: 16000, frameMs: 10, primingFrames: 0 },
+  opus_fs320: { sampleRate: 16000, frameMs: 20, primingFrames: 0 },
+  aac: { sampleRate: 48000, frameMs: 1024 / 48, primingFrames: 1 },
+  lc3: { sampleRate: 48000, frameMs: 10, primingFrames: 0 },
+  lc3_fs1030: { sampleRate: 16000, frameMs: 10, primingFrames: 0 },
 });
 /** @typedef {keyof typeof CODECS} CodecName */
 
@@ -35,6 +38,7 @@ const SCRIPT = [
  * @property {CodecName} codec
  * @property {number} sampleRate the query's sample_rate
  * @property {number} frameMs audio per message, in milliseconds
+ * @property {number} primingFrames frames per stream the decoder turns into no PCM (codec delay, not loss)
  * @property {number} seconds length of the loop
  * @property {string} what
  * @property {Buffer[]} frames one message each
@@ -119,7 +123,7 @@ export async function loadFixture(codec) {
       rmSync(dir, { recursive: true, force: true });
     }
   }
-  return { ...readFixture(file), file };
+  return { ...readFixture(file), primingFrames: CODECS[codec].primingFrames, file };
 }
 
 /**
@@ -129,5 +133,5 @@ export async function loadFixture(codec) {
  */
 export function readFixture(file) {
   const j = JSON.parse(readFileSync(file, 'utf8'));
-  return { ...j, frames: j.frames.map((/** @type {string} */ b) => Buffer.from(b, 'base64')) };
+  return { ...j, primingFrames: CODECS[/** @type {CodecName} */ (j.codec)]?.primingFrames ?? 0, frames: j.frames.map((/** @type {string} */ b) => Buffer.from(b, 'base64')) };
 }

@@ -96,6 +96,7 @@ export function fleetResult(a) {
     f.note,
     `stt: ${f.stt === 'provider_a' ? 'the provider_a fake, a separate process' : f.stt === 'custom' ? 'none (custom_stt=enabled; devices send suggested_transcript every 2 s)' : 'the service’s default engine'}`,
     LATENCY_NOTE,
+    Number(a.options['pause-every'] ?? 0) > 0 ? 'devices paused (--pause-every): the frame latency counts each pause as delay, since it is measured against the audio clock; the segment latency and the loss count are not affected' : undefined,
     SEGMENT_NOTE,
     `the generator (${w.generatorCores} cores for ${sessions} devices) runs on the same machine as the server: its CPU is not the server’s but competes for the same cores`,
     w.lag.exact === false ? 'whole-window latency percentiles are estimated from the 2 s windows’ p50/p95/p99/max (the provider fake sends percentiles, not histograms)' : undefined,

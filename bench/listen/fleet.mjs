@@ -88,13 +88,13 @@ export async function run(options) {
       const rampOpts = { from, max, holdS: hold, settleS: 3 };
       const bare = await bareTarget({ ...common, devices: max });
       const limit = await ramp(bare.ctx, { ...rampOpts, sessionsWanted: (n) => bare.ctx.fleet.open(n, true) });
-      const bareDrain = await drain(bare.ctx, fixture.frameMs);
+      const bareDrain = await drain(bare.ctx, fixture);
       await bare.stop();
       const svc = await serviceTarget({ ...common, devices: max, stt, nodeArgs });
       await new Promise((r) => setTimeout(r, 1000));
       const idleRss = rssBytes(svc.service.pid);
       const fleet = await ramp(svc.ctx, { ...rampOpts, sessionsWanted: (n) => svc.ctx.fleet.open(n, true) });
-      const svcDrain = await drain(svc.ctx, fixture.frameMs);
+      const svcDrain = await drain(svc.ctx, fixture);
       const exitCode = await svc.stop();
       return rampResult({ m, options, codec, fixture, stt: svc.stt, note: svc.note, limit, fleet, bareDrain, svcDrain, idleRss, exitCode, sampler, timeline, profileDir });
     }
@@ -126,7 +126,7 @@ export async function run(options) {
       await fleet.waitFor((t) => t.streaming >= sessions, 10_000, `${sessions} streaming sessions`);
       await new Promise((r) => setTimeout(r, 2000));
       figures.window = await observe(svc.ctx, { seconds, label: `service: ${sessions} sessions streaming`, sessions });
-      figures.drain = await drain(svc.ctx, fixture.frameMs);
+      figures.drain = await drain(svc.ctx, fixture);
       figures.liveAfterDrain = await svc.service.liveSessions();
     } finally {
       exitCode = await svc.stop();
@@ -139,7 +139,7 @@ export async function run(options) {
         await bare.ctx.fleet.waitFor((t) => (progress.update(t.streaming), t.streaming >= sessions), 30_000 + sessions * 50, `${sessions} streaming sessions`);
         await new Promise((r) => setTimeout(r, 1000));
         figures.bare = await observe(bare.ctx, { seconds: baselineSeconds, label: `bare: ${sessions} sessions streaming`, sessions });
-        figures.bareDrain = await drain(bare.ctx, fixture.frameMs);
+        figures.bareDrain = await drain(bare.ctx, fixture);
       } finally {
         await bare.stop();
       }

@@ -31,7 +31,7 @@ export async function run(options) {
   try {
     if (!fixed) {
       const limit = await ramp(bare.ctx, { from: num(options, 'from', 100), max: devices, holdS: num(options, 'hold', 60), settleS: 3, sessionsWanted: (n) => bare.ctx.fleet.open(n, true) });
-      const bareDrain = await drain(bare.ctx, fixture.frameMs);
+      const bareDrain = await drain(bare.ctx, fixture);
       const none = { capacity: 0, firstFail: null, steps: [] };
       return rampResult({ scenario: 'limit', m, options, codec, fixture, stt: 'none', limit, fleet: none, bareDrain, svcDrain: { lostFrames: null }, idleRss: NaN, exitCode: null, sampler, timeline });
     }
@@ -41,7 +41,7 @@ export async function run(options) {
     await bare.ctx.fleet.waitFor((t) => (progress.update(t.streaming), t.streaming >= devices), 30_000 + devices * 50, `${devices} streaming sessions`);
     await new Promise((r) => setTimeout(r, 2000));
     const w = await observe(bare.ctx, { seconds, label: `bare: ${devices} sessions`, sessions: devices });
-    const d = await drain(bare.ctx, fixture.frameMs);
+    const d = await drain(bare.ctx, fixture);
     const result = {
       scenario: 'limit',
       version: 2,

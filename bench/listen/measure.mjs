@@ -173,15 +173,18 @@ export async function observe(ctx, o) {
 }
 
 /**
- * Closes every session and waits until the PCM stops arriving: then frames lost = audio sent − PCM received.
+ * Closes every session and waits until the PCM stops arriving: then frames lost = audio sent − PCM received − the
+ * codec's own delay (AAC's priming frame, once per stream).
  * @param {Ctx} ctx
- * @param {number} frameMs
+ * @param {{ frameMs: number, primingFrames: number }} codec
  */
-export async function drain(ctx, frameMs) {
+export async function drain(ctx, codec) {
+  const { frameMs } = codec;
   ctx.progress.phase(`${ctx.target}: closing sessions`, 1);
   const totals = await ctx.fleet.stop();
   ctx.progress.update(1);
-  if (!ctx.stats) return { totals, receivedMs: null, lostMs: null, lostFrames: null, streamsLeftOpen: null };
+  const codecDelayMs = codec.primingFrames * frameMs * totals.streams;
+  if (!ctx.stats) return { totals, receivedMs: null, codecDelayMs, lostMs: null, lostFrames: null, streamsLeftOpen: null };
   let prev = -1;
   let s = await ctx.stats.get();
   for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
@@ -191,8 +194,8 @@ export async function drain(ctx, frameMs) {
     prev = s.bytes;
   }
   const receivedMs = s.bytes / 32; // 16 kHz s16le: 32 bytes per ms
-  const lostMs = totals.audioMs - receivedMs;
-  return { totals, receivedMs: round(receivedMs, 1), lostMs: round(lostMs, 1), lostFrames: Math.round(lostMs / frameMs), streamsLeftOpen: s.streamsOpen };
+  const lostMs = totals.audioMs - receivedMs - codecDelayMs;
+  return { totals, receivedMs: round(receivedMs, 1), codecDelayMs: round(codecDelayMs, 1), lostMs: round(lostMs, 1), lostFrames: Math.round(lostMs / frameMs), streamsLeftOpen: s.streamsOpen };
 }
 
 /**
