@@ -1,9 +1,11 @@
-// `npm run bench -- compare A.json B.json`: every figure two result files share, side by side, with B / A.
+// `npm run bench -- compare A.json B.json`: every figure two result files share, side by side, with B / A and which is better.
 import { readFileSync } from 'node:fs';
 import { machineLine, noiseLine, table } from './lib/report.mjs';
 
 export const USAGE = `npm run bench -- compare A.json B.json
-  prints each figure of A and B and the ratio B / A (req/s: higher is better; latency and µs: lower is better)`;
+  prints each figure A and B share and the ratio B / A, and whether B is better (each figure knows its direction:
+  capacity and req/s higher, latency, CPU and RSS lower); works for every scenario's result (version 2) and the
+  rest and codecs results of version 1`;
 
 /** Figures of a rest result and whether more is better. */
 const REST_FIGURES = /** @type {const} */ ([
@@ -27,6 +29,14 @@ const CODEC_FIGURES = /** @type {const} */ ([
 export function figures(r) {
   /** @type {Map<string, { value: number, higherIsBetter: boolean }>} */
   const out = new Map();
+  if (r.figures) {
+    for (const [label, f] of Object.entries(r.figures)) {
+      const x = /** @type {{ value: number, unit?: string, better: string }} */ (f);
+      if (typeof x.value === 'number') out.set(label, { value: x.value, higherIsBetter: x.better === 'higher' });
+    }
+    return out;
+  }
+  // Version 1 files (rest, codecs) had no figures list.
   const put = (/** @type {string} */ label, /** @type {unknown} */ value, /** @type {boolean} */ higherIsBetter) => {
     if (typeof value === 'number' && Number.isFinite(value)) out.set(label, { value, higherIsBetter });
   };

@@ -1,24 +1,31 @@
-// Entry of the bench suite (`npm run bench -- <scenario> [options]` from the repo root): prepares what is missing, then runs one scenario.
+// Entry of the bench suite (`npm run bench -- <scenario> [options]` from the repo root): builds what is missing, then runs one scenario.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { BENCH_DIR, ROOT_DIR, parseArgs } from './lib/report.mjs';
+import { ROOT_DIR, parseArgs } from './lib/report.mjs';
+import { killChildren } from './lib/processes.mjs';
 
 /** Scenario name -> module (paths mirror the source they measure). */
 const SCENARIOS = {
-  rest: './http/rest.mjs',
-  sessions: './listen/sessions.mjs',
+  fleet: './listen/fleet.mjs',
+  limit: './listen/limit.mjs',
+  churn: './listen/churn.mjs',
   codecs: './scripts/bench-codecs.mjs',
+  rest: './http/rest.mjs',
   compare: './compare.mjs',
 };
 
 const HELP = `usage: npm run bench -- <scenario> [options]
 scenarios:
-  rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
-  sessions  live /v4/listen sessions: server RSS idle, per idle and per streaming opus_fs320 session, CPU per session-second
+  fleet     simulated wearables streaming to /v4/listen of the real service (STT: the provider_a fake): latency, loss,
+            CPU and RSS per session, vs a bare uWebSockets.js server; --ramp searches for capacity
+  limit     the box's ceiling: the same generator against a bare uWebSockets.js server that only decodes each frame
+  churn     sessions come (5-30 s of audio) and go for 10 minutes: the service's RSS must come back
   codecs    CPU per second of audio for each codec, codec shards vs the decoder in-process
+  rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
   compare   compare A.json B.json: the ratio between two result files' figures
-results go to bench/results/<timestamp>-<scenario>.json; \`npm run bench -- <scenario> --help\` for options`;
+each run prints a table and writes bench/results/<timestamp>-<scenario>.json and .html (charts);
+\`npm run bench -- <scenario> --help\` for options`;
 
 /**
  * Runs a command in `cwd`, inheriting stdio; exits with its status when it fails.
@@ -36,19 +43,9 @@ function step(what, cmd, args, cwd) {
   }
 }
 
-/** bench/ has its own dependencies (autocannon); a fresh clone installs them on first use. */
-function ensureBenchDeps() {
-  if (existsSync(path.join(BENCH_DIR, 'node_modules/autocannon/package.json'))) return;
-  step('installing bench dependencies', 'npm', ['install', '--prefix', BENCH_DIR, '--no-audit', '--no-fund', '--loglevel=error'], ROOT_DIR);
-}
-
-/**
- * The benches run the compiled service and scripts (and codecs the LC3 addon); scripts/setup builds what is missing.
- * @param {string} scenario
- */
-function ensureBuilt(scenario) {
-  const needed = ['dist/engine/index.js', 'dist/scripts/token.js', 'dist/scripts/bench-codecs.js'];
-  if (scenario === 'codecs') needed.push('native/build/Release/lc3.node');
+/** The benches run the compiled service, its fakes and test helpers (fixtures), and the LC3 addon; scripts/setup builds what is missing. */
+function ensureBuilt() {
+  const needed = ['dist/engine/index.js', 'dist/scripts/token.js', 'dist/scripts/bench-codecs.js', 'dist/test/helpers/codec-fixtures.js', 'dist/test/fakes/deepgram-server.js', 'native/build/Release/lc3.node'];
   if (needed.every((f) => existsSync(path.join(ROOT_DIR, f)))) return;
   step('building the service', 'bash', ['scripts/setup'], ROOT_DIR);
 }
@@ -59,12 +56,17 @@ if (!scenario || scenario === 'help' || !(scenario in SCENARIOS)) {
   console.log(HELP);
   process.exit(scenario && scenario !== 'help' ? 2 : 0);
 }
+// Ctrl-C or a crash must not leave a service, a fake or a generator running.
+process.on('exit', killChildren);
+for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
+  process.on(signal, () => {
+    killChildren();
+    process.exit(130);
+  });
+}
 const mod = await (async () => {
-  if (scenario !== 'compare') {
-    // sessions needs no bench-only dependency (ws comes with the service).
-    if (scenario !== 'sessions') ensureBenchDeps();
-    ensureBuilt(scenario);
-  }
+  // No bench-only dependency: Node built-ins, and ws and uWebSockets.js of the service.
+  if (scenario !== 'compare') ensureBuilt();
   return import(SCENARIOS[/** @type {keyof typeof SCENARIOS} */ (scenario)]);
 })();
 if (options.help) {

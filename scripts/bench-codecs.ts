@@ -114,6 +114,8 @@ async function main(): Promise<void> {
       directPerSec >= 1 ? (enginePerSec / directPerSec).toFixed(1) : 'n/a',
       ((c.seconds * sessions * 1000) / wallMs).toFixed(0),
     ]);
+    // Progress for bench/scripts/bench-codecs.mjs, which draws its bar from these lines.
+    process.stderr.write(`bench-codecs: ${c.codec} done (${rows.length}/${cases.length})\n`);
   }
   await pool.close();
   rmSync(dir, { recursive: true, force: true });

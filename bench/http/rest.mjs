@@ -2,14 +2,14 @@
 // Targets: GET /v1/dev/user/memories (API-key auth + rate limit in Redis + memory gate + the answer, reused while the user's
 // data is unchanged), the same GET on a second node that keeps no answers, POST of one memory, and the bare server.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import autocannon from 'autocannon';
-import { Redis } from 'ioredis';
-import { BENCH_DIR, RESULTS_DIR, machine, machineLine, noiseLine, table, writeResult } from '../lib/report.mjs';
-import { freePort, idToken, startChild } from '../lib/processes.mjs';
-import { summarize } from '../lib/cpuprofile.mjs';
+import { BENCH_DIR, RESULTS_DIR, finish, machine } from '../lib/report.mjs';
+import { Progress } from '../lib/progress.mjs';
+import { load } from './load.mjs';
+import { cleanRedis, freePort, idToken, startChild } from '../lib/processes.mjs';
+import { restResult } from './rest-report.mjs';
 
 export const USAGE = `npm run bench -- rest [--seconds 10] [--connections 50] [--pipelining 1] [--warmup 1] [--targets get,uncached,post,bare] [--profile] [--smoke]
   --seconds      measured duration per target, in seconds (default 10)
@@ -22,8 +22,6 @@ export const USAGE = `npm run bench -- rest [--seconds 10] [--connections 50] [-
 const ROUTE = '/v1/dev/user/memories';
 const SEED_MEMORIES = 100;
 const SEED_BATCH = 25; // MAX_MEMORIES_BATCH in http/routes/memories.ts
-/** Throughput of the authenticated GET as a share of bare uWS that this bench aims for. */
-export const GOAL_GET_RATIO = 0.25;
 
 /**
  * @typedef {object} Target
@@ -140,10 +138,13 @@ export async function run(options) {
       { name: 'bare', method: 'GET', url: `http://127.0.0.1:${barePort}${ROUTE}`, headers: {}, what: `bare uWS, constant ${getBody.length}-byte JSON (baseline)` },
     ].filter((p) => targets.includes(p.name));
 
+    const progress = new Progress('rest', plan.length * (warmup + seconds), 's');
+    const t0 = performance.now();
+    const ticker = setInterval(() => progress.update((performance.now() - t0) / 1000, Object.keys(results).map((n) => `${n} ${results[n]?.requestsPerSec} req/s`).join('  ')), 250);
     for (const p of plan) {
-      const ac = { url: p.url, method: /** @type {any} */ (p.method), headers: p.headers, connections, pipelining, ...(p.body ? { body: p.body } : {}) };
-      if (warmup > 0) await autocannon({ ...ac, duration: warmup });
-      const r = await autocannon({ ...ac, duration: seconds });
+      const ac = { url: p.url, method: p.method, headers: p.headers, connections, pipelining, ...(p.body ? { body: p.body } : {}) };
+      if (warmup > 0) await load({ ...ac, duration: warmup });
+      const r = await load({ ...ac, duration: seconds });
       results[p.name] = {
         name: p.name,
         method: p.method,
@@ -158,8 +159,10 @@ export async function run(options) {
         timeouts: r.timeouts,
         bytesPerSec: Math.round(r.throughput.average),
       };
-      process.stderr.write(`rest: ${p.name} done (${Math.round(r.requests.average)} req/s)\n`);
     }
+    clearInterval(ticker);
+    progress.update(plan.length * (warmup + seconds));
+    progress.end();
   } finally {
     // The services first: their exit codes say whether they shut down cleanly under load; --cpu-prof writes the profile on exit.
     for (const c of children) {
@@ -171,81 +174,12 @@ export async function run(options) {
     rmSync(dataDir, { recursive: true, force: true });
   }
 
-  const bare = results.bare;
-  /** @type {Record<string, number | null>} */
-  const ratios = {};
-  for (const t of Object.values(results)) if (t.name !== 'bare') ratios[t.name] = bare ? Math.round((t.requestsPerSec / bare.requestsPerSec) * 1000) / 1000 : null;
-  const getRatio = ratios.get ?? null;
-  /** @type {ReturnType<typeof summarize> | undefined} */
-  let prof;
-  if (profile) {
-    const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
-    if (files[0]) prof = summarize(path.join(profileDir, files[0]));
-  }
+  const result = restResult({ m, options: { seconds, warmup, connections, pipelining, targets, profile, smoke }, results, profileDir: profile ? profileDir : undefined, serviceExit });
+  finish(/** @type {any} */ (result), options);
+  const rows = Object.values(results);
 
-  const result = {
-    scenario: 'rest',
-    version: 1,
-    startedAt: new Date().toISOString(),
-    machine: m,
-    options: { seconds, warmup, connections, pipelining, targets, profile, smoke },
-    baseline: 'bare',
-    targets: results,
-    ratios,
-    goal: { target: 'get', minRatio: GOAL_GET_RATIO, ratio: getRatio, met: getRatio === null ? null : getRatio >= GOAL_GET_RATIO },
-    serviceExitCode: serviceExit,
-    ...(prof ? { profile: { dir: path.relative(BENCH_DIR, profileDir), ...prof } } : {}),
-  };
-  const file = writeResult('rest', result, options.out);
-
-  console.log(machineLine(m));
-  console.log(`baseline: bare uWebSockets.js, one route, constant JSON of the same bytes as GET; autocannon ${connections} connections, pipelining ${pipelining}, ${seconds} s per target after ${warmup} s warm-up`);
-  console.log(
-    table(
-      ['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'ratio to bare', 'what'],
-      Object.values(results).map((t) => [
-        `${t.name} ${t.method} ${t.name === 'bare' ? '(bare)' : t.path}`,
-        String(t.requestsPerSec),
-        String(t.p50Ms),
-        String(t.p99Ms),
-        String(t.non2xx + t.errors + t.timeouts),
-        t.name === 'bare' ? '1' : ratios[t.name] === null ? 'n/a' : (ratios[t.name] ?? 0).toFixed(3),
-        t.what,
-      ]),
-    ),
-  );
-  if (getRatio !== null) console.log(`goal: GET ≥ ${GOAL_GET_RATIO * 100}% of bare: ${(getRatio * 100).toFixed(1)}% ${getRatio >= GOAL_GET_RATIO ? 'met' : 'NOT met'}`);
-  if (prof) {
-    console.log(`profile of the service (${prof.busyMs} ms busy of ${prof.totalMs} ms; ${result.profile?.dir}):`);
-    console.log(table(['self ms', '%', 'area'], prof.areas.map((a) => [String(a.selfMs), a.pct.toFixed(1), a.area])));
-    console.log(table(['self ms', '%', 'function', 'where'], prof.functions.map((f) => [String(f.selfMs), f.pct.toFixed(1), f.name, f.where])));
-  }
-  console.log(noiseLine(m));
-  console.log(`results: ${path.relative(process.cwd(), file)}`);
-
-  const broken = Object.values(results).some((t) => t.non2xx + t.errors + t.timeouts > 0 || t.requests === 0);
+  const broken = rows.some((t) => t.non2xx + t.errors + t.timeouts > 0 || t.requests === 0);
   if (broken) throw new Error('some requests failed (non-2xx, errors or timeouts): the figures are not valid');
   if (serviceExit !== 0) throw new Error(`the service exited with ${serviceExit} on SIGTERM`);
   return result;
-}
-
-/**
- * Deletes every key under the bench's Redis prefix (rate-limit counters), so runs leave the shared Redis as they found it.
- * @param {string} prefix
- */
-async function cleanRedis(prefix) {
-  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
-  } catch {
-    // Best effort: the keys expire within a day anyway.
-  } finally {
-    redis.disconnect();
-  }
 }

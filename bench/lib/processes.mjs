@@ -4,9 +4,30 @@ import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { ROOT_DIR } from './report.mjs';
 
 const execFileP = promisify(execFile);
+
+/** Every child a bench started and has not seen exit: killed when the bench itself exits or is interrupted. */
+const live = new Set();
+
+/**
+ * Registers `proc` so it does not outlive the bench (Ctrl-C, a crash).
+ * @template {import('node:child_process').ChildProcess} P
+ * @param {P} proc
+ * @returns {P}
+ */
+export function track(proc) {
+  live.add(proc);
+  proc.once('exit', () => live.delete(proc));
+  return proc;
+}
+
+/** SIGTERM to every tracked child (the service drains, the fakes close); called on exit and on SIGINT/SIGTERM. */
+export function killChildren() {
+  for (const p of live) if (p.exitCode === null) p.kill('SIGTERM');
+}
 
 /** A free TCP port on 127.0.0.1; the service logs its port only at info level, and the bench runs it at warn. */
 export async function freePort() {
@@ -34,7 +55,7 @@ export async function freePort() {
  * @returns {Promise<Child>}
  */
 export async function startChild(o) {
-  const proc = spawn(process.execPath, o.args, { cwd: ROOT_DIR, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = track(spawn(process.execPath, o.args, { cwd: ROOT_DIR, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   const keep = (/** @type {Buffer} */ b) => {
     out = (out + b.toString()).slice(-8000);
@@ -82,4 +103,25 @@ export async function startChild(o) {
 export async function idToken(uid, env) {
   const { stdout } = await execFileP(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/token.js'), uid], { cwd: ROOT_DIR, env: { ...process.env, ...env } });
   return stdout.trim();
+}
+
+/**
+ * Deletes every key under the bench's Redis prefix (rate limits, queues, events), so runs leave the shared Redis as they found it.
+ * @param {string} prefix
+ */
+export async function cleanRedis(prefix) {
+  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+  } catch {
+    // Best effort: the keys expire within a day anyway.
+  } finally {
+    redis.disconnect();
+  }
 }

@@ -1,8 +1,10 @@
-// What every bench prints and writes: the machine, the baseline, the figures and their ratio to it (STYLE point 10).
+// What every bench prints and writes: the machine, the baseline, the figures and their ratio to it (STYLE point 10),
+// as a table on stdout, bench/results/<timestamp>-<scenario>.json and an HTML report with charts next to it.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, hostname, release } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { renderHtml } from './html.mjs';
 
 /** bench/ */
 export const BENCH_DIR = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -63,7 +65,7 @@ export function table(head, rows) {
 }
 
 /**
- * Writes bench/results/<timestamp>-<scenario>.json (or `out`, given with --out) and returns its path.
+ * Writes bench/results/<timestamp>-<scenario>.json (or `out`, given with --out) and the HTML report beside it; returns both paths.
  * @param {string} scenario
  * @param {object} result
  * @param {string | true} [out]
@@ -73,7 +75,65 @@ export function writeResult(scenario, result, out) {
   const file = typeof out === 'string' ? path.resolve(out) : path.join(RESULTS_DIR, `${stamp}-${scenario}.json`);
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
-  return file;
+  const html = file.replace(/\.json$/, '') + '.html';
+  writeFileSync(html, renderHtml(result));
+  return { file, html };
+}
+
+/**
+ * @typedef {object} Goal
+ * @property {string} name
+ * @property {string} target e.g. '≥ 1000 sessions'
+ * @property {number | string | null} value
+ * @property {boolean | null} met null when the run did not measure it
+ */
+
+/**
+ * @typedef {object} Result the common shape of every scenario's result (version 2)
+ * @property {string} scenario
+ * @property {number} version
+ * @property {string} startedAt
+ * @property {Machine} machine
+ * @property {Record<string, unknown>} options
+ * @property {string} baseline what the figures are compared with
+ * @property {{ head: string[], rows: string[][] }} summary the table printed at the end
+ * @property {Record<string, { value: number, unit?: string, better: 'higher' | 'lower' }>} figures what `compare` compares
+ * @property {Goal[]} [goals]
+ * @property {{ title: string, head: string[], rows: string[][] }[]} [tables] more tables, after the summary
+ * @property {string[]} [notes]
+ * @property {object[]} [charts] see lib/html.mjs
+ */
+
+/**
+ * Figures of a result, for `compare`: numbers only, with the direction that is better.
+ * @param {Record<string, [number | null | undefined, string, 'higher' | 'lower']>} entries label -> [value, unit, better]
+ */
+export function figuresOf(entries) {
+  /** @type {Result['figures']} */
+  const out = {};
+  for (const [label, [value, unit, better]] of Object.entries(entries)) {
+    if (typeof value === 'number' && Number.isFinite(value)) out[label] = { value, unit, better };
+  }
+  return out;
+}
+
+/**
+ * The end of every scenario: writes the JSON and HTML, prints the machine, the baseline, the table, the goals and the paths.
+ * @param {Result & Record<string, unknown>} result
+ * @param {Record<string, string | true>} options
+ */
+export function finish(result, options) {
+  const { file, html } = writeResult(result.scenario, { ...result, finishedAt: new Date().toISOString() }, options.out);
+  console.log(machineLine(result.machine));
+  console.log(`baseline: ${result.baseline}`);
+  console.log(table(result.summary.head, result.summary.rows));
+  for (const t of result.tables ?? []) console.log(`${t.title}:\n${table(t.head, t.rows)}`);
+  for (const g of result.goals ?? []) console.log(`goal: ${g.name} ${g.target}: ${g.value ?? 'n/a'} ${g.met === null ? '(not measured)' : g.met ? 'met' : 'NOT met'}`);
+  for (const n of result.notes ?? []) console.log(`note: ${n}`);
+  console.log(noiseLine(result.machine));
+  console.log(`results: ${path.relative(process.cwd(), file)}`);
+  console.log(`report: ${path.relative(process.cwd(), html)}`);
+  return { file, html };
 }
 
 /**

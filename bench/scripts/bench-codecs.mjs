@@ -1,7 +1,13 @@
-// Runs the codec micro-bench (scripts/bench-codecs.ts, compiled to dist/) and keeps its table as JSON in bench/results/.
+// Runs the codec micro-bench (scripts/bench-codecs.ts, compiled to dist/): engine path vs the codec alone, per codec,
+// in the common result format (table, JSON, HTML with a bar chart).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { ROOT_DIR, machine, noiseLine, writeResult } from '../lib/report.mjs';
+import { ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
+import { Progress } from '../lib/progress.mjs';
+import { track } from '../lib/processes.mjs';
+import { CODECS as CODEC_FIXTURES } from '../listen/fixtures.mjs';
+
+const CODECS = Object.keys(CODEC_FIXTURES);
 
 export const USAGE = `npm run bench -- codecs [--sessions 4]
   --sessions     concurrent sessions per codec (default 4)
@@ -48,27 +54,58 @@ export async function run(options) {
   const sessions = Number(options.sessions ?? 4);
   if (!Number.isInteger(sessions) || sessions < 1) throw new Error('--sessions must be a positive integer');
   const m = machine();
-  const child = spawn(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/bench-codecs.js'), String(sessions)], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'inherit'] });
+  const progress = new Progress('codecs', CODECS.length, 'codecs');
+  progress.update(0, 'encoding the fixtures');
+  const child = track(spawn(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/bench-codecs.js'), String(sessions)], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
-  child.stdout.on('data', (/** @type {Buffer} */ b) => {
-    out += b.toString();
-    process.stdout.write(b);
+  let err = '';
+  child.stdout.on('data', (/** @type {Buffer} */ b) => (out += b.toString()));
+  child.stderr.on('data', (/** @type {Buffer} */ b) => {
+    err += b.toString();
+    const done = [...err.matchAll(/^bench-codecs: (\S+) done \((\d+)\/\d+\)$/gm)].at(-1);
+    if (done) progress.update(Number(done[2]), `${done[1]} done`);
   });
   const code = await new Promise((resolve) => child.on('close', resolve));
-  if (code !== 0) throw new Error(`dist/scripts/bench-codecs.js exited with ${code}`);
+  progress.end();
+  if (code !== 0) throw new Error(`dist/scripts/bench-codecs.js exited with ${code}: ${err.slice(-2000)}`);
   const rows = parseCodecTable(out);
+  const baseline = out.split('\n').find((l) => l.startsWith('baseline: '))?.slice(10) ?? 'the decoder called in-process';
+  /** @type {Record<string, [number | null | undefined, string, 'higher' | 'lower']>} */
+  const figures = {};
+  for (const r of rows) {
+    figures[`${r.codec} engine µs/s`] = [/** @type {number} */ (r.engineUsPerS), 'µs', 'lower'];
+    figures[`${r.codec} direct µs/s`] = [/** @type {number} */ (r.directUsPerS), 'µs', 'lower'];
+    figures[`${r.codec} engine/direct`] = [/** @type {number} */ (r.ratio), '', 'lower'];
+    figures[`${r.codec} x realtime`] = [/** @type {number} */ (r.xRealtime), 'x', 'higher'];
+  }
+  const cell = (/** @type {unknown} */ x) => (x === null || x === undefined ? 'n/a' : String(x));
   const result = {
     scenario: 'codecs',
-    version: 1,
+    version: 2,
     startedAt: new Date().toISOString(),
     machine: m,
     options: { sessions },
-    baseline: 'direct',
+    baseline: `${baseline} (direct); engine = the codec shards, ${sessions} concurrent sessions per codec, 5 messages per push`,
+    summary: {
+      head: ['codec', 'in Hz', 'direct µs per s of audio', 'engine µs per s of audio', 'engine / direct', 'x realtime (wall)'],
+      rows: rows.map((r) => [cell(r.codec), cell(r.inHz), cell(r.directUsPerS), cell(r.engineUsPerS), cell(r.ratio), cell(r.xRealtime)]),
+    },
+    figures: figuresOf(figures),
+    charts: [
+      {
+        kind: 'bar',
+        title: 'CPU per second of audio',
+        yLabel: 'µs per s of audio',
+        categories: rows.map((r) => String(r.codec)),
+        series: [
+          { name: 'direct (decoder in-process)', values: rows.map((r) => /** @type {number | null} */ (r.directUsPerS)) },
+          { name: 'engine (codec shards)', values: rows.map((r) => /** @type {number | null} */ (r.engineUsPerS)) },
+        ],
+      },
+    ],
     rows: Object.fromEntries(rows.map((r) => [String(r.codec), r])),
     output: out,
   };
-  const file = writeResult('codecs', result, options.out);
-  console.log(noiseLine(m));
-  console.log(`results: ${path.relative(process.cwd(), file)}`);
+  finish(/** @type {any} */ (result), options);
   return result;
 }

@@ -176,8 +176,10 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
   });
   app.post('/stats/reset', (res) => {
     res.onAborted(() => undefined);
+    // Answers the figures it resets (taken in the same turn), so a poller that resets every window loses no chunk.
+    const before = fake.stats();
     fake.resetStats();
-    res.writeHeader('content-type', 'application/json').end('{"ok":true}');
+    res.writeHeader('content-type', 'application/json').end(JSON.stringify({ ok: true, ...before }));
   });
   app.any('/*', (res) => {
     res.writeStatus('404 Not Found').writeHeader('content-type', 'application/json').end(JSON.stringify({ err_code: 'NOT_FOUND', err_msg: 'Not found' }));

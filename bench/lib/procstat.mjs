@@ -1,0 +1,170 @@
+// CPU seconds and RSS of a process (and its children, e.g. ffmpeg decoders) from /proc, and a sampler that keeps them over time.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+
+/** Clock ticks per second for /proc/<pid>/stat. */
+export const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** Fields of /proc/<pid>/stat from field 3 (state) on; undefined when the process is gone. */
+function statFields(/** @type {number} */ pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * User + system CPU seconds of `pid` (all its threads) plus its reaped children (cutime, cstime).
+ * @param {number} pid
+ */
+export function cpuSeconds(pid) {
+  const f = statFields(pid);
+  if (!f) return NaN;
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / CLK_TCK; // fields 14-17
+}
+
+/** Live children of every thread of `pid` (a worker thread that spawns ffmpeg is its parent). */
+function children(/** @type {number} */ pid) {
+  /** @type {number[]} */
+  const out = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const list = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      if (list) for (const c of list.split(' ')) out.push(Number(c));
+    }
+  } catch {
+    // gone, or no CONFIG_PROC_CHILDREN: the reaped children's CPU still arrives through cutime/cstime
+  }
+  return out;
+}
+
+/**
+ * CPU seconds of `pid` and every live descendant (a process that exits moves its CPU into its parent's cutime/cstime).
+ * @param {number} pid
+ */
+export function treeCpuSeconds(pid) {
+  let total = cpuSeconds(pid);
+  for (const c of children(pid)) {
+    const s = treeCpuSeconds(c);
+    if (Number.isFinite(s)) total += s;
+  }
+  return total;
+}
+
+/**
+ * Resident set size in bytes, from /proc/<pid>/status; NaN when the process is gone.
+ * @param {number} pid
+ */
+export function rssBytes(pid) {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU seconds of this process and its children so far (what a bench process spends itself). */
+export function selfCpuSeconds() {
+  return treeCpuSeconds(process.pid);
+}
+
+/**
+ * @typedef {object} ProcSample
+ * @property {number} t seconds since the sampler started
+ * @property {Record<string, { cpu: number, rssMiB: number, cores: number }>} procs cumulative CPU seconds, RSS, and CPU cores used since the previous sample
+ */
+
+/** Samples CPU and RSS of named processes every `intervalMs`; `add()` watches more while it runs. */
+export class ProcSampler {
+  /** @type {ProcSample[]} */
+  samples = [];
+  /** @type {Map<string, number>} */
+  #pids = new Map();
+  /** @type {Map<string, { t: number, cpu: number }>} */
+  #last = new Map();
+  /** @type {NodeJS.Timeout | undefined} */
+  #timer;
+  #t0 = performance.now();
+
+  /** @param {number} [intervalMs] */
+  constructor(intervalMs = 1000) {
+    this.intervalMs = intervalMs;
+  }
+
+  /**
+   * @param {string} name
+   * @param {number} pid
+   */
+  add(name, pid) {
+    this.#pids.set(name, pid);
+    this.#last.set(name, { t: this.elapsed(), cpu: treeCpuSeconds(pid) });
+  }
+
+  /** @param {string} name */
+  remove(name) {
+    this.#pids.delete(name);
+  }
+
+  elapsed() {
+    return (performance.now() - this.#t0) / 1000;
+  }
+
+  start() {
+    this.#t0 = performance.now();
+    for (const [name, pid] of this.#pids) this.#last.set(name, { t: 0, cpu: treeCpuSeconds(pid) });
+    this.#timer = setInterval(() => this.sample(), this.intervalMs);
+    this.#timer.unref();
+    return this;
+  }
+
+  /** Takes one sample now; returns it. */
+  sample() {
+    const t = this.elapsed();
+    /** @type {ProcSample['procs']} */
+    const procs = {};
+    for (const [name, pid] of this.#pids) {
+      const cpu = treeCpuSeconds(pid);
+      if (!Number.isFinite(cpu)) continue;
+      const last = this.#last.get(name) ?? { t, cpu };
+      const dt = t - last.t;
+      procs[name] = { cpu, rssMiB: Math.round((rssBytes(pid) / 2 ** 20) * 10) / 10, cores: dt > 0 ? Math.round(((cpu - last.cpu) / dt) * 1000) / 1000 : 0 };
+      this.#last.set(name, { t, cpu });
+    }
+    const s = { t: Math.round(t * 10) / 10, procs };
+    this.samples.push(s);
+    return s;
+  }
+
+  stop() {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /**
+   * Chart lines of one figure (cores or rssMiB) for every watched process.
+   * @param {'cores' | 'rssMiB'} key
+   * @param {(name: string) => boolean} [which]
+   * @returns {{ name: string, points: [number, number][], dashed: boolean }[]} lines of the bare baseline's run dashed
+   */
+  lines(key, which = () => true) {
+    /** @type {Map<string, [number, number][]>} */
+    const out = new Map();
+    for (const s of this.samples) {
+      for (const [name, p] of Object.entries(s.procs)) {
+        if (!which(name)) continue;
+        if (!out.has(name)) out.set(name, []);
+        out.get(name)?.push([s.t, p[key]]);
+      }
+    }
+    return [...out.entries()].map(([name, points]) => ({ name, points, dashed: name.includes('bare') }));
+  }
+}

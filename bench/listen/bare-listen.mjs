@@ -1,0 +1,116 @@
+// Baseline of the fleet bench (the `limit` scenario): a bare uWebSockets.js server on /v4/listen that only receives each
+// frame and decodes it inline with the service's own decoder for the codec (no auth, actors, pool or STT). Its capacity
+// is the practical ceiling of the box. Answers the same /stats as the provider_a fake, measured where PCM comes out.
+// Run: node bench/listen/bare-listen.mjs --port N --codec opus_fs320 --sample-rate 16000. SIGTERM closes it.
+import path from 'node:path';
+import uWS from 'uWebSockets.js';
+import { Histogram } from '../lib/histogram.mjs';
+import { ROOT_DIR, parseArgs } from '../lib/report.mjs';
+
+const { options } = parseArgs(process.argv.slice(2));
+const port = Number(options.port ?? 0);
+const codec = String(options.codec ?? 'opus_fs320');
+const sampleRate = Number(options['sample-rate'] ?? 16000);
+const { createChannelDecoder } = await import(path.join(ROOT_DIR, 'dist/workers/channel-decoders.js'));
+const READY = JSON.stringify({ type: 'service_status', status: 'ready' });
+
+/** Same figures, same names as the provider_a fake's GET /stats: bytes and chunks of 16 kHz s16le PCM, lag per chunk. */
+const stats = { streamsOpened: 0, streamsOpen: 0, bytes: 0, chunks: 0, frames: 0, inBytes: 0, corruptFrames: 0 };
+let lag = new Histogram();
+
+/**
+ * @typedef {object} Session
+ * @property {any} decoder
+ * @property {number} samples PCM samples out so far
+ * @property {number} t0 least (arrival − audio position) seen, in ms: lag = arrival − (t0 + position)
+ * @property {Promise<void>} chain in-order decodes for async decoders (aac)
+ */
+
+/**
+ * Counts one batch of decoded PCM at its arrival time.
+ * @param {Session} s
+ * @param {{ pcm: Int16Array[], corruptFrames: number }} r
+ */
+function counted(s, r) {
+  const now = performance.now();
+  for (const p of r.pcm) {
+    if (p.length === 0) continue;
+    s.samples += p.length;
+    stats.chunks++;
+    stats.bytes += p.length * 2;
+    const pos = s.samples / 16; // ms of audio up to the end of this chunk
+    if (now - pos < s.t0) s.t0 = now - pos;
+    lag.record(now - (s.t0 + pos));
+  }
+  stats.corruptFrames += r.corruptFrames;
+}
+
+/** @param {uWS.HttpResponse} res @param {unknown} body */
+function json(res, body) {
+  res.cork(() => res.writeHeader('content-type', 'application/json').end(JSON.stringify(body)));
+}
+const snapshot = () => ({ ...stats, lagMs: lag.summary(), lagHistogram: lag.toJSON() });
+
+/** @type {unknown} */
+let listenSocket;
+uWS
+  .App()
+  .ws('/v4/listen', {
+    compression: uWS.DISABLED,
+    maxPayloadLength: 64 * 1024,
+    idleTimeout: 0,
+    open: (ws) => {
+      /** @type {Session} */
+      const s = ws.getUserData();
+      s.decoder = createChannelDecoder({ codec, sampleRate, channels: 1 });
+      s.samples = 0;
+      s.t0 = Infinity;
+      s.chain = Promise.resolve();
+      stats.streamsOpened++;
+      stats.streamsOpen++;
+      ws.send(READY, false);
+    },
+    message: (ws, message, isBinary) => {
+      if (!isBinary || message.byteLength <= 2) return; // keep-alive or text
+      /** @type {Session} */
+      const s = ws.getUserData();
+      stats.frames++;
+      stats.inBytes += message.byteLength;
+      const r = s.decoder.decode([new Uint8Array(message.slice(0))]);
+      if (r instanceof Promise) s.chain = s.chain.then(() => r).then((x) => counted(s, x));
+      else counted(s, r);
+    },
+    close: (ws) => {
+      /** @type {Session} */
+      const s = ws.getUserData();
+      // Like the service's drain: the decoder's tail (resampler, AAC) counts as delivered PCM.
+      s.chain
+        .then(() => s.decoder.end())
+        .then((tail) => counted(s, { pcm: [tail], corruptFrames: 0 }))
+        .catch(() => undefined)
+        .finally(() => {
+          s.decoder.dispose();
+          stats.streamsOpen--;
+        });
+    },
+  })
+  .get('/stats', (res) => json(res, snapshot()))
+  .post('/stats/reset', (res) => {
+    // Answers the figures it resets, so a reader that polls with reset loses no chunk between two calls.
+    const before = snapshot();
+    lag = new Histogram();
+    json(res, before);
+  })
+  .listen('127.0.0.1', port, (token) => {
+    if (!token) {
+      process.stderr.write(`bare-listen: cannot listen on ${port}\n`);
+      process.exit(1);
+    }
+    listenSocket = token;
+    process.stdout.write(`${JSON.stringify({ port: uWS.us_socket_local_port(token) })}\n`);
+  });
+
+process.on('SIGTERM', () => {
+  if (listenSocket) uWS.us_listen_socket_close(/** @type {any} */ (listenSocket));
+  process.exit(0);
+});

@@ -1,0 +1,136 @@
+// Turns a fixed-size fleet run into the common result (summary table, goals, figures for `compare`, charts, notes),
+// and the pieces every listen report shares (goals, charts, profile tables, cell formatting).
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { summarize } from '../lib/cpuprofile.mjs';
+import { ROOT_DIR, figuresOf, finish } from '../lib/report.mjs';
+import { RAMP_P99_MS } from './measure.mjs';
+
+/** The issue's goals. */
+export const GOALS = { capacityShareOfLimit: 0.8, minCapacity: 1000, cpuRatioMax: 1.3, rssPerSessionKiBMax: 128, churnRssGrowthMax: 0.1 };
+
+export const LATENCY_NOTE =
+  'frame latency: per PCM chunk where it arrives (provider fake or bare server), arrival − (T0 + audio position), T0 being the stream’s least-delayed chunk; so the delay beyond the best chunk, including the generator’s own lateness';
+const SEGMENT_NOTE = 'segment latency: from the device sending the audio a segment ends at to the segment reaching the device (provider answer, engine, the 600 ms loop and the socket included)';
+
+export const v = (/** @type {unknown} */ x) => (x === null || x === undefined || (typeof x === 'number' && !Number.isFinite(x)) ? '-' : String(x));
+/** @param {{ p50: number | null, p95: number | null, p99: number | null, max?: number | null } | undefined} l */
+export const pct = (l) => (l && l.p50 !== null ? `${v(l.p50)} / ${v(l.p95)} / ${v(l.p99)}${l.max !== undefined ? ` / ${v(l.max)}` : ''}` : '-');
+export const ratio = (/** @type {number | null | undefined} */ a, /** @type {number | null | undefined} */ b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? Math.round((a / b) * 100) / 100 : null);
+const round3 = (/** @type {number} */ x) => Math.round(x * 1000) / 1000;
+export const kib = (/** @type {number} */ bytes, /** @type {number} */ n) => (n > 0 && Number.isFinite(bytes) ? Math.round(bytes / n / 1024) : null);
+
+/**
+ * Charts every listen run has: latency over time, sessions, CPU and RSS of every process.
+ * @param {import('./measure.mjs').Timeline} timeline
+ * @param {import('../lib/procstat.mjs').ProcSampler} sampler
+ */
+export function charts(timeline, sampler) {
+  const xDomain = [0, timeline.now()];
+  return /** @type {any[]} */ ([
+    timeline.chart('latency', 'Frame latency per 2 s window (device → PCM at the provider / bare server)', 'ms'),
+    timeline.chart('segments', 'Segment latency p95 per second (audio leaving the device → segment at the device)', 'ms'),
+    timeline.chart('sessions', 'Streaming sessions', 'sessions'),
+    { title: 'CPU per process', yLabel: 'cores', lines: sampler.lines('cores') },
+    { title: 'RSS of the server under test', yLabel: 'MiB', lines: sampler.lines('rssMiB', (n) => n === 'service' || n === 'bare') },
+  ]).map((c) => ({ ...c, xDomain }));
+}
+
+/**
+ * The service's CPU profiles (--profile; one file per thread: main, then codec shards) as tables: self time by area
+ * for each thread, by function for the main thread.
+ * @param {string | undefined} dir relative to the repository root
+ */
+export function profileTables(dir) {
+  const abs = dir ? path.join(ROOT_DIR, dir) : '';
+  const files = abs && existsSync(abs) ? readdirSync(abs).filter((f) => f.endsWith('.cpuprofile')).sort() : [];
+  return files.flatMap((file, i) => {
+    const p = summarize(path.join(abs, file));
+    const thread = i === 0 ? 'main thread' : `thread ${file.split('.').at(-3)}`;
+    const areas = { title: `service ${thread}: self time by area (${p.busyMs} ms busy of ${p.totalMs} ms; ${dir}/${file})`, head: ['self ms', '%', 'area'], rows: p.areas.map((a) => [String(a.selfMs), a.pct.toFixed(1), a.area]) };
+    if (i > 0) return [areas];
+    return [areas, { title: `service ${thread}: self time by function`, head: ['self ms', '%', 'function', 'where'], rows: p.functions.map((f) => [String(f.selfMs), f.pct.toFixed(1), f.name, f.where]) }];
+  });
+}
+
+/** @param {number | null | undefined} value @param {number} max */
+export const atMost = (value, max) => (typeof value === 'number' ? value <= max : null);
+
+/** @param {any} a */
+export function fleetResult(a) {
+  const { figures: f, sessions } = a;
+  const w = f.window;
+  const b = f.bare;
+  const d = f.drain;
+  const rssPerSession = kib(w.rssMiB * 2 ** 20 - f.idleRss, sessions);
+  const rssPerIdle = kib(f.idleSessionsRss - f.idleRss, sessions);
+  const cpuRatio = ratio(w.serverCpuUsPerSessionS, b?.serverCpuUsPerSessionS);
+  // The idle service has its own timers (Redis, queues): at small N they weigh on the per-session figure.
+  const beyondIdle = Math.round(((w.serverCores - f.idleCores) / sessions) * 1e6);
+  const beyondIdleRatio = ratio(beyondIdle, b?.serverCpuUsPerSessionS);
+  const summary = {
+    head: ['figure', 'service', 'bare uWS (baseline)', 'service / bare', 'goal'],
+    rows: [
+      ['streaming sessions', v(sessions), b ? v(sessions) : '-', '', ''],
+      ['frame latency p50 / p95 / p99 / max, ms', pct(w.lag), pct(b?.lag), v(ratio(w.lag.p99, b?.lag.p99)), `p99 < ${RAMP_P99_MS}`],
+      ['segment latency p50 / p95 / p99 / max, ms', pct(w.segLatency), '-', '', ''],
+      ['frames lost (sent − received after drain)', v(d.lostFrames), v(f.bareDrain?.lostFrames), '', '0'],
+      ['server CPU µs per session-second', v(w.serverCpuUsPerSessionS), v(b?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}× bare`],
+      ['  the same beyond the idle service’s own CPU', v(beyondIdle), v(b?.serverCpuUsPerSessionS), v(beyondIdleRatio), ''],
+      ['server CPU, cores: idle / sessions ready / streaming', `${v(round3(f.idleCores))} / ${v(round3(f.idleSessionsCores))} / ${v(w.serverCores)}`, `- / - / ${v(b?.serverCores)}`, v(ratio(w.serverCores, b?.serverCores)), ''],
+      ['server RSS idle / with the sessions, MiB', `${v(Math.round(f.idleRss / 2 ** 20))} / ${v(w.rssMiB)}`, b ? `- / ${v(b.rssMiB)}` : '-', '', ''],
+      ['RSS per idle session, KiB', v(rssPerIdle), '-', '', ''],
+      ['RSS per streaming session beyond idle, KiB', v(rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
+      ['generator CPU, cores (µs per session-second)', `${v(w.generatorCores)} (${v(w.generatorCpuUsPerSessionS)})`, b ? `${v(b.generatorCores)} (${v(b.generatorCpuUsPerSessionS)})` : '-', '', ''],
+      ['generator lateness p50 / p95 / p99 / max, ms', pct(w.lateness), pct(b?.lateness), '', ''],
+      ['sessions closed early', v(w.unexpectedCloses), v(b?.unexpectedCloses), '', '0'],
+    ],
+  };
+  const goals = [
+    { name: 'frames lost', target: '= 0', value: d.lostFrames, met: d.lostFrames === null ? null : d.lostFrames === 0 },
+    { name: 'engine CPU per session-second vs bare', target: `≤ ${GOALS.cpuRatioMax}×`, value: cpuRatio, met: atMost(cpuRatio, GOALS.cpuRatioMax) },
+    { name: 'RSS per streaming session beyond idle', target: `≤ ${GOALS.rssPerSessionKiBMax} KiB`, value: rssPerSession, met: atMost(rssPerSession, GOALS.rssPerSessionKiBMax) },
+    { name: 'fleet capacity (needs --ramp)', target: `≥ ${GOALS.capacityShareOfLimit * 100}% of limit and ≥ ${GOALS.minCapacity}`, value: null, met: null },
+  ];
+  const notes = [
+    f.note,
+    `stt: ${f.stt === 'provider_a' ? 'the provider_a fake, a separate process' : f.stt === 'custom' ? 'none (custom_stt=enabled; devices send suggested_transcript every 2 s)' : 'the service’s default engine'}`,
+    LATENCY_NOTE,
+    Number(a.options['pause-every'] ?? 0) > 0 ? 'devices paused (--pause-every): the frame latency counts each pause as delay, since it is measured against the audio clock; the segment latency and the loss count are not affected' : undefined,
+    SEGMENT_NOTE,
+    `the generator (${w.generatorCores} cores for ${sessions} devices) runs on the same machine as the server: its CPU is not the server’s but competes for the same cores`,
+    w.lag.exact === false ? 'whole-window latency percentiles are estimated from the 2 s windows’ p50/p95/p99/max (the provider fake sends percentiles, not histograms)' : undefined,
+    a.profileDir ? `CPU profile of the service: ${a.profileDir}` : undefined,
+  ].filter(Boolean);
+  const result = {
+    scenario: 'fleet',
+    version: 2,
+    startedAt: new Date(Date.now() - a.timeline.now() * 1000).toISOString(),
+    machine: a.m,
+    options: { sessions, seconds: a.seconds, codec: a.codec, stt: f.stt, baselineSeconds: a.baselineSeconds, raw: a.options },
+    audio: { codec: a.codec, sampleRate: a.fixture.sampleRate, frameMs: a.fixture.frameMs, loopSeconds: a.fixture.seconds, what: a.fixture.what },
+    baseline: `a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), same generator, same ${sessions} sessions, ${a.baselineSeconds} s`,
+    summary,
+    tables: profileTables(a.profileDir),
+    figures: figuresOf({
+      'frame latency p99 ms': [w.lag.p99, 'ms', 'lower'],
+      'frame latency p50 ms': [w.lag.p50, 'ms', 'lower'],
+      'segment latency p95 ms': [w.segLatency.p95, 'ms', 'lower'],
+      'server CPU µs per session-s': [w.serverCpuUsPerSessionS, 'µs', 'lower'],
+      'CPU ratio to bare': [cpuRatio, '', 'lower'],
+      'server CPU µs per session-s beyond idle': [beyondIdle, 'µs', 'lower'],
+      'RSS per streaming session KiB': [rssPerSession, 'KiB', 'lower'],
+      'RSS per idle session KiB': [rssPerIdle, 'KiB', 'lower'],
+      'frames lost': [d.lostFrames, 'frames', 'lower'],
+      'generator µs per session-s': [w.generatorCpuUsPerSessionS, 'µs', 'lower'],
+    }),
+    goals,
+    notes,
+    charts: charts(a.timeline, a.sampler),
+    service: { ...f, exitCode: a.exitCode },
+  };
+  finish(/** @type {any} */ (result), a.options);
+  if (w.unexpectedCloses > 0) throw new Error(`${w.unexpectedCloses} sessions were closed by the server while streaming: see the result file`);
+  if (a.exitCode !== 0) throw new Error(`the service exited with ${a.exitCode} on SIGTERM`);
+  return result;
+}

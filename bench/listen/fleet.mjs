@@ -1,0 +1,152 @@
+// The macro bench: a fleet of simulated wearables, each a real WebSocket to /v4/listen streaming encoded speech at
+// real-time pace, against the real service (its STT stage the provider_a fake), with the bare uWS server as baseline.
+// Fixed size (--sessions) or a capacity search (--ramp) against both.
+import { ProcSampler } from '../lib/procstat.mjs';
+import { Progress } from '../lib/progress.mjs';
+import { machine } from '../lib/report.mjs';
+import { loadFixture } from './fixtures.mjs';
+import { Timeline, drain, observe, ramp } from './measure.mjs';
+import { bareTarget, serviceTarget } from './targets.mjs';
+import { fleetResult } from './fleet-report.mjs';
+import { rampResult } from './ramp-report.mjs';
+import { rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
+
+/**
+ * CPU cores `pid` uses over the next `seconds` (an idle baseline).
+ * @param {number} pid
+ * @param {number} seconds
+ */
+async function coresOver(pid, seconds) {
+  const c0 = treeCpuSeconds(pid);
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  return (treeCpuSeconds(pid) - c0) / ((performance.now() - t0) / 1000);
+}
+
+export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--codec opus_fs320] [--stt auto] [--ramp] [options]
+  --sessions N        devices, each one live session (default 100)
+  --seconds S         measured streaming time (default 30)
+  --codec C           pcm8, pcm16, opus, opus_fs320, aac, lc3, lc3_fs1030 (default opus_fs320)
+  --stt MODE          auto: the provider_a fake when the service streams to it, else custom (default)
+                      provider_a: require it; custom: custom_stt=enabled (no STT stage); local: the default engine
+  --baseline-seconds S  the same load against the bare uWS server for S seconds, for the CPU ratio (default 5; 0: skip)
+  --ramp              capacity search instead: the largest N with p99 frame latency < 100 ms and no loss for --hold
+                      seconds, for the bare server then the service, with the same generator
+  --from N --max N    first and largest N of the ramp (default 100 and 3000)
+  --hold S            seconds each ramp step must hold (default 60)
+  --generators N      generator processes (default: one per 700 devices)
+  --pause-every S     mean seconds of audio between two pauses of a device, keep-alives only meanwhile (default 0: none)
+  --pause-seconds S   mean pause length (default 5)
+  --burst K           frames a device sends together, as a phone forwarding BLE packets (default 1)
+  --keepalive S       keep-alive interval of every device (default 10)
+  --profile           run the service under node --cpu-prof (profile in bench/results/profiles/)
+  --out FILE          result file (default bench/results/<timestamp>-fleet.json; the HTML report goes beside it)`;
+
+/**
+ * @param {Record<string, string | true>} options
+ * @param {string} name
+ * @param {number} fallback
+ */
+export function num(options, name, fallback) {
+  const v = options[name];
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (v === true || !Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a number ≥ 0`);
+  return n;
+}
+
+/** @param {Record<string, string | true>} options */
+export function fleetOptions(options) {
+  return {
+    generators: options.generators === undefined ? undefined : num(options, 'generators', 1),
+    pauseEveryS: num(options, 'pause-every', 0),
+    pauseS: num(options, 'pause-seconds', 5),
+    burst: Math.max(1, Math.round(num(options, 'burst', 1))),
+    keepAliveMs: num(options, 'keepalive', 10) * 1000,
+  };
+}
+
+/** @param {Record<string, string | true>} options */
+export async function run(options) {
+  const codec = /** @type {import('./fixtures.mjs').CodecName} */ (String(options.codec ?? 'opus_fs320'));
+  const stt = /** @type {any} */ (String(options.stt ?? 'auto'));
+  if (!['auto', 'provider_a', 'custom', 'local'].includes(stt)) throw new Error('--stt must be auto, provider_a, custom or local');
+  const m = machine();
+  const fixture = await loadFixture(codec);
+  const sampler = new ProcSampler(1000);
+  const timeline = new Timeline();
+  const progress = new Progress('fleet', 1);
+  sampler.start();
+  const common = { fixture, sampler, timeline, progress, fleet: fleetOptions(options) };
+  const profileDir = options.profile ? `bench/results/profiles/${new Date().toISOString().replace(/[:.]/g, '-')}` : undefined;
+  const nodeArgs = profileDir ? ['--cpu-prof', '--cpu-prof-interval=5000', `--cpu-prof-dir=${profileDir}`] : [];
+  try {
+    if (options.ramp) {
+      const from = num(options, 'from', 100);
+      const max = num(options, 'max', 3000);
+      const hold = num(options, 'hold', 60);
+      const rampOpts = { from, max, holdS: hold, settleS: 3 };
+      const bare = await bareTarget({ ...common, devices: max });
+      const limit = await ramp(bare.ctx, { ...rampOpts, sessionsWanted: (n) => bare.ctx.fleet.open(n, true) });
+      const bareDrain = await drain(bare.ctx, fixture);
+      await bare.stop();
+      const svc = await serviceTarget({ ...common, devices: max, stt, nodeArgs });
+      await new Promise((r) => setTimeout(r, 1000));
+      const idleRss = rssBytes(svc.service.pid);
+      const fleet = await ramp(svc.ctx, { ...rampOpts, sessionsWanted: (n) => svc.ctx.fleet.open(n, true) });
+      const svcDrain = await drain(svc.ctx, fixture);
+      const exitCode = await svc.stop();
+      return rampResult({ m, options, codec, fixture, stt: svc.stt, note: svc.note, limit, fleet, bareDrain, svcDrain, idleRss, exitCode, sampler, timeline, profileDir });
+    }
+
+    const sessions = Math.round(num(options, 'sessions', 100));
+    const seconds = num(options, 'seconds', 30);
+    const baselineSeconds = num(options, 'baseline-seconds', 5);
+    if (sessions < 1 || seconds < 1) throw new Error('--sessions and --seconds must be at least 1');
+    const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs });
+    const pid = svc.service.pid;
+    let exitCode = null;
+    /** @type {any} */
+    const figures = { stt: svc.stt, note: svc.note };
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      figures.idleCores = await coresOver(pid, 2);
+      figures.idleRss = rssBytes(pid);
+      // Phase 1: every device connects and waits, ready, sending keep-alives only.
+      const fleet = svc.ctx.fleet;
+      fleet.open(sessions, false);
+      progress.phase(`service: opening ${sessions} sessions`, sessions);
+      const openStart = performance.now();
+      await fleet.waitFor((t) => (progress.update(t.ready), t.ready >= sessions), 30_000 + sessions * 100, `${sessions} ready sessions`);
+      figures.openMs = Math.round(performance.now() - openStart);
+      figures.idleSessionsCores = await coresOver(pid, 2);
+      figures.idleSessionsRss = rssBytes(pid);
+      // Phase 2: they all stream; 2 s of warm-up, then the measured window.
+      fleet.stream();
+      await fleet.waitFor((t) => t.streaming >= sessions, 10_000, `${sessions} streaming sessions`);
+      await new Promise((r) => setTimeout(r, 2000));
+      figures.window = await observe(svc.ctx, { seconds, label: `service: ${sessions} sessions streaming`, sessions });
+      figures.drain = await drain(svc.ctx, fixture);
+      figures.liveAfterDrain = await svc.service.liveSessions();
+    } finally {
+      exitCode = await svc.stop();
+    }
+    if (baselineSeconds > 0) {
+      const bare = await bareTarget({ ...common, devices: sessions });
+      try {
+        bare.ctx.fleet.open(sessions, true);
+        progress.phase(`bare: opening ${sessions} sessions`, sessions);
+        await bare.ctx.fleet.waitFor((t) => (progress.update(t.streaming), t.streaming >= sessions), 30_000 + sessions * 50, `${sessions} streaming sessions`);
+        await new Promise((r) => setTimeout(r, 1000));
+        figures.bare = await observe(bare.ctx, { seconds: baselineSeconds, label: `bare: ${sessions} sessions streaming`, sessions });
+        figures.bareDrain = await drain(bare.ctx, fixture);
+      } finally {
+        await bare.stop();
+      }
+    }
+    return fleetResult({ m, options, codec, fixture, sessions, seconds, baselineSeconds, figures, exitCode, sampler, timeline, profileDir });
+  } finally {
+    progress.end();
+    sampler.stop();
+  }
+}

@@ -1,0 +1,249 @@
+// Measurement loops shared by fleet, limit and churn: one observed window (latency, CPU, RSS, loss), the capacity ramp,
+// the drain that settles the loss count, and the timeline the HTML charts are drawn from.
+import { Histogram } from '../lib/histogram.mjs';
+import { rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
+
+/** p99 frame latency under which a step passes, in ms (the issue's capacity criterion). */
+export const RAMP_P99_MS = 100;
+const LAG_EVERY_S = 2;
+const round = (/** @type {number} */ v, /** @type {number} */ d = 1) => (Number.isFinite(v) ? Math.round(v * 10 ** d) / 10 ** d : null);
+
+/** Chart lines filled as the run goes: key -> line name -> points [t, v]. */
+export class Timeline {
+  /** @type {Map<string, Map<string, [number, number][]>>} */
+  charts = new Map();
+  t0 = performance.now();
+  now() {
+    return Math.round((performance.now() - this.t0) / 100) / 10;
+  }
+  /**
+   * @param {string} chart
+   * @param {string} line
+   * @param {number | null | undefined} v
+   * @param {number} [t]
+   */
+  add(chart, line, v, t = this.now()) {
+    if (typeof v !== 'number' || !Number.isFinite(v)) return;
+    if (!this.charts.has(chart)) this.charts.set(chart, new Map());
+    const c = /** @type {Map<string, [number, number][]>} */ (this.charts.get(chart));
+    if (!c.has(line)) c.set(line, []);
+    c.get(line)?.push([t, v]);
+  }
+  /**
+   * @param {string} chart
+   * @param {string} title
+   * @param {string} yLabel
+   */
+  chart(chart, title, yLabel) {
+    return { title, yLabel, lines: [...(this.charts.get(chart) ?? new Map()).entries()].map(([name, points]) => ({ name, points, dashed: name.startsWith('bare') })) };
+  }
+}
+
+/**
+ * @typedef {object} Ctx
+ * @property {import('./device-fleet.mjs').DeviceFleet} fleet
+ * @property {import('./stack.mjs').ProviderStats | undefined} stats where PCM arrives (provider fake or bare server); undefined: not measured
+ * @property {string} target 'service' or 'bare'
+ * @property {number} pid the target's process
+ * @property {Timeline} timeline
+ * @property {import('../lib/progress.mjs').Progress} progress
+ */
+
+/**
+ * Lag summaries of several windows as one: exact when the source sends its histogram (the bare server), else estimated
+ * (the provider fake sends percentiles only): each window's distribution is taken as linear between 0, its p50, p95,
+ * p99 and max, and the percentiles of the count-weighted mixture are solved for.
+ * @param {any[]} windows
+ */
+export function mergeLag(windows) {
+  const ws = windows.filter((w) => w.lagMs && w.lagMs.count > 0);
+  if (ws.length === 0) return { count: 0, p50: null, p95: null, p99: null, max: null, exact: true };
+  if (ws.every((w) => w.lagHistogram)) {
+    const h = new Histogram();
+    for (const w of ws) h.merge(w.lagHistogram);
+    return { ...h.summary(), exact: true };
+  }
+  const count = ws.reduce((n, w) => n + w.lagMs.count, 0);
+  const max = Math.max(...ws.map((w) => w.lagMs.max ?? 0));
+  /** Share of all chunks at or below `x` ms. */
+  const cdf = (/** @type {number} */ x) => {
+    let below = 0;
+    for (const w of ws) {
+      const l = w.lagMs;
+      /** @type {[number, number][]} */
+      const pts = [[0, 0], [l.p50, 0.5], [l.p95, 0.95], [l.p99, 0.99], [l.max, 1]];
+      let f = 1;
+      for (let i = 1; i < pts.length; i++) {
+        const [x0, q0] = /** @type {[number, number]} */ (pts[i - 1]);
+        const [x1, q1] = /** @type {[number, number]} */ (pts[i]);
+        if (x <= x1) {
+          f = x1 > x0 ? q0 + ((q1 - q0) * (x - x0)) / (x1 - x0) : q1;
+          break;
+        }
+      }
+      below += f * l.count;
+    }
+    return below / count;
+  };
+  const at = (/** @type {number} */ q) => {
+    let lo = 0;
+    let hi = max;
+    for (let i = 0; i < 40; i++) {
+      const mid = (lo + hi) / 2;
+      if (cdf(mid) < q) lo = mid;
+      else hi = mid;
+    }
+    return round(hi);
+  };
+  return { count, p50: at(0.5), p95: at(0.95), p99: at(0.99), max, exact: false };
+}
+
+/**
+ * Watches a running load for `seconds`: every second the progress bar and the sessions/CPU/RSS lines, every 2 s the
+ * latency lines. Returns the window's figures.
+ * @param {Ctx} ctx
+ * @param {{ seconds: number, label: string, sessions: number, failFast?: (w: { behindMs: number, unexpected: number }) => boolean }} o
+ */
+export async function observe(ctx, o) {
+  const { fleet, stats, timeline, progress } = ctx;
+  const genPids = fleet.pids;
+  const cpu0 = treeCpuSeconds(ctx.pid);
+  const gen0 = genPids.reduce((s, p) => s + treeCpuSeconds(p), 0);
+  const t0 = fleet.totals();
+  const unexpected0 = Object.values(t0.unexpected).reduce((a, b) => a + b, 0);
+  if (stats) await stats.window(); // start a fresh lag window
+  fleet.takeWindow();
+  const seg = new Histogram();
+  const late = new Histogram();
+  /** @type {any[]} */
+  const windows = [];
+  let rssMax = 0;
+  let last = { behindMs: 0, receivedMs: NaN };
+  const start = performance.now();
+  progress.phase(o.label, o.seconds);
+  let failed = false;
+  for (let i = 1; i <= o.seconds && !failed; i++) {
+    await new Promise((r) => setTimeout(r, Math.max(0, start + i * 1000 - performance.now())));
+    const t = fleet.totals();
+    const w = fleet.takeWindow();
+    seg.merge(w.segLatency);
+    late.merge(w.lateness);
+    const rss = rssBytes(ctx.pid);
+    rssMax = Math.max(rssMax, rss);
+    timeline.add('sessions', `${ctx.target} streaming`, t.streaming);
+    timeline.add('rss', `${ctx.target} RSS`, rss / 2 ** 20);
+    if (w.segLatency.count > 0) timeline.add('segments', `${ctx.target} segment p95`, w.segLatency.percentile(95));
+    if (stats && (i % LAG_EVERY_S === 0 || i === o.seconds)) {
+      const sentBefore = fleet.audioMsNow();
+      const s = await stats.window();
+      const sentMs = (sentBefore + fleet.audioMsNow()) / 2;
+      windows.push(s);
+      for (const k of ['p50', 'p95', 'p99', 'max']) timeline.add('latency', `${ctx.target} ${k}`, s.lagMs?.[k]);
+      last = { behindMs: sentMs - s.bytes / 32, receivedMs: s.bytes / 32 };
+    }
+    const unexpected = Object.values(t.unexpected).reduce((a, b) => a + b, 0) - unexpected0;
+    const lag = windows.at(-1)?.lagMs;
+    progress.update(i, `${t.streaming} streaming  p99 ${lag?.p99 ?? '-'} ms  closed early ${unexpected}`);
+    if (o.failFast?.({ behindMs: last.behindMs / Math.max(1, o.sessions), unexpected })) failed = true;
+  }
+  const wallS = (performance.now() - start) / 1000;
+  const cpuS = treeCpuSeconds(ctx.pid) - cpu0;
+  const genS = genPids.reduce((s, p) => s + treeCpuSeconds(p), 0) - gen0;
+  const t1 = fleet.totals();
+  const sessionSeconds = o.sessions * wallS;
+  return {
+    sessions: o.sessions,
+    wallS: round(wallS, 2),
+    stoppedEarly: failed,
+    lag: mergeLag(windows),
+    segLatency: seg.summary(),
+    lateness: late.summary(),
+    serverCpuS: round(cpuS, 2),
+    serverCores: round(cpuS / wallS, 3),
+    serverCpuUsPerSessionS: round((cpuS / sessionSeconds) * 1e6, 0),
+    generatorCpuS: round(genS, 2),
+    generatorCores: round(genS / wallS, 3),
+    generatorCpuUsPerSessionS: round((genS / sessionSeconds) * 1e6, 0),
+    rssMiB: round(rssBytes(ctx.pid) / 2 ** 20),
+    rssMaxMiB: round(rssMax / 2 ** 20),
+    behindMsPerSession: round(last.behindMs / Math.max(1, o.sessions)),
+    unexpectedCloses: Object.values(t1.unexpected).reduce((a, b) => a + b, 0) - unexpected0,
+    framesSent: t1.frames - t0.frames,
+  };
+}
+
+/**
+ * Closes every session and waits until the PCM stops arriving: then frames lost = audio sent − PCM received − the
+ * codec's own delay (AAC's priming frame, once per stream).
+ * @param {Ctx} ctx
+ * @param {{ frameMs: number, primingFrames: number }} codec
+ */
+export async function drain(ctx, codec) {
+  const { frameMs } = codec;
+  ctx.progress.phase(`${ctx.target}: closing sessions`, 1);
+  const totals = await ctx.fleet.stop();
+  ctx.progress.update(1);
+  const codecDelayMs = codec.primingFrames * frameMs * totals.streams;
+  if (!ctx.stats) return { totals, receivedMs: null, codecDelayMs, lostMs: null, lostFrames: null, streamsLeftOpen: null };
+  let prev = -1;
+  let s = await ctx.stats.get();
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 500));
+    s = await ctx.stats.get();
+    if (s.streamsOpen === 0 && s.bytes === prev) break;
+    prev = s.bytes;
+  }
+  const receivedMs = s.bytes / 32; // 16 kHz s16le: 32 bytes per ms
+  const lostMs = totals.audioMs - receivedMs - codecDelayMs;
+  return { totals, receivedMs: round(receivedMs, 1), codecDelayMs: round(codecDelayMs, 1), lostMs: round(lostMs, 1), lostFrames: Math.round(lostMs / frameMs), streamsLeftOpen: s.streamsOpen };
+}
+
+/**
+ * The capacity search: grows the number of streaming sessions until a step fails (p99 frame latency ≥ 100 ms, a
+ * session closed, or audio piling up), then bisects; each step holds `holdS` seconds. Capacity = the largest passing N.
+ * @param {Ctx} ctx
+ * @param {{ from: number, max: number, holdS: number, settleS: number, sessionsWanted: (n: number) => void }} o
+ */
+export async function ramp(ctx, o) {
+  /** @type {any[]} */
+  const steps = [];
+  let lo = 0;
+  let hi = Infinity;
+  let n = o.from;
+  for (;;) {
+    o.sessionsWanted(n);
+    ctx.progress.phase(`${ctx.target}: opening ${n} sessions`, n);
+    let opened = true;
+    try {
+      await ctx.fleet.waitFor((t) => (ctx.progress.update(t.streaming), t.streaming >= n && t.connecting === 0), 30_000 + n * 50, `${n} streaming sessions`);
+    } catch {
+      opened = false;
+    }
+    await new Promise((r) => setTimeout(r, o.settleS * 1000));
+    const w = await observe(ctx, {
+      seconds: o.holdS,
+      label: `${ctx.target}: ${n} sessions`,
+      sessions: n,
+      failFast: (x) => x.unexpected > 0 || x.behindMs > 1000,
+    });
+    const pass = opened && !w.stoppedEarly && w.unexpectedCloses === 0 && w.lag.p99 !== null && w.lag.p99 < RAMP_P99_MS && (w.behindMsPerSession ?? Infinity) < 250;
+    steps.push({ ...w, pass, opened });
+    ctx.progress.log(`${ctx.target}: ${n} sessions ${pass ? 'pass' : 'FAIL'} (p99 ${w.lag.p99} ms, server ${w.serverCores} cores, generator ${w.generatorCores} cores, closed early ${w.unexpectedCloses})`);
+    if (pass) lo = Math.max(lo, n);
+    else hi = Math.min(hi, n);
+    if (pass && n >= o.max) break;
+    if (hi === Infinity) n = Math.min(o.max, Math.ceil((n * 1.5) / 50) * 50);
+    else {
+      const grain = Math.max(25, Math.round(lo * 0.04));
+      if (hi - lo <= grain) break;
+      n = lo + Math.round((hi - lo) / 2 / 25) * 25 || lo + Math.ceil((hi - lo) / 2);
+      if (n <= lo || n >= hi) break;
+    }
+    // A failed step leaves a backlog: shed load and let it recover before the next (smaller) step.
+    if (!pass) {
+      o.sessionsWanted(Math.min(n, lo));
+      await new Promise((r) => setTimeout(r, 5000));
+    }
+  }
+  return { capacity: lo, firstFail: Number.isFinite(hi) ? hi : null, steps };
+}

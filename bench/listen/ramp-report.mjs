@@ -1,0 +1,83 @@
+// Turns a capacity ramp (fleet --ramp, limit) into the common result: capacities, the steps of each target, goals, charts.
+import { figuresOf, finish } from '../lib/report.mjs';
+import { RAMP_P99_MS } from './measure.mjs';
+import { GOALS, LATENCY_NOTE, atMost, charts, kib, pct, profileTables, ratio, v } from './fleet-report.mjs';
+
+/**
+ * Steps of a ramp as table rows.
+ * @param {any[]} steps
+ */
+const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : 'FAIL', pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.lateness?.p99), v(s.rssMiB), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
+const STEP_HEAD = ['sessions', '', 'latency p50/p95/p99/max ms', 'server cores', 'server µs/session-s', 'generator cores', 'generator late p99 ms', 'RSS MiB', 'closed early', 'behind ms/session'];
+
+/** @param {any} a */
+export function rampResult(a) {
+  const { limit, fleet } = a;
+  const passed = (/** @type {any} */ r) => new Map(r.steps.filter((/** @type {any} */ s) => s.pass).map((/** @type {any} */ s) => [s.sessions, s]));
+  const lp = passed(limit);
+  const fp = passed(fleet);
+  const common = Math.max(0, ...[...fp.keys()].filter((n) => lp.has(n)));
+  const at = common > 0 ? { svc: fp.get(common), bare: lp.get(common) } : { svc: fp.get(fleet.capacity), bare: lp.get(limit.capacity) };
+  const cpuRatio = ratio(at.svc?.serverCpuUsPerSessionS, at.bare?.serverCpuUsPerSessionS);
+  const share = ratio(fleet.capacity, limit.capacity);
+  const top = fp.get(fleet.capacity);
+  // RSS per session from the last passing step of the way up: later (smaller) steps keep the high-water mark of the
+  // failed one, as a heap does not give memory back at once.
+  const firstFail = fleet.steps.findIndex((/** @type {any} */ x) => !x.pass);
+  const up = (firstFail < 0 ? fleet.steps : fleet.steps.slice(0, firstFail)).at(-1);
+  const rssPerSession = up ? kib(up.rssMiB * 2 ** 20 - a.idleRss, up.sessions) : null;
+  const summary = {
+    head: ['figure', 'service', 'bare uWS (limit)', 'service / bare', 'goal'],
+    rows: [
+      ['capacity, sessions (largest passing step)', v(fleet.capacity), v(limit.capacity), v(share), `≥ ${GOALS.capacityShareOfLimit} and ≥ ${GOALS.minCapacity}`],
+      ['first failing step', v(fleet.firstFail), v(limit.firstFail), '', ''],
+      ['frame latency at capacity p50/p95/p99/max, ms', pct(top?.lag), pct(lp.get(limit.capacity)?.lag), '', `p99 < ${RAMP_P99_MS}`],
+      [`server CPU µs per session-second (at ${common || 'capacity'})`, v(at.svc?.serverCpuUsPerSessionS), v(at.bare?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}×`],
+      ['generator CPU at capacity, cores', v(top?.generatorCores), v(lp.get(limit.capacity)?.generatorCores), '', ''],
+      [`RSS per streaming session beyond idle (at ${up?.sessions ?? '-'}, the last pass before a failure), KiB`, v(rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
+      ['frames lost over the whole ramp (failing steps included)', v(a.svcDrain.lostFrames), v(a.bareDrain.lostFrames), '', ''],
+    ],
+  };
+  if (fleet.steps.length === 0) {
+    // limit alone: only the bare server's column.
+    summary.head = ['figure', 'bare uWS', 'note'];
+    summary.rows = summary.rows.filter((r) => !/RSS per streaming/.test(r[0] ?? '')).map((r) => [r[0] ?? '', r[2] ?? '', /capacity, sessions/.test(r[0] ?? '') ? 'reference: ~1,300–1,400 on the reference box' : '']);
+  }
+  const goals = [
+    { name: 'fleet capacity vs limit', target: `≥ ${GOALS.capacityShareOfLimit * 100}%`, value: share, met: share === null ? null : share >= GOALS.capacityShareOfLimit },
+    { name: 'fleet capacity', target: `≥ ${GOALS.minCapacity} sessions`, value: fleet.capacity, met: fleet.capacity >= GOALS.minCapacity },
+    { name: 'engine CPU per session-second vs bare', target: `≤ ${GOALS.cpuRatioMax}×`, value: cpuRatio, met: atMost(cpuRatio, GOALS.cpuRatioMax) },
+    { name: 'RSS per streaming session beyond idle', target: `≤ ${GOALS.rssPerSessionKiBMax} KiB`, value: rssPerSession, met: atMost(rssPerSession, GOALS.rssPerSessionKiBMax) },
+  ];
+  const result = {
+    scenario: a.scenario ?? 'fleet',
+    version: 2,
+    startedAt: new Date(Date.now() - a.timeline.now() * 1000).toISOString(),
+    machine: a.m,
+    options: { ramp: true, codec: a.codec, stt: a.stt, raw: a.options },
+    audio: { codec: a.codec, sampleRate: a.fixture.sampleRate, frameMs: a.fixture.frameMs, loopSeconds: a.fixture.seconds, what: a.fixture.what },
+    baseline: 'the limit: a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), ramped with the same generator in the same run',
+    summary,
+    tables: [
+      { title: 'limit (bare uWS) steps', head: STEP_HEAD, rows: stepRows(limit.steps) },
+      ...(fleet.steps.length ? [{ title: 'service steps', head: STEP_HEAD, rows: stepRows(fleet.steps) }] : []),
+      ...profileTables(a.profileDir),
+    ],
+    figures: figuresOf({
+      'fleet capacity': [fleet.steps.length ? fleet.capacity : null, 'sessions', 'higher'],
+      'limit capacity': [limit.capacity, 'sessions', 'higher'],
+      'capacity share of limit': [share, '', 'higher'],
+      'CPU ratio to bare': [cpuRatio, '', 'lower'],
+      'RSS per streaming session KiB': [rssPerSession, 'KiB', 'lower'],
+    }),
+    goals: fleet.steps.length ? goals : [],
+    notes: [a.note, LATENCY_NOTE, `a step passes when p99 frame latency < ${RAMP_P99_MS} ms for its whole hold, no session is closed, and less than 250 ms of audio per session is still on its way`, 'generator CPU is in the step tables: it shares the machine with the server'].filter(Boolean),
+    charts: charts(a.timeline, a.sampler),
+    limit,
+    fleet,
+    drains: { service: a.svcDrain, bare: a.bareDrain },
+    serviceExitCode: a.exitCode,
+  };
+  finish(/** @type {any} */ (result), a.options);
+  return result;
+}

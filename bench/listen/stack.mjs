@@ -1,0 +1,213 @@
+// The processes a listen bench measures, each in its own process: the real service, the provider_a fake it streams PCM
+// to, and the bare uWS baseline; plus ID tokens for many devices and the provider's /stats.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BENCH_DIR, ROOT_DIR } from '../lib/report.mjs';
+import { cleanRedis, freePort, startChild, track } from '../lib/processes.mjs';
+
+export const FAKE_PROVIDER = 'dist/test/fakes/deepgram-server.js';
+export const SERVICE_ENTRY = 'dist/engine/index.js';
+/** The service with provider_a wired by the bench, for builds whose entry point does not use it yet. */
+export const PROVIDER_A_ENTRY = path.join(BENCH_DIR, 'listen/provider-a-entry.mjs');
+
+/**
+ * Starts `node <args>` that prints `{"port":N}` as its first stdout line when it listens.
+ * @param {string} name
+ * @param {string[]} args
+ */
+async function startPortChild(name, args) {
+  const proc = track(spawn(process.execPath, args, { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] }));
+  let err = '';
+  proc.stderr.on('data', (/** @type {Buffer} */ b) => (err = (err + b.toString()).slice(-4000)));
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`${name} printed no port within 20 s: ${err}`)), 20_000);
+    proc.stdout.on('data', (/** @type {Buffer} */ b) => {
+      out += b.toString();
+      const line = out.split('\n').find((l) => l.includes('"port"'));
+      if (!line) return;
+      clearTimeout(timer);
+      resolve(Number(JSON.parse(line).port));
+    });
+    proc.on('exit', (code) => reject(new Error(`${name} exited with ${code}: ${err}`)));
+  });
+  proc.stdout.resume();
+  return {
+    proc,
+    port,
+    pid: /** @type {number} */ (proc.pid),
+    stats: new ProviderStats(`http://127.0.0.1:${port}`),
+    async stop() {
+      if (proc.exitCode !== null) return;
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+/** The provider_a fake (test/fakes/deepgram-server.ts, built to dist/): Deepgram's live protocol, Results every ~2 s of audio. */
+export async function startFakeProvider(/** @type {string} */ key) {
+  if (!existsSync(path.join(ROOT_DIR, FAKE_PROVIDER))) throw new Error(`${FAKE_PROVIDER} is missing: build the service (npm run build)`);
+  return startPortChild('provider_a fake', [FAKE_PROVIDER, '--port', '0', '--key', key]);
+}
+
+/**
+ * The baseline: a bare uWS server that decodes each frame inline (bare-listen.mjs).
+ * @param {string} codec
+ * @param {number} sampleRate
+ */
+export async function startBare(codec, sampleRate) {
+  return startPortChild('bare listen server', [path.join(BENCH_DIR, 'listen/bare-listen.mjs'), '--port', '0', '--codec', codec, '--sample-rate', String(sampleRate)]);
+}
+
+/**
+ * Reads GET /stats of the provider fake or the bare server (same shape). `window()` answers the lag since its previous
+ * call: POST /stats/reset returns the figures it resets, so no chunk falls between two windows; when a reset also zeroes
+ * the totals (bytes, chunks), they are carried here so `get()` stays cumulative.
+ */
+export class ProviderStats {
+  #carriedBytes = 0;
+  #carriedChunks = 0;
+  /** Whether a reset zeroes the totals too; found out at the first reset that saw any bytes. */
+  /** @type {boolean | undefined} */
+  #resetZeroes;
+  /** Totals before zero() (a probe session's audio), subtracted from every answer. */
+  #base = { bytes: 0, chunks: 0 };
+  /** @param {string} url */
+  constructor(url) {
+    this.url = url;
+  }
+
+  /** @returns {Promise<any>} */
+  async #raw() {
+    return (await fetch(`${this.url}/stats`)).json();
+  }
+
+  /** @returns {Promise<{ streamsOpened: number, streamsOpen: number, bytes: number, chunks: number, lagMs: { count: number, p50: number | null, p95: number | null, p99: number | null, max: number | null } }>} */
+  async get() {
+    const s = await this.#raw();
+    return { ...s, bytes: s.bytes + this.#carriedBytes - this.#base.bytes, chunks: s.chunks + this.#carriedChunks - this.#base.chunks };
+  }
+
+  /** From now on the totals count from zero. */
+  async zero() {
+    const s = await this.get();
+    this.#base = { bytes: this.#base.bytes + s.bytes, chunks: this.#base.chunks + s.chunks };
+  }
+
+  /** Lag percentiles since the previous window, and the cumulative totals at that instant. */
+  async window() {
+    const res = await fetch(`${this.url}/stats/reset`, { method: 'POST' });
+    const text = await res.text();
+    /** @type {any} */
+    let s;
+    try {
+      s = JSON.parse(text);
+    } catch {
+      s = undefined;
+    }
+    if (!s || typeof s.bytes !== 'number') throw new Error(`POST ${this.url}/stats/reset did not answer the stats it reset (${res.status} ${text.slice(0, 100)})`);
+    if (this.#resetZeroes === undefined && s.bytes > 0) this.#resetZeroes = (await this.#raw()).bytes < s.bytes;
+    if (this.#resetZeroes) {
+      this.#carriedBytes += s.bytes;
+      this.#carriedChunks += s.chunks;
+      return { ...s, bytes: this.#carriedBytes - this.#base.bytes, chunks: this.#carriedChunks - this.#base.chunks };
+    }
+    return { ...s, bytes: s.bytes - this.#base.bytes, chunks: s.chunks - this.#base.chunks };
+  }
+}
+
+/**
+ * The real service (dist/engine/index.js) in its own process, sqlite in a temp DATA_DIR, Redis under a unique prefix.
+ * @param {{ env?: Record<string, string>, nodeArgs?: string[], entry?: string }} o `entry`: default dist/engine/index.js
+ */
+export async function startService(o = {}) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-listen-'));
+  const env = {
+    HOST: '127.0.0.1',
+    PORT: String(await freePort()),
+    DATA_DIR: dataDir,
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    REDIS_PREFIX: `bench-${randomUUID()}`,
+    REDIS_EMBEDDED: 'never',
+    LOG_LEVEL: 'warn',
+    MAX_SESSIONS: '100000',
+    ...o.env,
+  };
+  const child = await startChild({ name: 'service', args: [...(o.nodeArgs ?? []), o.entry ?? SERVICE_ENTRY], env, port: Number(env.PORT), probePath: '/health' });
+  return {
+    child,
+    env,
+    port: Number(env.PORT),
+    pid: /** @type {number} */ (child.proc.pid),
+    /** `listen_sessions` from /metrics: the sessions the service holds. */
+    async liveSessions() {
+      const text = await (await fetch(`${child.url}/metrics`)).text();
+      return Number(/^listen_sessions (\d+)/m.exec(text)?.[1] ?? NaN);
+    },
+    /** SIGTERM (graceful drain), then cleans DATA_DIR and the Redis prefix; resolves to the exit code. */
+    async stop() {
+      const code = await child.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+      await cleanRedis(env.REDIS_PREFIX);
+      return code;
+    },
+  };
+}
+
+/**
+ * ID tokens from the service's local issuer for `uids`, signed in this process (dist/scripts/token.js signs one per run).
+ * @param {Record<string, string>} env the service's env (DATA_DIR holds the issuer's key)
+ * @param {string[]} uids
+ * @param {number} ttlS
+ */
+export async function signTokens(env, uids, ttlS) {
+  const saved = { ...process.env };
+  Object.assign(process.env, env);
+  const { loadConfig } = await import(path.join(ROOT_DIR, 'dist/engine/config.js'));
+  const config = loadConfig();
+  process.env = saved;
+  const { systemClock } = await import(path.join(ROOT_DIR, 'dist/engine/clock.js'));
+  const { LocalIssuer } = await import(path.join(ROOT_DIR, 'dist/engine/identity/id-tokens.js'));
+  const issuer = await LocalIssuer.open(config.dataDir, { issuer: config.idTokenIssuer, audience: config.idTokenAudience, clockToleranceS: config.idTokenClockToleranceS, clock: systemClock });
+  return Promise.all(uids.map((u) => /** @type {Promise<string>} */ (issuer.sign(u, ttlS))));
+}
+
+/**
+ * Whether the service streams a session's audio to the provider_a fake: one session, 1 s of audio, then the fake's
+ * streamsOpened. False means the service does not use provider_a (not wired yet, or STT_PROVIDERS ignored).
+ * @param {{ port: number }} service
+ * @param {ProviderStats} fake
+ * @param {{ uid: string, token: string, query: string, frames: Buffer[] }} o
+ */
+export async function streamsToProvider(service, fake, o) {
+  const { default: WebSocket } = await import('ws');
+  const before = (await fake.get()).streamsOpened;
+  const ws = new WebSocket(`ws://127.0.0.1:${service.port}/v4/listen?uid=${o.uid}&${o.query}`, { headers: { authorization: `Bearer ${o.token}` } });
+  try {
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('probe session: no ready within 20 s')), 20_000);
+      ws.on('message', (d) => String(d).includes('"status":"ready"') && (clearTimeout(timer), resolve(undefined)));
+      ws.on('close', (code, reason) => reject(new Error(`probe session closed: ${code} ${reason}`)));
+      ws.on('error', reject);
+    });
+    for (const f of o.frames.slice(0, 50)) ws.send(f);
+    for (const deadline = Date.now() + 3000; Date.now() < deadline; ) {
+      if ((await fake.get()).streamsOpened > before) return true;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return false;
+  } finally {
+    ws.removeAllListeners('close');
+    ws.close(1000);
+    // The probe's audio is not the fleet's: wait for its stream to end, then count from zero.
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline && (await fake.get()).streamsOpen > 0; ) await new Promise((r) => setTimeout(r, 100));
+    await fake.zero();
+  }
+}

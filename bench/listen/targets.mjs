@@ -1,0 +1,150 @@
+// What a listen bench drives its devices at: the real service (with the provider_a fake behind it when the service
+// streams to provider_a) or the bare uWS baseline; each comes with its device generators and a measurement context.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { ROOT_DIR } from '../lib/report.mjs';
+import { DeviceFleet } from './device-fleet.mjs';
+import { FAKE_PROVIDER, PROVIDER_A_ENTRY, SERVICE_ENTRY, signTokens, startBare, startFakeProvider, startService, streamsToProvider } from './stack.mjs';
+
+/**
+ * @typedef {object} TargetOptions
+ * @property {import('./fixtures.mjs').Fixture & { file: string }} fixture
+ * @property {number} devices device slots (the most sessions this run opens at once)
+ * @property {import('../lib/procstat.mjs').ProcSampler} sampler
+ * @property {import('./measure.mjs').Timeline} timeline
+ * @property {import('../lib/progress.mjs').Progress} progress
+ * @property {Partial<import('./device-fleet.mjs').FleetOptions>} fleet generator options (pauses, burst, keep-alives)
+ * @property {number} [tokenTtlS] default 2 hours
+ */
+
+/**
+ * @param {DeviceFleet} fleet
+ * @param {import('../lib/procstat.mjs').ProcSampler} sampler
+ * @param {string} suffix
+ */
+function watchGenerators(fleet, sampler, suffix) {
+  const names = fleet.pids.map((pid, i) => {
+    const name = `generator ${i + 1}${suffix}`;
+    sampler.add(name, pid);
+    return name;
+  });
+  return () => names.forEach((n) => sampler.remove(n));
+}
+
+/**
+ * The service, and the provider_a fake when `stt` is provider_a (or auto and the service streams to it).
+ * `stt`: 'auto' (provider_a when the service uses it, else custom), 'provider_a', 'custom' (custom_stt=enabled:
+ * no STT; devices send suggested_transcript), 'local' (the service's default engine).
+ * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'custom' | 'local', nodeArgs?: string[] }} o
+ */
+export async function serviceTarget(o) {
+  const { fixture } = o;
+  const uids = Array.from({ length: o.devices }, (_, i) => `bench-device-${i}`);
+  /** @type {Awaited<ReturnType<typeof startFakeProvider>> | undefined} */
+  let fake;
+  let stt = o.stt;
+  /** @type {string | undefined} */
+  let note;
+  if (stt === 'auto' && !existsSync(path.join(ROOT_DIR, FAKE_PROVIDER))) {
+    note = `${FAKE_PROVIDER} is not built: sessions ran with custom_stt=enabled, so no STT stage, no provider latency and no loss count`;
+    stt = 'custom';
+  }
+  const query = (/** @type {string} */ mode) => `codec=${fixture.codec}&sample_rate=${fixture.sampleRate}&language=en${mode === 'custom' ? '&custom_stt=enabled' : ''}`;
+  /** Starts the service (and the fake for provider_a); for provider_a, answers whether the service streams to it. */
+  const start = async (/** @type {string} */ entry) => {
+    /** @type {Record<string, string>} */
+    let env = {};
+    if (stt === 'auto' || stt === 'provider_a') {
+      const key = randomBytes(12).toString('hex');
+      fake = await startFakeProvider(key);
+      env = { STT_PROVIDERS: 'provider_a', PROVIDER_A_URL: `ws://127.0.0.1:${fake.port}/v1/listen`, PROVIDER_A_API_KEY: key };
+    }
+    const service = await startService({ env, nodeArgs: o.nodeArgs, entry });
+    const tokens = await signTokens(service.env, [...uids, 'bench-probe'], o.tokenTtlS ?? 7200);
+    if (!fake) return { service, tokens, wired: false };
+    o.progress.log(`service: checking that ${entry} streams to the provider_a fake (one probe session)`);
+    const wired = await streamsToProvider(service, fake.stats, { uid: 'bench-probe', token: /** @type {string} */ (tokens.at(-1)), query: query('provider_a'), frames: fixture.frames });
+    if (!wired) {
+      await service.stop();
+      await fake.stop();
+      fake = undefined;
+    }
+    return { service, tokens, wired };
+  };
+  let s = await start(SERVICE_ENTRY);
+  if (stt === 'auto' || stt === 'provider_a') {
+    if (!s.wired) {
+      // This build's entry point does not use provider_a yet: the bench's stand-in wires the same engine.
+      s = await start(PROVIDER_A_ENTRY);
+      if (s.wired) note = `${SERVICE_ENTRY} did not stream to provider_a (not wired in this build): the service ran from ${path.relative(ROOT_DIR, PROVIDER_A_ENTRY)}, the same Service with engine/stt/provider-a.ts as its STT engine`;
+    }
+    if (!s.wired) {
+      if (stt === 'provider_a') throw new Error('the service opened no stream at the provider_a fake; use --stt custom');
+      note = 'the service did not stream to the provider_a fake: sessions ran with custom_stt=enabled, so no STT stage, no provider latency and no loss count';
+      stt = 'custom';
+      s = await start(SERVICE_ENTRY);
+    } else stt = 'provider_a';
+    if (note) o.progress.log(`service: ${note}`);
+  }
+  const { service, tokens } = s;
+  const fleet = await DeviceFleet.start({
+    host: '127.0.0.1',
+    port: service.port,
+    query: query(stt),
+    fixtureFile: fixture.file,
+    devices: uids.map((uid, i) => ({ uid, token: /** @type {string} */ (tokens[i]) })),
+    suggest: stt === 'custom',
+    ...o.fleet,
+  });
+  o.sampler.add('service', service.pid);
+  if (fake) o.sampler.add('provider_a fake', fake.pid);
+  const unwatch = watchGenerators(fleet, o.sampler, '');
+  /** @type {import('./measure.mjs').Ctx} */
+  const ctx = { fleet, stats: fake?.stats, target: 'service', pid: service.pid, timeline: o.timeline, progress: o.progress };
+  return {
+    ctx,
+    service,
+    stt,
+    note,
+    fakePid: fake?.pid,
+    async stop() {
+      await fleet.exit();
+      unwatch();
+      o.sampler.remove('service');
+      o.sampler.remove('provider_a fake');
+      const code = await service.stop();
+      await fake?.stop();
+      return code;
+    },
+  };
+}
+
+/**
+ * The bare uWS server decoding inline (bare-listen.mjs): no auth, so the devices' tokens are placeholders.
+ * @param {TargetOptions} o
+ */
+export async function bareTarget(o) {
+  const bare = await startBare(o.fixture.codec, o.fixture.sampleRate);
+  const fleet = await DeviceFleet.start({
+    host: '127.0.0.1',
+    port: bare.port,
+    query: `codec=${o.fixture.codec}&sample_rate=${o.fixture.sampleRate}`,
+    fixtureFile: o.fixture.file,
+    devices: Array.from({ length: o.devices }, (_, i) => ({ uid: `bench-device-${i}`, token: 'none' })),
+    ...o.fleet,
+  });
+  o.sampler.add('bare', bare.pid);
+  const unwatch = watchGenerators(fleet, o.sampler, ' (bare run)');
+  /** @type {import('./measure.mjs').Ctx} */
+  const ctx = { fleet, stats: bare.stats, target: 'bare', pid: bare.pid, timeline: o.timeline, progress: o.progress };
+  return {
+    ctx,
+    async stop() {
+      await fleet.exit();
+      unwatch();
+      o.sampler.remove('bare');
+      await bare.stop();
+    },
+  };
+}

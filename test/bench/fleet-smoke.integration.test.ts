@@ -1,0 +1,46 @@
+// The fleet bench still runs end to end with 5 devices for 5 s (generator, service, provider_a fake, bare baseline,
+// drain, JSON, HTML), and compare reads its result; the figures themselves are not asserted.
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { runBench } from '../helpers/bench.js';
+
+t.test('npm run bench -- fleet --sessions 5 --seconds 5 writes its result and report', async (t) => {
+  const out = path.join(t.testdir(), 'fleet.json');
+  const run = await runBench(['fleet', '--sessions', '5', '--seconds', '5', '--baseline-seconds', '2', '--out', out]);
+  t.equal(run.code, 0, run.stderr);
+  t.match(run.stdout, /^machine: /m, 'prints the machine');
+  t.match(run.stdout, /^baseline: a bare uWebSockets\.js server/m, 'prints the baseline');
+  t.match(run.stdout, /^figure\s+service\s+bare uWS \(baseline\)/m, 'ends with the table');
+  t.match(run.stdout, /^goal: frames lost = 0: /m, 'prints the goals');
+  t.match(run.stdout, /^report: .*fleet\.html$/m, 'names the HTML report');
+  t.match(run.stderr, /service: 5 sessions streaming \[.*\] 100%/, 'draws a progress bar');
+
+  const r = JSON.parse(readFileSync(out, 'utf8'));
+  t.match(r, { scenario: 'fleet', version: 2, options: { sessions: 5, seconds: 5, codec: 'opus_fs320' }, summary: { head: Array, rows: Array }, goals: Array });
+  t.ok(['provider_a', 'custom'].includes(r.service.stt), `stt: ${r.service.stt}`);
+  const w = r.service.window;
+  t.ok(w.framesSent >= 5 * 5 * 40, `the devices sent frames at real-time pace (${w.framesSent})`);
+  t.equal(w.unexpectedCloses, 0, 'no session was closed by the server');
+  t.type(w.serverCpuUsPerSessionS, 'number');
+  t.type(w.generatorCpuS, 'number', 'the generator’s own CPU is measured');
+  t.ok(r.service.drain.totals.audioMs > 0, 'audio was counted');
+  if (r.service.stt === 'provider_a') {
+    t.type(r.service.drain.lostFrames, 'number', 'frames lost are counted at the provider');
+    t.type(w.lag.p99, 'number', 'frame latency is measured at the provider');
+    t.ok(w.segLatency.count > 0, 'segments came back to the devices');
+  }
+  t.type(r.service.bare.serverCpuUsPerSessionS, 'number', 'the bare baseline ran');
+  t.match(r.figures['server CPU µs per session-s'], { value: Number, better: 'lower' });
+  t.equal(r.service.exitCode, 0, 'the service stopped cleanly on SIGTERM');
+
+  const html = readFileSync(out.replace(/\.json$/, '.html'), 'utf8');
+  t.match(html, /<h1>bench: fleet<\/h1>/);
+  for (const title of ['Frame latency', 'Streaming sessions', 'CPU per process', 'RSS of the server under test']) t.match(html, title);
+  t.match(html, /<svg[^>]*>.*<polyline/s, 'line charts');
+
+  const cmp = await runBench(['compare', out, out]);
+  t.equal(cmp.code, 0, cmp.stderr);
+  t.match(cmp.stdout, /^figure\s+A\s+B\s+B \/ A\s+B is/m);
+  t.match(cmp.stdout, /server CPU µs per session-s\s+\S+\s+\S+\s+1\.000\s+≈/);
+});

@@ -1,0 +1,22 @@
+// Runs `node bench/run.mjs <args>` from the repository root (bench/ is plain ESM, not compiled) and collects its output.
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// dist/test/helpers/ -> the repository root.
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const RUN = path.join(ROOT, 'bench/run.mjs');
+
+export interface BenchRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function runBench(args: string[], timeoutMs = 90_000): Promise<BenchRun> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [RUN, ...args], { cwd: ROOT, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
