@@ -116,13 +116,20 @@ const g = {
     arm();
   },
   gone(d) {
-    // Churn: the slot comes back as a new session after a short gap.
+    // Churn: the slot comes back as a new session after a short gap. Otherwise a slot still wanted (a session closed
+    // by the server, or one that was still closing when the parent asked for it again) reconnects at once.
     const again = () => g.churn !== undefined && d.slot < g.churn.count && d.state === 'none';
     if (again()) setTimeout(() => again() && ((d.wantStream = true), queueConnect(d)), Math.random() * 500);
+    else if (g.churn === undefined && d.slot < wanted.count && d.state === 'none') {
+      d.wantStream = wanted.stream;
+      queueConnect(d);
+    }
   },
 };
 /** @type {Device[]} */
 const slots = [];
+/** The parent's last 'open': slots below `count` should have a session (streaming when `stream`). */
+const wanted = { count: 0, stream: false };
 
 function counts() {
   const c = { connecting: 0, open: 0, ready: 0, streaming: 0, paused: 0, backlogBytes: 0 };
@@ -163,6 +170,8 @@ process.on('message', (/** @type {any} */ m) => {
       break;
     }
     case 'open': // bring the open sessions to `count` (slots 0…count-1); `stream`: stream once ready
+      wanted.count = m.count;
+      wanted.stream = m.stream;
       for (const d of slots) {
         if (d.slot < m.count) {
           d.wantStream = m.stream;
@@ -172,6 +181,7 @@ process.on('message', (/** @type {any} */ m) => {
       }
       break;
     case 'stream':
+      wanted.stream = true;
       for (const d of slots) {
         d.wantStream = true;
         if (d.state === 'ready') d.startStreaming();
@@ -183,6 +193,7 @@ process.on('message', (/** @type {any} */ m) => {
       break;
     case 'stop': {
       g.churn = undefined;
+      wanted.count = 0;
       connectQueue.length = 0;
       for (const d of slots) d.close();
       const deadline = Date.now() + (m.timeoutMs ?? 30_000);

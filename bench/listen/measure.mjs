@@ -226,9 +226,16 @@ export async function ramp(ctx, o) {
       sessions: n,
       failFast: (x) => x.unexpected > 0 || x.behindMs > 1000,
     });
-    const pass = opened && !w.stoppedEarly && w.unexpectedCloses === 0 && w.lag.p99 !== null && w.lag.p99 < RAMP_P99_MS && (w.behindMsPerSession ?? Infinity) < 250;
-    steps.push({ ...w, pass, opened });
-    ctx.progress.log(`${ctx.target}: ${n} sessions ${pass ? 'pass' : 'FAIL'} (p99 ${w.lag.p99} ms, server ${w.serverCores} cores, generator ${w.generatorCores} cores, closed early ${w.unexpectedCloses})`);
+    const why = [
+      opened ? '' : `not all ${n} streaming`,
+      w.unexpectedCloses > 0 ? `${w.unexpectedCloses} closed` : '',
+      w.lag.p99 === null || w.lag.p99 >= RAMP_P99_MS ? `p99 ≥ ${RAMP_P99_MS} ms` : '',
+      (w.behindMsPerSession ?? Infinity) >= 250 ? 'audio piling up' : '',
+      w.stoppedEarly ? 'stopped early' : '',
+    ].filter(Boolean);
+    const pass = why.length === 0;
+    steps.push({ ...w, pass, why: why.join(', '), opened });
+    ctx.progress.log(`${ctx.target}: ${n} sessions ${pass ? 'pass' : `FAIL: ${why.join(', ')}`} (p99 ${w.lag.p99} ms, server ${w.serverCores} cores, generator ${w.generatorCores} cores, closed early ${w.unexpectedCloses})`);
     if (pass) lo = Math.max(lo, n);
     else hi = Math.min(hi, n);
     if (pass && n >= o.max) break;
