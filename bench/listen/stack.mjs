@@ -10,6 +10,8 @@ import { cleanRedis, freePort, startChild, track } from '../lib/processes.mjs';
 
 export const FAKE_PROVIDER = 'dist/test/fakes/deepgram-server.js';
 export const SERVICE_ENTRY = 'dist/engine/index.js';
+/** A /stats request slower than this means the process measured is overloaded (its reads starve). */
+const STATS_TIMEOUT_MS = 5000;
 /** The service with provider_a wired by the bench, for builds whose entry point does not use it yet. */
 export const PROVIDER_A_ENTRY = path.join(BENCH_DIR, 'listen/provider-a-entry.mjs');
 
@@ -86,7 +88,7 @@ export class ProviderStats {
 
   /** @returns {Promise<any>} */
   async #raw() {
-    return (await fetch(`${this.url}/stats`)).json();
+    return (await fetch(`${this.url}/stats`, { signal: AbortSignal.timeout(STATS_TIMEOUT_MS) })).json();
   }
 
   /** @returns {Promise<{ streamsOpened: number, streamsOpen: number, bytes: number, chunks: number, lagMs: { count: number, p50: number | null, p95: number | null, p99: number | null, max: number | null } }>} */
@@ -103,7 +105,7 @@ export class ProviderStats {
 
   /** Lag percentiles since the previous window, and the cumulative totals at that instant. */
   async window() {
-    const res = await fetch(`${this.url}/stats/reset`, { method: 'POST' });
+    const res = await fetch(`${this.url}/stats/reset`, { method: 'POST', signal: AbortSignal.timeout(STATS_TIMEOUT_MS) });
     const text = await res.text();
     /** @type {any} */
     let s;
