@@ -6,25 +6,14 @@
 // while it does), and every timer goes through the injected Scheduler (the SDK arms its own per-connection timers).
 // The fake in test/fakes/deepgram-server.ts is checked against the SDK, so the protocol stays Deepgram's.
 import WebSocket from 'ws';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
-import type { Scheduler } from '../scheduler.js';
 import { Outcome } from '../protocol.js';
 import { NOVA3_LANGUAGES } from './deepgram-languages.js';
 import { SAMPLE_RATE_HZ, cleanKeyterms, listenUrl, openFailure, retryAfterMs } from './provider-a-protocol.js';
 import { ProviderAStream } from './provider-a-stream.js';
-import { SttOpenError, type SttEngine, type SttStreamOptions } from './types.js';
+import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttStreamOptions } from './types.js';
 
-export interface ProviderAEngineOptions {
-  /** Live endpoint, e.g. config.providerAUrl. */
-  url: string;
-  /** Sent as `Authorization: Token <key>`; never logged. */
-  apiKey: string;
-  clock: Clock;
-  scheduler: Scheduler;
-  logger: Logger;
-  /** @defaultValue 'nova-3' */
-  model?: string;
+/** apiKey is sent as `Authorization: Token <key>`; model defaults to 'nova-3'. */
+export interface ProviderAEngineOptions extends RemoteEngineOptions {
   /** Vocabulary sent as `keyterm` (Nova-3) or `keywords`; trimmed, de-duplicated, at most 100. @defaultValue [] */
   keyterms?: readonly string[];
   /** One connection attempt's limit, in milliseconds. @defaultValue 5000 */

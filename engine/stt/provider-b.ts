@@ -5,25 +5,14 @@
 // provider's current way; config-only keys are refused from 2027-01-15) and as `api_key` in the config frame (what
 // its official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key.
 import WebSocket from 'ws';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
-import type { Scheduler } from '../scheduler.js';
 import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs } from './provider-b-protocol.js';
 import { PROVIDER, ProviderBStream, SAMPLE_RATE_HZ, type StreamDeps } from './provider-b-stream.js';
-import { SttOpenError, type SttEngine, type SttFailure, type SttStreamOptions } from './types.js';
+import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttFailure, type SttStreamOptions } from './types.js';
 
 export { ProviderBStream } from './provider-b-stream.js';
 
-export interface ProviderBEngineOptions {
-  /** Realtime endpoint (config PROVIDER_B_URL). */
-  url: string;
-  /** Sent as `Authorization: Bearer` on the upgrade and as `api_key` in the config frame (config PROVIDER_B_API_KEY). */
-  apiKey: string;
-  clock: Clock;
-  scheduler: Scheduler;
-  logger: Logger;
-  /** @defaultValue 'stt-rt-v5' */
-  model?: string;
+/** apiKey is sent as `Authorization: Bearer` on the upgrade and as `api_key` in the config frame; model defaults to 'stt-rt-v5'. */
+export interface ProviderBEngineOptions extends RemoteEngineOptions {
   /** Longest wait for the upgrade, in milliseconds. @defaultValue 10000 */
   connectTimeoutMs?: number;
   /** A keepalive is sent once no audio or keepalive went out for this long, in milliseconds. @defaultValue 10000 */

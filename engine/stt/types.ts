@@ -1,5 +1,8 @@
 // The speech-to-text contract every engine implements (local, provider_a, provider_b, custom): PCM in, timed words/segments out.
 import type { Outcome } from '../protocol.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { Scheduler } from '../scheduler.js';
 
 /** One piece of engine output, times in seconds from the start of the stream's audio. */
 export interface SttSegment {
@@ -79,4 +82,17 @@ export interface SttEngine {
   /** Opens a stream; rejects with an error carrying an SttFailure-like `reason` when the engine cannot start. */
   open(opts: SttStreamOptions): Promise<SttStream>;
   close(): Promise<void>;
+}
+
+/** What every remote provider engine is built from (engine/stt/engines.ts passes config and the service's clocks). */
+export interface RemoteEngineOptions {
+  /** Streaming endpoint (PROVIDER_A_URL / PROVIDER_B_URL). */
+  url: string;
+  /** The provider key; never logged. */
+  apiKey: string;
+  clock: Clock;
+  scheduler: Scheduler;
+  logger: Logger;
+  /** Provider model name; each engine has its default. */
+  model?: string;
 }
