@@ -1,24 +1,19 @@
 // The codec shards: one-thread Piscina pools that decode live audio; each session is pinned to one shard.
 //
 // Rationale: Opus, LC3 and AAC decoders carry state from frame to frame, so a session's decoders live in one
-// thread (workers/decode.ts) and every task of that session goes there. A session is in at most one decode task
-// at a time; frames pushed meanwhile wait and leave together in the next one. A shard keeps two tasks in flight and
-// each task carries every session that had audio waiting. There is no timer: at low load each frame leaves alone
-// (lowest latency), at high load one thread hop serves many sessions and the per-task cost is shared.
+// thread (workers/decode.ts) and every message of that session goes there. A message is copied once, on arrival, into
+// its shard's staging area (a record: stream number, length, bytes); one task carries everything staged, as one moved
+// buffer, and its answer brings every stream's PCM back in one moved buffer. A shard keeps one task in flight and sends
+// at most one per `batchWindowMs`, so a session is in at most one task at a time and, at load, one thread hop and two
+// buffer moves serve every session of the shard (no per-frame task, transfer or allocation). An idle shard sends at
+// once: a lone frame is not held back.
 import { EventEmitter } from 'node:events';
 import { availableParallelism } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { EngineError } from './errors.js';
-import {
-  checkCodecParams,
-  type CodecAnswer,
-  type CodecParams,
-  type CodecTask,
-  type DecodeTask,
-  type FailAnswer,
-  type ManyAnswer,
-  type PcmAnswer,
-} from '../workers/messages.js';
+import { checkCodecParams, codecIndex, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type PackedAnswer } from '../workers/messages.js';
+import { readPackedAnswer, RecordWriter } from '../workers/packing.js';
 
 export { CODECS, CODEC_SAMPLE_RATES_HZ, OUTPUT_SAMPLE_RATE_HZ, type Codec, type CodecParams } from '../workers/messages.js';
 
@@ -29,10 +24,10 @@ export interface CodecPoolOptions {
    */
   threads?: number;
   /**
-   * Most messages one decode task carries; more wait for the next task. Bounds a task's run time.
-   * @defaultValue 1000 (10 s of 10 ms frames)
+   * Least time between two decode tasks of a shard, in milliseconds: what arrives meanwhile leaves together.
+   * @defaultValue 10
    */
-  maxBatchMessages?: number;
+  batchWindowMs?: number;
   /** Worker module; tests point it at a fixture. @defaultValue dist/workers/decode.js */
   filename?: string;
 }
@@ -65,14 +60,14 @@ export interface CodecStreamStats {
   lostMessages: number;
   /** Samples out per channel, at 16 kHz. */
   samples: number[];
-  /** Decode tasks run. */
+  /** Decode tasks this stream's audio rode in. */
   tasks: number;
   /** Times the decoders were re-created after a thread crash or decoder failure. */
   recreations: number;
 }
 
 export interface CodecStreamEvents {
-  /** 16 kHz mono Int16 PCM, one array per channel (index 0 = channel id 0x01). */
+  /** 16 kHz mono Int16 PCM, one array per channel (index 0 = channel id 0x01); each array owns its buffer. */
   pcm: [pcm: Int16Array[], info: PcmInfo];
   /** A batch was lost (thread crash, decoder failure). The stream stays open; the next batch re-creates the decoders. */
   failure: [error: EngineError, lostMessages: number];
@@ -88,37 +83,34 @@ function rebuild(answer: { code: string; message: string }): EngineError {
 /** One session's audio through its shard. Create with `CodecPool.open()`. */
 export class CodecStream extends EventEmitter<CodecStreamEvents> {
   readonly sessionId: string;
+  /** @internal the stream's number within its shard (records and answers name it). */
+  readonly key: number;
   readonly params: Readonly<CodecParams>;
   readonly stats: CodecStreamStats;
   /** Resolves once the shard created the decoders; rejects with an EngineError if it could not. */
   readonly ready: Promise<void>;
   readonly #shard: Shard;
-  #pending: Uint8Array[] = [];
-  /** The open task ended (either way): decode batches may go. */
-  #opened = false;
-  /** @internal part of a shard task in flight, or waiting in the shard's queue. */
-  scheduled = false;
+  /** @internal messages and bytes staged for the shard's next task, and those in its task in flight. */
+  stagedMessages = 0;
+  stagedBytes = 0;
+  inFlightMessages = 0;
+  inFlightBytes = 0;
   #idleWaiters: (() => void)[] = [];
   #state: 'open' | 'closing' | 'closed' = 'open';
 
   /** @internal built by CodecPool.open() */
-  constructor(shard: Shard, options: CodecStreamOptions) {
+  constructor(shard: Shard, key: number, options: CodecStreamOptions) {
     super();
     this.#shard = shard;
+    this.key = key;
     this.sessionId = options.sessionId;
     this.params = Object.freeze({ codec: options.codec, sampleRate: options.sampleRate, channels: options.channels });
     this.stats = { messages: 0, frames: 0, corruptFrames: 0, lostMessages: 0, samples: new Array<number>(options.channels).fill(0), tasks: 0, recreations: 0 };
-    const open = shard.run({ type: 'open', sessionId: this.sessionId, ...this.params }).then((a) => {
+    // Tasks reach the thread in order, so audio staged now is decoded after the decoders exist (a failed open still
+    // lets it go: the thread re-creates the decoders or answers with the failure).
+    this.ready = shard.run({ type: 'open', key, ...this.params }).then((a) => {
       if (!a.ok) throw rebuild(a as FailAnswer);
     });
-    this.ready = open;
-    // Frames pushed before the decoders exist wait for the open task (a failed open still lets them go: the
-    // thread re-creates the decoders or answers with the failure).
-    const opened = (): void => {
-      this.#opened = true;
-      this.#wake();
-    };
-    open.then(opened, opened);
   }
 
   /** Shard (thread) index the session is pinned to. */
@@ -126,20 +118,19 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     return this.#shard.index;
   }
 
+  /** Bytes pushed whose PCM has not come back (staged or being decoded). */
+  get pendingBytes(): number {
+    return this.stagedBytes + this.inFlightBytes;
+  }
+
   /**
-   * Queues one WebSocket message (for two channels: channel-id byte first). The stream takes ownership: when the
-   * message spans its whole ArrayBuffer that buffer is moved to the thread (detached here), otherwise it is copied
-   * once. Keep-alive messages (≤ 2 bytes, SPEC) are the session layer's to drop.
+   * Queues one WebSocket message (for two channels: channel-id byte first). Its bytes are copied at once, so the
+   * caller's buffer is free when this returns. Keep-alive messages (≤ 2 bytes, SPEC) are the session layer's to drop.
    */
   push(message: Uint8Array): void {
     if (this.#state !== 'open') throw new EngineError('ENG_ERR_CODEC_STREAM_CLOSED', { sessionId: this.sessionId });
-    const own =
-      message.byteOffset === 0 && message.byteLength === message.buffer.byteLength && message.buffer instanceof ArrayBuffer
-        ? message
-        : message.slice();
-    this.#pending.push(own);
     this.stats.messages++;
-    this.#wake();
+    this.#shard.stage(this, message);
   }
 
   /**
@@ -154,54 +145,47 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
       return;
     }
     this.#state = 'closing';
-    if (!flush) this.#pending = [];
-    if (!this.#opened || this.scheduled || this.#pending.length > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+    if (!flush) this.#shard.unstage(this);
+    await this.ready.catch(() => undefined);
+    if (this.pendingBytes > 0 || this.stagedMessages > 0 || this.inFlightMessages > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
     try {
-      const answer = await this.#shard.run({ type: 'close', sessionId: this.sessionId, flush });
-      if (answer.ok && 'pcm' in answer && answer.pcm.some((p) => p.length > 0)) this.#emitPcm(answer, true);
+      const answer = await this.#shard.run({ type: 'close', key: this.key, flush });
+      if (answer.ok && 'recreated' in answer && answer.pcm.some((p) => p.length > 0)) this.#emitPcm(answer.pcm, 0, 0, false, true);
     } catch {
       // The thread died while closing: its decoders went with it, nothing is left to flush.
     }
     this.#state = 'closed';
-    this.#shard.sessions.delete(this);
+    this.#shard.forget(this);
     this.emit('close');
   }
 
-  /** @internal the shard takes up to `max` queued messages for its next task. */
-  take(max: number): DecodeTask {
-    const messages = this.#pending.length <= max ? this.#pending : this.#pending.slice(0, max);
-    this.#pending = this.#pending.length <= max ? [] : this.#pending.slice(max);
-    this.stats.tasks++;
-    return { type: 'decode', sessionId: this.sessionId, ...this.params, messages };
+  /** @internal this stream's part of the answer to a task (or the error that lost it). */
+  settle(part: { pcm: Int16Array[]; frames: number; corruptFrames: number; recreated: boolean } | FailAnswer | Error, messages: number): void {
+    if (part instanceof Error) this.#lost(new EngineError('ENG_ERR_CODEC_FAILED', { reason: 'codec thread exited' }, { cause: part }), messages);
+    else if ('ok' in part) this.#lost(rebuild(part), messages);
+    else this.#emitPcm(part.pcm, part.frames, part.corruptFrames, part.recreated, false);
+    this.#maybeIdle();
   }
 
-  /** @internal the shard's answer for this stream's part of a task (or the error that lost it). */
-  settle(answer: PcmAnswer | FailAnswer | Error, messages: number): void {
-    this.scheduled = false;
-    if (answer instanceof Error) this.#lost(new EngineError('ENG_ERR_CODEC_FAILED', { reason: 'codec thread exited' }, { cause: answer }), messages);
-    else if (answer.ok) this.#emitPcm(answer, false);
-    else this.#lost(rebuild(answer), messages);
-    this.#wake();
-  }
-
-  #wake(): void {
-    if (!this.#opened || this.scheduled) return;
-    if (this.#pending.length > 0) {
-      this.scheduled = true;
-      this.#shard.schedule(this);
-      return;
-    }
+  /** @internal nothing of this stream is staged or in flight any more: a waiting close() goes on. */
+  #maybeIdle(): void {
+    if (this.stagedMessages > 0 || this.inFlightMessages > 0) return;
     const waiters = this.#idleWaiters;
     this.#idleWaiters = [];
     for (const w of waiters) w();
   }
 
-  #emitPcm(answer: PcmAnswer, final: boolean): void {
-    this.stats.frames += answer.frames;
-    this.stats.corruptFrames += answer.corruptFrames;
-    if (answer.recreated) this.stats.recreations++;
-    answer.pcm.forEach((p, i) => (this.stats.samples[i] = (this.stats.samples[i] ?? 0) + p.length));
-    this.emit('pcm', answer.pcm, { frames: answer.frames, corruptFrames: answer.corruptFrames, recreated: answer.recreated, sampleRate: 16000, final });
+  /** @internal the shard dropped this stream's staged audio (close without flush). */
+  unstaged(): void {
+    this.#maybeIdle();
+  }
+
+  #emitPcm(pcm: Int16Array[], frames: number, corruptFrames: number, recreated: boolean, final: boolean): void {
+    this.stats.frames += frames;
+    this.stats.corruptFrames += corruptFrames;
+    if (recreated) this.stats.recreations++;
+    pcm.forEach((p, i) => (this.stats.samples[i] = (this.stats.samples[i] ?? 0) + p.length));
+    this.emit('pcm', pcm, { frames, corruptFrames, recreated, sampleRate: 16000, final });
   }
 
   #lost(error: EngineError, messages: number): void {
@@ -210,17 +194,19 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   }
 }
 
-/** Decode tasks one shard keeps in flight: the thread never waits for the main thread between two. */
-const TASKS_IN_FLIGHT = 2;
-
 /** @internal one codec thread and the sessions pinned to it. */
 class Shard {
-  readonly sessions = new Set<CodecStream>();
+  readonly #streams = new Map<number, CodecStream>();
   readonly #piscina: Piscina<CodecTask, CodecAnswer>;
-  readonly #maxBatch: number;
-  /** Streams with audio waiting, in the order they asked. */
-  #waiting: CodecStream[] = [];
-  #inFlight = 0;
+  readonly #windowMs: number;
+  #nextKey = 1;
+  readonly #staging = new RecordWriter();
+  /** Streams with records in the staging area, in the order they first staged. */
+  #stagedStreams: CodecStream[] = [];
+  #inFlight = false;
+  #lastSentAt = -Infinity;
+  #timer: NodeJS.Timeout | undefined;
+  #destroyed = false;
   /** Thread exits seen (crashes); Piscina replaces the thread. */
   crashes = 0;
   /** Decode tasks sent, and stream batches they carried (their ratio is the batching achieved). */
@@ -230,14 +216,14 @@ class Shard {
   constructor(
     readonly index: number,
     filename: string,
-    maxBatch: number,
+    windowMs: number,
   ) {
-    this.#maxBatch = maxBatch;
+    this.#windowMs = windowMs;
     this.#piscina = new Piscina<CodecTask, CodecAnswer>({
       filename,
       minThreads: 1,
       maxThreads: 1,
-      // Async tasks (AAC waits on ffmpeg) interleave; a stream is in at most one task, so its batches stay in order.
+      // Async tasks (AAC waits on ffmpeg) interleave with open/close; decode tasks go one at a time (see #send).
       concurrentTasksPerWorker: 256,
       idleTimeout: Infinity,
       // The thread must keep its event loop running between tasks (ffmpeg pipes), so no Atomics.wait.
@@ -248,48 +234,98 @@ class Shard {
     });
   }
 
+  get size(): number {
+    return this.#streams.size;
+  }
+
+  get streams(): IterableIterator<CodecStream> {
+    return this.#streams.values();
+  }
+
+  open(options: CodecStreamOptions): CodecStream {
+    const key = this.#nextKey++;
+    const stream = new CodecStream(this, key, options);
+    this.#streams.set(key, stream);
+    return stream;
+  }
+
+  forget(stream: CodecStream): void {
+    this.#streams.delete(stream.key);
+  }
+
   run(task: CodecTask, transferList?: ArrayBuffer[]): Promise<CodecAnswer> {
     return this.#piscina.run(task, transferList === undefined ? {} : { transferList });
   }
 
-  /** A stream has audio waiting: it leaves with the next task (at once when fewer than two are in flight). */
-  schedule(stream: CodecStream): void {
-    this.#waiting.push(stream);
-    this.#pump();
+  /** Copies a message into the staging area; the next task takes it. */
+  stage(stream: CodecStream, message: Uint8Array): void {
+    if (stream.stagedMessages === 0) this.#stagedStreams.push(stream);
+    this.#staging.add(stream.key, message);
+    stream.stagedMessages++;
+    stream.stagedBytes += message.byteLength;
+    this.#kick();
   }
 
-  #pump(): void {
-    while (this.#inFlight < TASKS_IN_FLIGHT && this.#waiting.length > 0) {
-      // Every waiting stream rides in this task, within the message budget; the rest wait for the next one.
-      const streams: CodecStream[] = [];
-      const items: DecodeTask[] = [];
-      let budget = this.#maxBatch;
-      while (this.#waiting.length > 0 && budget > 0) {
-        const stream = this.#waiting.shift()!;
-        const item = stream.take(budget);
-        budget -= item.messages.length;
-        streams.push(stream);
-        items.push(item);
-      }
-      this.#inFlight++;
-      this.tasks++;
-      this.batches += items.length;
-      const transfer = items.flatMap((i) => i.messages.map((m) => m.buffer as ArrayBuffer));
-      this.run({ type: 'decodeMany', items }, transfer).then(
-        (answer) => {
-          const many = answer as ManyAnswer | FailAnswer;
-          streams.forEach((s, i) => s.settle(many.ok ? many.items[i]! : many, items[i]!.messages.length));
-        },
-        // The thread died with the task (Piscina starts a new one): these batches are lost, the sessions are not.
-        (err: unknown) => streams.forEach((s, i) => s.settle(err instanceof Error ? err : new Error(String(err)), items[i]!.messages.length)),
-      ).finally(() => {
-        this.#inFlight--;
-        this.#pump();
-      });
+  /** Drops a stream's staged records (its close without flush). */
+  unstage(stream: CodecStream): void {
+    if (stream.stagedMessages === 0) return;
+    this.#staging.drop(stream.key);
+    this.#stagedStreams = this.#stagedStreams.filter((s) => s !== stream);
+    stream.stagedMessages = stream.stagedBytes = 0;
+    stream.unstaged();
+  }
+
+  /** Sends the staged records now if no task is in flight and the window since the last one has passed. */
+  #kick(): void {
+    if (this.#inFlight || this.#timer !== undefined || this.#destroyed || this.#stagedStreams.length === 0) return;
+    const wait = this.#lastSentAt + this.#windowMs - performance.now();
+    if (wait <= 0) {
+      this.#send();
+      return;
     }
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#kick();
+    }, wait);
+  }
+
+  #send(): void {
+    const streams = this.#stagedStreams;
+    this.#stagedStreams = [];
+    const params = new Int32Array(streams.length * 4);
+    streams.forEach((s, i) => {
+      params.set([s.key, codecIndex(s.params.codec), s.params.sampleRate, s.params.channels], i * 4);
+      s.inFlightMessages = s.stagedMessages;
+      s.inFlightBytes = s.stagedBytes;
+      s.stagedMessages = s.stagedBytes = 0;
+      s.stats.tasks++;
+    });
+    const records = this.#staging.take();
+    this.#inFlight = true;
+    this.#lastSentAt = performance.now();
+    this.tasks++;
+    this.batches += streams.length;
+    this.run({ type: 'decodePacked', params, records }, [records.buffer as ArrayBuffer, params.buffer]).then(
+      (answer) => this.#settle(streams, answer as PackedAnswer | FailAnswer),
+      // The thread died with the task (Piscina starts a new one): these batches are lost, the sessions are not.
+      (err: unknown) => this.#settle(streams, err instanceof Error ? err : new Error(String(err))),
+    );
+  }
+
+  #settle(streams: CodecStream[], answer: PackedAnswer | FailAnswer | Error): void {
+    this.#inFlight = false;
+    const parts = answer instanceof Error || !answer.ok ? undefined : readPackedAnswer(answer);
+    for (const s of streams) {
+      const messages = s.inFlightMessages;
+      s.inFlightMessages = s.inFlightBytes = 0;
+      s.settle(parts?.get(s.key) ?? (answer instanceof Error ? answer : answer.ok ? new Error('no answer for the stream') : answer), messages);
+    }
+    this.#kick();
   }
 
   destroy(): Promise<void> {
+    this.#destroyed = true;
+    clearTimeout(this.#timer);
     return this.#piscina.destroy();
   }
 }
@@ -297,15 +333,14 @@ class Shard {
 /** The process's codec shards. One per process; `close()` ends every thread. */
 export class CodecPool {
   readonly #shards: Shard[];
-  readonly #maxBatch: number;
   #closed = false;
 
   constructor(options: CodecPoolOptions = {}) {
     const threads = options.threads ?? Math.max(1, availableParallelism() - 1);
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError('threads must be an integer ≥ 1');
-    this.#maxBatch = options.maxBatchMessages ?? 1000;
+    const windowMs = options.batchWindowMs ?? 10;
     const filename = options.filename ?? new URL('../workers/decode.js', import.meta.url).href;
-    this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, this.#maxBatch));
+    this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, windowMs));
   }
 
   /** Number of shards (threads). */
@@ -315,7 +350,7 @@ export class CodecPool {
 
   /** Open sessions per shard. */
   get load(): number[] {
-    return this.#shards.map((s) => s.sessions.size);
+    return this.#shards.map((s) => s.size);
   }
 
   /** Decode tasks sent and the stream batches they carried, summed over shards (batches/tasks = batching achieved). */
@@ -332,10 +367,8 @@ export class CodecPool {
     const why = checkCodecParams(options);
     if (why !== null) throw new EngineError('ENG_ERR_CODEC_UNSUPPORTED', { reason: why });
     let shard = this.#shards[0]!;
-    for (const s of this.#shards) if (s.sessions.size < shard.sessions.size) shard = s;
-    const stream = new CodecStream(shard, options);
-    shard.sessions.add(stream);
-    return stream;
+    for (const s of this.#shards) if (s.size < shard.size) shard = s;
+    return shard.open(options);
   }
 
   /** Test-only: kills shard `index`'s thread (Piscina replaces it; its sessions re-create their decoders). */
@@ -347,7 +380,7 @@ export class CodecPool {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const streams = this.#shards.flatMap((s) => [...s.sessions]);
+    const streams = this.#shards.flatMap((s) => [...s.streams]);
     await Promise.all(streams.map((s) => s.close({ flush: false })));
     await Promise.all(this.#shards.map((s) => s.destroy()));
   }

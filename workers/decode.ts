@@ -1,25 +1,25 @@
-// Codec shard worker: keeps `sessionId → decoders` in this thread and answers open / decode / close tasks.
-import { checkCodecParams, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodeTask, type FailAnswer, type ManyAnswer, type PcmAnswer } from './messages.js';
+// Codec shard worker: keeps `stream key → decoders` in this thread and answers open / decodePacked / close tasks.
+import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer } from './messages.js';
 import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
+import { packAnswer, readRecords, type DecodedPart } from './packing.js';
 
 interface Session {
-  params: CodecParams;
   /** One decoder per channel: index 0 = channel id 0x01, index 1 = 0x02. */
   channels: ChannelDecoder[];
 }
 
-const sessions = new Map<string, Session>();
+const sessions = new Map<number, Session>();
 
 function fail(code: FailAnswer['code'], message: string): FailAnswer {
   return { ok: false, code, message };
 }
 
-function openSession(sessionId: string, params: CodecParams): Session {
-  sessions.get(sessionId)?.channels.forEach((c) => c.dispose());
+function openSession(key: number, params: CodecParams): Session {
+  sessions.get(key)?.channels.forEach((c) => c.dispose());
   const channels: ChannelDecoder[] = [];
   for (let i = 0; i < params.channels; i++) channels.push(createChannelDecoder(params));
-  const session = { params: { codec: params.codec, sampleRate: params.sampleRate, channels: params.channels }, channels };
-  sessions.set(sessionId, session);
+  const session = { channels };
+  sessions.set(key, session);
   return session;
 }
 
@@ -36,65 +36,75 @@ function concat(chunks: readonly Int16Array[]): Int16Array {
   return out;
 }
 
-function pcmAnswer(pcm: Int16Array[], frames: number, corruptFrames: number, recreated: boolean): PcmAnswer {
-  return moveAnswer<PcmAnswer>({ ok: true, pcm, frames, corruptFrames, recreated }, pcm.map((p) => p.buffer as ArrayBuffer));
+function pcmAnswer(pcm: Int16Array[]): PcmAnswer {
+  return moveAnswer<PcmAnswer>({ ok: true, pcm, frames: 0, corruptFrames: 0, recreated: false }, pcm.map((p) => p.buffer as ArrayBuffer));
 }
 
-/** Decodes one session's batch; the PCM is not yet marked for moving (the caller moves every buffer at once). */
-async function decodeRaw(task: DecodeTask): Promise<PcmAnswer> {
-  let session = sessions.get(task.sessionId);
+/** Decodes one stream's messages of a task. */
+async function decodeStream(key: number, params: CodecParams, messages: readonly Uint8Array[]): Promise<DecodedPart> {
+  let session = sessions.get(key);
   // Unknown here but known to the pool: this thread replaced a crashed one. Re-create the decoders and go on.
   const recreated = session === undefined;
-  session ??= openSession(task.sessionId, task);
+  session ??= openSession(key, params);
   const { channels } = session;
   let corruptFrames = 0;
   // Route each message to its channel; with two channels the first byte names it.
-  const perChannel: Uint8Array[][] = channels.map(() => []);
+  let perChannel: (readonly Uint8Array[])[];
   if (channels.length === 1) {
-    perChannel[0] = task.messages;
+    perChannel = [messages];
   } else {
-    for (const m of task.messages) {
+    const split: Uint8Array[][] = channels.map(() => []);
+    for (const m of messages) {
       const id = m[0];
-      if (id === 0x01 || id === 0x02) perChannel[id - 1]!.push(m.subarray(1));
+      if (id === 0x01 || id === 0x02) split[id - 1]!.push(m.subarray(1));
       else corruptFrames++;
     }
+    perChannel = split;
   }
-  const pcm: Int16Array[] = [];
+  const pcm: Int16Array[][] = [];
   let frames = 0;
   for (let c = 0; c < channels.length; c++) {
     const r = await channels[c]!.decode(perChannel[c]!);
     frames += r.frames;
     corruptFrames += r.corruptFrames;
-    pcm.push(concat(r.pcm));
+    pcm.push(r.pcm);
   }
-  return { ok: true, pcm, frames, corruptFrames, recreated };
+  return { pcm, frames, corruptFrames, recreated };
 }
 
 /** A decoder that threw on something other than a frame is not trusted further: drop it; the next task re-creates it. */
-function dropAfterError(sessionId: string, err: unknown): FailAnswer {
-  sessions.get(sessionId)?.channels.forEach((c) => c.dispose());
-  sessions.delete(sessionId);
+function dropAfterError(key: number, err: unknown): FailAnswer {
+  sessions.get(key)?.channels.forEach((c) => c.dispose());
+  sessions.delete(key);
   return fail('ENG_ERR_CODEC_FAILED', err instanceof Error ? err.message : String(err));
 }
 
-/** Every item at once (AAC items wait on ffmpeg concurrently); one failing item does not fail the others. */
-async function decodeMany(items: readonly DecodeTask[]): Promise<ManyAnswer> {
-  const answers = await Promise.all(items.map((item) => decodeRaw(item).catch((err: unknown) => dropAfterError(item.sessionId, err))));
-  const buffers = answers.flatMap((a) => (a.ok ? a.pcm.map((p) => p.buffer as ArrayBuffer) : []));
-  return moveAnswer<ManyAnswer>({ ok: true, items: answers }, buffers);
+/** Every stream at once (AAC streams wait on ffmpeg concurrently); one failing stream does not fail the others. */
+async function decodePacked(task: DecodePackedTask): Promise<PackedAnswer> {
+  const byKey = readRecords(task.records);
+  const p = task.params;
+  const jobs: Promise<{ key: number; result: DecodedPart | FailAnswer }>[] = [];
+  for (let i = 0; i < p.length; i += 4) {
+    const key = p[i]!;
+    const params: CodecParams = { codec: CODECS[p[i + 1]!]!, sampleRate: p[i + 2]!, channels: p[i + 3] as 1 | 2 };
+    const messages = byKey.get(key) ?? [];
+    jobs.push(decodeStream(key, params, messages).then((result) => ({ key, result }), (err: unknown) => ({ key, result: dropAfterError(key, err) })));
+  }
+  const answer = packAnswer(await Promise.all(jobs));
+  return moveAnswer<PackedAnswer>(answer, [answer.entries.buffer as ArrayBuffer, answer.pcm.buffer as ArrayBuffer]);
 }
 
-async function close(sessionId: string, flush: boolean): Promise<CodecAnswer> {
-  const session = sessions.get(sessionId);
-  if (session === undefined) return pcmAnswer([], 0, 0, false);
-  sessions.delete(sessionId);
+async function close(key: number, flush: boolean): Promise<CodecAnswer> {
+  const session = sessions.get(key);
+  if (session === undefined) return pcmAnswer([]);
+  sessions.delete(key);
   if (!flush) {
     session.channels.forEach((c) => c.dispose());
-    return pcmAnswer([], 0, 0, false);
+    return pcmAnswer([]);
   }
   const pcm: Int16Array[] = [];
-  for (const c of session.channels) pcm.push(await c.end());
-  return pcmAnswer(pcm.map((p) => concat([p])), 0, 0, false);
+  for (const c of session.channels) pcm.push(concat([await c.end()]));
+  return pcmAnswer(pcm);
 }
 
 export default async function handle(task: CodecTask): Promise<CodecAnswer> {
@@ -103,23 +113,19 @@ export default async function handle(task: CodecTask): Promise<CodecAnswer> {
       case 'open': {
         const why = checkCodecParams(task);
         if (why !== null) return fail('ENG_ERR_CODEC_UNSUPPORTED', why);
-        openSession(task.sessionId, task);
+        openSession(task.key, task);
         return { ok: true };
       }
-      case 'decode': {
-        const a = await decodeRaw(task);
-        return pcmAnswer(a.pcm, a.frames, a.corruptFrames, a.recreated);
-      }
-      case 'decodeMany':
-        return await decodeMany(task.items);
+      case 'decodePacked':
+        return await decodePacked(task);
       case 'close':
-        return await close(task.sessionId, task.flush);
+        return await close(task.key, task.flush);
       case 'crash':
         // Test-only: in a worker thread process.exit ends this thread, not the process.
         process.exit(1);
     }
   } catch (err) {
-    if (task.type === 'decode' || task.type === 'close') return dropAfterError(task.sessionId, err);
+    if (task.type === 'close') return dropAfterError(task.key, err);
     return fail('ENG_ERR_CODEC_FAILED', err instanceof Error ? err.message : String(err));
   }
 }

@@ -44,34 +44,31 @@ export function checkCodecParams(p: { codec: string; sampleRate: number; channel
   return null;
 }
 
+/** The index of a codec in CODECS (codec parameters travel as numbers in a decode task). */
+export function codecIndex(codec: Codec): number {
+  return CODECS.indexOf(codec);
+}
+
 export interface OpenTask extends CodecParams {
   type: 'open';
-  sessionId: string;
+  /** The stream's number within its shard. */
+  key: number;
 }
 
 /**
- * A batch of a session's messages, in arrival order. They travel as one transfer list (moved, not copied).
- * The codec parameters ride along so a thread that replaced a crashed one can re-create the session's decoders.
+ * Every stream's staged messages in one buffer (workers/packing.ts records), and for each stream in it
+ * [key, codecIndex, sampleRate, channels] so a thread that replaced a crashed one can re-create its decoders.
  */
-export interface DecodeTask extends CodecParams {
-  type: 'decode';
-  sessionId: string;
-  messages: Uint8Array[];
+export interface DecodePackedTask {
+  type: 'decodePacked';
+  params: Int32Array;
+  records: Uint8Array;
 }
 
-/**
- * Several sessions' batches in one task (one shard, one thread hop): at high load the per-task cost is shared by every
- * session that had audio waiting. Each item is decoded as a DecodeTask would be.
- */
-export interface DecodeManyTask {
-  type: 'decodeMany';
-  items: DecodeTask[];
-}
-
-/** Ends a session in the thread; with `flush`, answers with the PCM the decoders still hold (resampler and AAC tails). */
+/** Ends a stream in the thread; with `flush`, answers with the PCM the decoders still hold (resampler and AAC tails). */
 export interface CloseTask {
   type: 'close';
-  sessionId: string;
+  key: number;
   /** false: drop the decoders at once (session disposed, pool closing). */
   flush: boolean;
 }
@@ -81,7 +78,7 @@ export interface CrashTask {
   type: 'crash';
 }
 
-export type CodecTask = OpenTask | DecodeTask | DecodeManyTask | CloseTask | CrashTask;
+export type CodecTask = OpenTask | DecodePackedTask | CloseTask | CrashTask;
 
 export interface PcmAnswer {
   ok: true;
@@ -106,13 +103,15 @@ export interface FailAnswer {
   message: string;
 }
 
-/** One answer per DecodeManyTask item, in order. */
-export interface ManyAnswer {
+/** The answer to a DecodePackedTask (workers/packing.ts): one entry per stream, all PCM in one buffer. */
+export interface PackedAnswer {
   ok: true;
-  items: (PcmAnswer | FailAnswer)[];
+  entries: Int32Array;
+  pcm: Int16Array;
+  failures: { key: number; code: FailAnswer['code']; message: string }[];
 }
 
-export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer | ManyAnswer;
+export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer | PackedAnswer;
 
 /** Wraps an answer so Piscina moves `buffers` back to the main thread instead of copying them. */
 export function moveAnswer<T extends object>(value: T, buffers: ArrayBuffer[]): T {

@@ -157,7 +157,7 @@ export class SessionActor {
     this.#inlet?.start();
   }
 
-  /** A binary message from the client. The bytes are the actor's (the transport copied them). */
+  /** A binary message from the client. The bytes are lent for this call only: whatever keeps them copies them. */
   onBinary(message: Uint8Array): void {
     this.#lastClientMessageMs = this.#o.clock.now();
     if (message.byteLength <= LISTEN.keepAliveMaxBytes) {
@@ -165,7 +165,6 @@ export class SessionActor {
       return;
     }
     if (this.#state === SessionState.DRAINING || this.#state === SessionState.CLOSED) return;
-    // Before the inlet: the codec thread takes the buffer by transfer.
     this.#custom?.writeEncoded(message);
     if (!this.#inlet?.accept(message)) {
       this.#o.logger.warn({ sessionId: this.sessionId, pendingBytes: this.#inlet?.pendingBytes }, 'inbound audio queue full');

@@ -110,7 +110,7 @@ export class CustomSttClient extends SttEmitter<CustomSttEvents> {
       this.#send(bytes);
       return;
     }
-    // A copy: the caller may hand its buffer on (the codec thread takes it by transfer) before the socket opens.
+    // A copy: the caller's buffer is only lent for this call.
     this.#pending.push(bytes.slice());
     this.#pendingBytes += bytes.byteLength;
     if (this.#pendingBytes > this.#o.maxBufferedBytes) return this.#fail('send_failed');

@@ -123,8 +123,8 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
     message: (ws, message, isBinary) => {
       const actor = ws.getUserData().actor;
       if (!actor) return;
-      // The ArrayBuffer is neutered after this callback: binary is copied into its own buffer (moved to the codec thread later).
-      if (isBinary) actor.onBinary(new Uint8Array(message.slice(0)));
+      // uWS reuses the ArrayBuffer after this callback: onBinary copies what it keeps before returning.
+      if (isBinary) actor.onBinary(new Uint8Array(message));
       else actor.onText(Buffer.from(message).toString('utf8'));
     },
 

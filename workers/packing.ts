@@ -1,0 +1,149 @@
+// The codec shards' wire format: many sessions' messages in one buffer to the thread, their PCM in one buffer back.
+//
+// Rationale: a task per frame, or a moved buffer per message, costs more than decoding the frame. Records are
+// [u32 stream key][u32 byte length][bytes, padded to 4]; the answer is one Int32Array of fixed-size entries (below)
+// and one Int16Array with every stream's PCM, channel after channel. Both move between threads without a copy.
+import type { FailAnswer, PackedAnswer } from './messages.js';
+
+/** Ints per answer entry: key, failed (0/1), frames, corruptFrames, recreated (0/1), channels, samples of channel 1 and 2. */
+const ENTRY_INTS = 8;
+const MAX_CHANNELS = 2;
+
+/** Main side: stages records in one growing buffer that stays allocated between tasks. */
+export class RecordWriter {
+  #bytes = new Uint8Array(16 * 1024);
+  #words = new Uint32Array(this.#bytes.buffer);
+  #used = 0;
+
+  get byteLength(): number {
+    return this.#used;
+  }
+
+  add(key: number, message: Uint8Array): void {
+    const size = 8 + ((message.byteLength + 3) & ~3);
+    if (this.#used + size > this.#bytes.byteLength) this.#grow(this.#used + size);
+    this.#words[this.#used >> 2] = key;
+    this.#words[(this.#used >> 2) + 1] = message.byteLength;
+    this.#bytes.set(message, this.#used + 8);
+    this.#used += size;
+  }
+
+  /** The staged records as a buffer of their own (to be moved to the thread); the staging area is empty after. */
+  take(): Uint8Array {
+    const out = this.#bytes.slice(0, this.#used);
+    this.#used = 0;
+    // A burst may have grown the area far beyond the usual load: give the memory back.
+    if (this.#bytes.byteLength > 1024 * 1024 && out.byteLength < this.#bytes.byteLength / 8) this.#resize(Math.max(16 * 1024, out.byteLength * 2));
+    return out;
+  }
+
+  /** Removes every record of `key`, keeping the others in order. */
+  drop(key: number): void {
+    let read = 0;
+    let write = 0;
+    while (read < this.#used) {
+      const size = 8 + ((this.#words[(read >> 2) + 1]! + 3) & ~3);
+      if (this.#words[read >> 2] !== key) {
+        if (write !== read) this.#bytes.copyWithin(write, read, read + size);
+        write += size;
+      }
+      read += size;
+    }
+    this.#used = write;
+  }
+
+  #grow(need: number): void {
+    let size = this.#bytes.byteLength * 2;
+    while (size < need) size *= 2;
+    this.#resize(size);
+  }
+
+  #resize(size: number): void {
+    const bytes = new Uint8Array(size);
+    bytes.set(this.#bytes.subarray(0, this.#used));
+    this.#bytes = bytes;
+    this.#words = new Uint32Array(bytes.buffer);
+  }
+}
+
+/** Thread side: each key's messages in arrival order, as views into `records`. */
+export function readRecords(records: Uint8Array): Map<number, Uint8Array[]> {
+  const words = new Uint32Array(records.buffer, records.byteOffset, records.byteLength >> 2);
+  const byKey = new Map<number, Uint8Array[]>();
+  for (let at = 0; at < records.byteLength; ) {
+    const key = words[at >> 2]!;
+    const length = words[(at >> 2) + 1]!;
+    const message = records.subarray(at + 8, at + 8 + length);
+    const list = byKey.get(key);
+    if (list === undefined) byKey.set(key, [message]);
+    else list.push(message);
+    at += 8 + ((length + 3) & ~3);
+  }
+  return byKey;
+}
+
+/** One stream's decoded batch as the thread produced it: PCM chunks per channel. */
+export interface DecodedPart {
+  pcm: Int16Array[][];
+  frames: number;
+  corruptFrames: number;
+  recreated: boolean;
+}
+
+/** Thread side: packs every stream's result into one entry table and one PCM buffer (failures ride as data). */
+export function packAnswer(parts: readonly { key: number; result: DecodedPart | FailAnswer }[]): PackedAnswer {
+  const entries = new Int32Array(parts.length * ENTRY_INTS);
+  let total = 0;
+  for (const { result } of parts) if (!('ok' in result)) for (const ch of result.pcm) for (const c of ch) total += c.length;
+  const pcm = new Int16Array(total);
+  const failures: PackedAnswer['failures'] = [];
+  let at = 0;
+  parts.forEach(({ key, result }, i) => {
+    const e = i * ENTRY_INTS;
+    entries[e] = key;
+    if ('ok' in result) {
+      entries[e + 1] = 1;
+      failures.push({ key, code: result.code, message: result.message });
+      return;
+    }
+    entries[e + 2] = result.frames;
+    entries[e + 3] = result.corruptFrames;
+    entries[e + 4] = result.recreated ? 1 : 0;
+    entries[e + 5] = result.pcm.length;
+    result.pcm.slice(0, MAX_CHANNELS).forEach((chunks, c) => {
+      const start = at;
+      for (const chunk of chunks) {
+        pcm.set(chunk, at);
+        at += chunk.length;
+      }
+      entries[e + 6 + c] = at - start;
+    });
+  });
+  return { ok: true, entries, pcm, failures };
+}
+
+/** Main side: one stream's part of a packed answer; each channel's PCM is copied into a buffer of its own. */
+export type StreamPart = { pcm: Int16Array[]; frames: number; corruptFrames: number; recreated: boolean } | FailAnswer;
+
+export function readPackedAnswer(answer: PackedAnswer): Map<number, StreamPart> {
+  const out = new Map<number, StreamPart>();
+  const failures = new Map(answer.failures.map((f) => [f.key, f]));
+  const { entries, pcm } = answer;
+  let at = 0;
+  for (let e = 0; e < entries.length; e += ENTRY_INTS) {
+    const key = entries[e]!;
+    if (entries[e + 1] === 1) {
+      const f = failures.get(key);
+      out.set(key, { ok: false, code: f?.code ?? 'ENG_ERR_INTERNAL', message: f?.message ?? 'decode failed' });
+      continue;
+    }
+    const channels: Int16Array[] = [];
+    for (let c = 0; c < entries[e + 5]!; c++) {
+      const n = entries[e + 6 + c]!;
+      channels.push(pcm.slice(at, at + n));
+      at += n;
+    }
+    out.set(key, { pcm: channels, frames: entries[e + 2]!, corruptFrames: entries[e + 3]!, recreated: entries[e + 4] === 1 });
+  }
+  return out;
+}
