@@ -83,6 +83,8 @@ export interface Config {
   readonly providerAUrl: string;
   /** API key of provider_a (sent as `Authorization: Token <key>`). @defaultValue undefined */
   readonly providerAApiKey: string | undefined;
+  /** Audio per provider_a message, in ms (20–250): fewer socket writes against a little latency. */
+  readonly providerASendMs: number;
   /** Soniox-protocol realtime endpoint of provider_b. @defaultValue 'wss://stt-rt.soniox.com/transcribe-websocket' */
   readonly providerBUrl: string;
   /** API key of provider_b (sent as `Authorization: Bearer` on the upgrade and in the first config frame). @defaultValue undefined */
@@ -111,7 +113,7 @@ export const CONFIG_VARIABLES = [
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS',
-  'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
+  'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_A_SEND_MS', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
   'CUSTOM_STT_URL',
 ] as const;
 
@@ -226,7 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
 }
 
 /** STT_PROVIDERS and the provider endpoints: a provider named in the list must have its key. */
-function sttConfig(env: Env): Pick<Config, 'sttProviders' | 'providerAUrl' | 'providerAApiKey' | 'providerBUrl' | 'providerBApiKey'> {
+function sttConfig(env: Env): Pick<Config, 'sttProviders' | 'providerAUrl' | 'providerAApiKey' | 'providerASendMs' | 'providerBUrl' | 'providerBApiKey'> {
   const providerAApiKey = optional(env, 'PROVIDER_A_API_KEY');
   const providerBApiKey = optional(env, 'PROVIDER_B_API_KEY');
   const keyed = { provider_a: providerAApiKey, provider_b: providerBApiKey, local: 'none needed' } as const;
@@ -248,6 +250,7 @@ function sttConfig(env: Env): Pick<Config, 'sttProviders' | 'providerAUrl' | 'pr
     sttProviders: Object.freeze(sttProviders),
     providerAUrl: url(env, 'PROVIDER_A_URL', ['wss:', 'ws:']) ?? 'wss://api.deepgram.com/v1/listen',
     providerAApiKey,
+    providerASendMs: int(env, 'PROVIDER_A_SEND_MS', 100, 20, 250),
     providerBUrl: url(env, 'PROVIDER_B_URL', ['wss:', 'ws:']) ?? 'wss://stt-rt.soniox.com/transcribe-websocket',
     providerBApiKey,
   };

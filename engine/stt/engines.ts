@@ -22,7 +22,7 @@ export function createSttEngines(config: Config, deps: EngineDeps): SttEngine[] 
       case 'local':
         return new LocalGatedEngine({ vadGate: config.vadGate });
       case 'provider_a':
-        return new ProviderAEngine({ url: config.providerAUrl, apiKey: config.providerAApiKey!, ...deps });
+        return new ProviderAEngine({ url: config.providerAUrl, apiKey: config.providerAApiKey!, sendMs: config.providerASendMs, ...deps });
     }
   });
 }

@@ -1,19 +1,22 @@
 // One provider_a session: PCM out on a Deepgram live socket in 20–250 ms messages, final Results in as segments.
 //
-// Rationale: write() sends synchronously once ≥ 20 ms is buffered (no per-chunk timers; a 20 ms frame goes out as a
-// view, without a copy). One repeating scheduler entry per stream sends KeepAlive when no audio went out during the
-// last period, so a long pause outlives Deepgram's 10 s idle rule. Audio sent but not yet covered by a final
+// Rationale: write() buffers and sends synchronously once `sendSamples` (100 ms by default) are buffered: a message per
+// frame would cost a socket write (a system call) per 20 ms per session, the largest single cost of a loaded node.
+// A rest left by a pause is sent by the engine's StaleFlusher within two of its periods, so no timer per stream runs
+// for it. One repeating scheduler entry per stream sends KeepAlive when no audio went out during the last period, so
+// a long pause outlives Deepgram's 10 s idle rule. Audio sent but not yet covered by a final
 // result (Deepgram's `start + duration`) is kept, bounded, for unacknowledged(). A failure is reported once.
 import type WebSocket from 'ws';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import { SAMPLE_RATE_HZ, segmentsOf, streamFailure, type DgResults } from './provider-a-protocol.js';
+import type { StaleFlusher } from './stale-flusher.js';
 import { SttEmitter } from './stt-emitter.js';
 import type { SttFailure, SttStream, UnacknowledgedAudio } from './types.js';
 import { Outcome } from '../protocol.js';
 
 /** 20 ms and 250 ms of 16 kHz audio: the message size bounds. */
-const MIN_SAMPLES = 320;
+export const MIN_SEND_SAMPLES = 320;
 const MAX_SAMPLES = 4000;
 
 export interface ProviderAStreamOptions {
@@ -27,6 +30,10 @@ export interface ProviderAStreamOptions {
   maxUnacknowledgedSamples: number;
   /** Bytes queued on the socket beyond which the provider is deemed stuck (reason send_failed). */
   maxBufferedBytes: number;
+  /** Audio buffered before a message goes out, in samples: 320 (20 ms) to 4000 (250 ms). */
+  sendSamples: number;
+  /** Sends a rest left by a pause. */
+  flusher: StaleFlusher;
   onClosed: () => void;
 }
 
@@ -41,7 +48,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   readonly #ws: WebSocket;
   readonly #o: ProviderAStreamOptions;
   #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
-  /** Audio below 20 ms waiting for more; allocated on first use (aligned 20 ms frames never need it). */
+  /** Audio waiting for a message's worth; allocated on first use. */
   #pending: Int16Array | undefined;
   #pendingLen = 0;
   /** Samples handed to the socket, and samples covered by final results. */
@@ -69,30 +76,28 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   }
 
   /**
-   * Sends 16 kHz mono PCM now if ≥ 20 ms is buffered. `pcm` is kept without a copy until a result covers it (for
-   * unacknowledged()), so the caller must not reuse its buffer. Ignored once the stream closed or failed.
+   * Takes 16 kHz mono PCM; sends a message once `sendSamples` are buffered (the bytes are copied, the caller keeps its
+   * array). Ignored once the stream closed or failed.
    */
   write(pcm: Int16Array): void {
     if (this.#state !== 'open' || pcm.length === 0) return;
+    const target = this.#o.sendSamples;
     let off = 0;
-    if (this.#pendingLen > 0) {
-      // Top the short rest up with as much as fits, so a misaligned rest does not delay every later frame.
-      const pending = this.#pending!;
-      off = Math.min(pcm.length, MAX_SAMPLES - this.#pendingLen);
-      pending.set(pcm.subarray(0, off), this.#pendingLen);
-      this.#pendingLen += off;
-      if (this.#pendingLen >= MIN_SAMPLES) this.#flushPending();
-    }
-    while (pcm.length - off >= MIN_SAMPLES && this.#state === 'open') {
-      const n = Math.min(MAX_SAMPLES, pcm.length - off);
-      this.#sendAudio(off === 0 && n === pcm.length ? pcm : pcm.subarray(off, off + n));
+    while (off < pcm.length && this.#state === 'open') {
+      const pending = (this.#pending ??= new Int16Array(MAX_SAMPLES));
+      const n = Math.min(pcm.length - off, MAX_SAMPLES - this.#pendingLen);
+      pending.set(pcm.subarray(off, off + n), this.#pendingLen);
+      this.#pendingLen += n;
       off += n;
+      if (this.#pendingLen >= target) this.#flushPending();
     }
-    if (off < pcm.length && this.#state === 'open') {
-      this.#pending ??= new Int16Array(MAX_SAMPLES);
-      this.#pending.set(pcm.subarray(off), this.#pendingLen);
-      this.#pendingLen += pcm.length - off;
-    }
+    if (this.#pendingLen > 0) this.#o.flusher.hold(this);
+  }
+
+  /** @internal StaleFlusher: a rest waited a whole period. Under 20 ms it waits for more audio, Finalize or close. */
+  flushStale(): void {
+    if (this.#pendingLen >= MIN_SEND_SAMPLES) this.#flushPending();
+    else this.#o.flusher.release(this);
   }
 
   unacknowledged(): UnacknowledgedAudio {
@@ -147,12 +152,14 @@ export class ProviderAStream extends SttEmitter implements SttStream {
       }
     }
     this.#state = 'closed';
+    this.#o.flusher.release(this);
     this.#ws.terminate();
     this.#settle(() => true);
     this.#o.onClosed();
   }
 
   #flushPending(): void {
+    this.#o.flusher.release(this);
     if (this.#pendingLen === 0 || this.#state !== 'open') return;
     const msg = this.#pending!.slice(0, this.#pendingLen);
     this.#pendingLen = 0;
@@ -243,6 +250,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   #fail(failure: SttFailure, code?: number): void {
     if (this.#state !== 'open') return;
     this.#state = 'failed';
+    this.#o.flusher.release(this);
     this.#o.scheduler.cancel(this.#keepAlive);
     this.#ws.terminate();
     this.#settle(() => true);

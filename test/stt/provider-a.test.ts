@@ -80,7 +80,7 @@ t.test('scripted words come back as segments grouped by speaker; the query carri
     smart_format: 'true', diarize: 'true', no_delay: 'true', endpointing: '300', interim_results: 'false', profanity_filter: 'false', filler_words: 'false',
   });
   t.same(s.query.getAll('keyterm'), ['Omi', 'two words'], 'key terms trimmed and de-duplicated');
-  t.same([s.bytes, s.chunks, s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [2.5 * RATE * 2, 125, 640, 640, 0], 'one 20 ms message per 20 ms frame');
+  t.same([s.bytes, s.chunks, s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [2.5 * RATE * 2, 25, 3200, 3200, 0], 'one 100 ms message per five 20 ms frames (sendMs default)');
   t.same(stream.unacknowledged!().pcm.length, 0, 'all audio acknowledged');
   t.same(failures, []);
   const logged = lines.join('');
@@ -88,7 +88,7 @@ t.test('scripted words come back as segments grouped by speaker; the query carri
 });
 
 t.test('messages are 20–250 ms: 10 ms frames pair up, a long write is split, a short rest waits for more', async (t) => {
-  const { fake, engine } = await setup(t);
+  const { fake, engine } = await setup(t, { sendMs: 20 });
   const stream = await engine.open(opts);
   for (const f of frames(ramp(0.5), 10)) stream.write(f);
   stream.write(ramp(1));
@@ -101,13 +101,40 @@ t.test('messages are 20–250 ms: 10 ms frames pair up, a long write is split, a
   t.same([s.chunks, s.bytes], [25 + 4 + 1, 1.505 * RATE * 2], 'finalize flushes the rest');
 });
 
+t.test('a rest left by a pause goes out within two send periods; under 20 ms it waits; no timer is left behind', async (t) => {
+  const { clock, scheduler, fake, engine } = await setup(t);
+  const stream = await engine.open(opts);
+  const timers = scheduler.size;
+  for (const f of frames(ramp(0.26))) stream.write(f);
+  await fake.until(() => fake.streams[0]?.chunks === 2, 'two full messages');
+  t.equal(scheduler.size, timers + 1, 'one flusher entry while a rest waits');
+  const step = async () => {
+    clock.advance(100);
+    await scheduler.tick();
+    await new Promise((r) => setTimeout(r, 5));
+  };
+  await step();
+  t.equal(fake.streams[0]!.chunks, 2, 'the 60 ms rest waits one period for more audio');
+  await step();
+  await fake.until(() => fake.streams[0]!.chunks === 3, 'the rest');
+  t.same([fake.streams[0]!.maxChunkBytes, fake.streams[0]!.minChunkBytes, fake.streams[0]!.bytes], [3200, 1920, 0.26 * RATE * 2], 'the rest went out alone');
+  t.equal(scheduler.size, timers, 'no flusher entry once nothing waits');
+  stream.write(ramp(0.01));
+  await step();
+  await step();
+  t.equal(fake.streams[0]!.chunks, 3, 'a 10 ms rest is below the 20 ms message floor: it waits for more audio');
+  t.equal(scheduler.size, timers, 'and holds no timer meanwhile');
+  await stream.finalize();
+  await fake.until(() => fake.streams[0]!.chunks === 4, 'finalize sends it');
+});
+
 t.test('a 12 s pause survives: KeepAlive goes out while no audio does', async (t) => {
   const { clock, scheduler, fake, engine } = await setup(t);
   fake.script({ kind: 'accept', results: [{ afterS: 1.5, words: [word('again', 0, 1.1, 1.4)] }] });
   const stream = await engine.open(opts);
   const { segments, failures } = collect(stream);
   for (const f of frames(ramp(1))) stream.write(f);
-  await fake.until(() => fake.streams[0]?.chunks === 50, 'audio');
+  await fake.until(() => fake.streams[0]?.chunks === 10, 'audio');
   for (let s = 1; s <= 12; s++) {
     clock.advance(1000);
     await scheduler.tick();
