@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { ConversationsRepository, SegmentRecord } from '../db/conversations.js';
-import { ConversationStatus } from '../protocol.js';
 import { lastActivityMs, type ConversationLifecycle } from '../conversation-lifecycle.js';
 import type { SttSegment } from '../stt/types.js';
 import { speakerIdOf, type TranscriptSegment } from './segment.js';
@@ -225,8 +224,7 @@ export class BufferLoop {
   }
 
   async #stillInProgress(id: string): Promise<boolean> {
-    const c = await this.#o.conversations.getById(id);
-    return c?.status === ConversationStatus.IN_PROGRESS;
+    return this.#o.conversations.isInProgress(id);
   }
 }
 

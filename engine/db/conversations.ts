@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ConversationStatus } from '../protocol.js';
 import type { ConversationCategory, ProcessResult, TextSource } from '../processing/types.js';
+import { execute, select } from './prepared.js';
 import { bool, isoNow } from './store.js';
 
 export interface Geolocation {
@@ -234,6 +235,20 @@ function segmentRow(conversationId: string, position: number, s: SegmentInput): 
   };
 }
 
+/** Segment rows per INSERT: sqlite allows 999 bound variables per statement (12 columns a row). */
+const SEGMENT_ROWS_PER_INSERT = 50;
+const SEGMENT_COLUMNS = ['conversation_id', 'position', 'id', 'text', 'speaker', 'speaker_id', 'is_user', 'person_id', 'start', 'end', 'stt_provider', 'speech_profile_processed'] as const;
+
+/** The INSERT of `n` segment rows (one SQL text per n, so each is prepared once). */
+function insertSegmentsSql(n: number): string {
+  const row = `(${SEGMENT_COLUMNS.map(() => '?').join(', ')})`;
+  return `INSERT INTO conversation_segments (${SEGMENT_COLUMNS.map((c) => `"${c}"`).join(', ')}) VALUES ${Array.from({ length: n }, () => row).join(', ')}`;
+}
+
+function segmentValues(r: SegmentRow): Knex.Value[] {
+  return SEGMENT_COLUMNS.map((c) => r[c] as Knex.Value);
+}
+
 /** Columns a query selects: the conversation plus its folder's name. */
 const COLUMNS = ['c.*', 'f.name as folder_name'];
 
@@ -271,8 +286,7 @@ export class ConversationsRepository {
 
   async #insertSegments(trx: Knex.Transaction, conversationId: string, from: number, segments: readonly SegmentInput[]): Promise<void> {
     const rows = segments.map((s, i) => segmentRow(conversationId, from + i, s));
-    // Bounded batches: sqlite allows 999 bound variables per statement.
-    for (let i = 0; i < rows.length; i += 50) await trx('conversation_segments').insert(rows.slice(i, i + 50));
+    for (let i = 0; i < rows.length; i += SEGMENT_ROWS_PER_INSERT) await trx('conversation_segments').insert(rows.slice(i, i + SEGMENT_ROWS_PER_INSERT));
   }
 
   /** Appends segments after the last one; returns the position of the first appended. */
@@ -286,13 +300,25 @@ export class ConversationsRepository {
     });
   }
 
-  /** Replaces every segment from `position` on (the live engine rewrites the tail as the provider revises it). */
+  /**
+   * Replaces every segment from `position` on (the live engine rewrites the tail as the provider revises it). Runs every
+   * 600 ms per talking session, so its statements are prepared once per connection (engine/db/prepared.ts).
+   */
   async replaceSegmentsFrom(conversationId: string, position: number, segments: readonly SegmentInput[], now: number): Promise<void> {
     await this.knex.transaction(async (trx) => {
-      await trx('conversation_segments').where({ conversation_id: conversationId }).andWhere('position', '>=', position).delete();
-      await this.#insertSegments(trx, conversationId, position, segments);
-      await trx('conversations').where({ id: conversationId }).update({ updated_at: isoNow(now) });
+      await execute(trx, 'DELETE FROM conversation_segments WHERE conversation_id = ? AND position >= ?', [conversationId, position]);
+      for (let i = 0; i < segments.length; i += SEGMENT_ROWS_PER_INSERT) {
+        const rows = segments.slice(i, i + SEGMENT_ROWS_PER_INSERT).map((seg, j) => segmentRow(conversationId, position + i + j, seg));
+        await execute(trx, insertSegmentsSql(rows.length), rows.flatMap(segmentValues));
+      }
+      await execute(trx, 'UPDATE conversations SET updated_at = ? WHERE id = ?', [isoNow(now), conversationId]);
     });
+  }
+
+  /** Whether the conversation is still `in_progress` (the live loop asks before each write: it may have ended elsewhere). */
+  async isInProgress(id: string): Promise<boolean> {
+    const rows = await select<{ status: string }>(this.knex, 'SELECT status FROM conversations WHERE id = ?', [id]);
+    return rows[0]?.status === ConversationStatus.IN_PROGRESS;
   }
 
   /**
