@@ -10,22 +10,6 @@ export type GoalType = (typeof GOAL_TYPES)[number];
 /** Active goals per user (SPEC, Limits); creating one more deactivates the oldest active goal. */
 export const MAX_ACTIVE_GOALS = 3;
 
-export interface GoalRecord {
-  id: string;
-  userId: string;
-  title: string;
-  goalType: GoalType;
-  targetValue: number;
-  currentValue: number;
-  minValue: number;
-  maxValue: number;
-  unit: string | null;
-  isActive: boolean;
-  endedAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
 export interface NewGoal {
   title: string;
   goalType: GoalType;
@@ -34,6 +18,15 @@ export interface NewGoal {
   minValue: number;
   maxValue: number;
   unit: string | null;
+}
+
+export interface GoalRecord extends NewGoal {
+  id: string;
+  userId: string;
+  isActive: boolean;
+  endedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
 }
 
 export type GoalPatch = Partial<Omit<NewGoal, 'goalType'>>;

@@ -9,6 +9,7 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { EngineError } from '../errors.js';
 import { Outcome } from '../protocol.js';
+import { SerialLoop } from '../serial-loop.js';
 import { DEFAULT_PS_MODEL_DIR } from '../../native/pocketsphinx.js';
 import type { LocalAnswer, LocalSegment, LocalTask } from '../../workers/stt-messages.js';
 import { SttEmitter } from './stt-emitter.js';
@@ -72,9 +73,7 @@ export class LocalStream extends SttEmitter implements SttStream {
   readonly sessionId: string;
   readonly #shard: Shard;
   #ops: Op[] = [];
-  /** True while #loop runs; set and cleared synchronously so an op pushed as the loop ends is never stranded. */
-  #running = false;
-  #draining: Promise<void> = Promise.resolve();
+  readonly #loop = new SerialLoop({ ready: () => this.#ops.length > 0, step: () => this.#step() });
   #state: 'open' | 'failed' | 'closed' = 'open';
   #closing: Promise<void> | null = null;
 
@@ -89,7 +88,7 @@ export class LocalStream extends SttEmitter implements SttStream {
   write(pcm: Int16Array): void {
     if (this.#state !== 'open' || this.#closing !== null || pcm.length === 0) return;
     this.#ops.push({ kind: 'audio', pcm });
-    this.#drain();
+    this.#loop.kick();
   }
 
   /** Decodes what is queued, ends the current utterance and resolves after its segments were emitted. */
@@ -97,7 +96,7 @@ export class LocalStream extends SttEmitter implements SttStream {
     if (this.#state !== 'open') return Promise.resolve();
     return new Promise<void>((done) => {
       this.#ops.push({ kind: 'flush', done });
-      this.#drain();
+      this.#loop.kick();
     });
   }
 
@@ -110,7 +109,7 @@ export class LocalStream extends SttEmitter implements SttStream {
   async #close(): Promise<void> {
     // Queued flushes still resolve, queued audio is dropped: close() means the words are no longer wanted.
     this.#ops = this.#ops.filter((op) => op.kind === 'flush');
-    while (this.#running) await this.#draining;
+    await this.#loop.idle();
     if (this.#state !== 'closed') {
       this.#state = 'closed';
       await this.#shard.run({ type: 'close', sessionId: this.sessionId }).catch(() => {});
@@ -118,38 +117,26 @@ export class LocalStream extends SttEmitter implements SttStream {
     this.#shard.sessions.delete(this);
   }
 
-  #drain(): void {
-    if (this.#running) return;
-    this.#running = true;
-    this.#draining = this.#loop();
-  }
-
-  async #loop(): Promise<void> {
-    // The emptiness check and the flag reset happen in one synchronous step (see #running).
-    for (;;) {
-      if (this.#ops.length === 0) {
-        this.#running = false;
-        return;
-      }
-      const op = this.#ops[0]!;
-      if (op.kind === 'flush') {
-        this.#ops.shift();
-        if (this.#state === 'open') await this.#run({ type: 'flush', sessionId: this.sessionId });
-        op.done();
-        continue;
-      }
-      // Coalesce consecutive audio into one task and one buffer, which moves to the thread.
-      let n = 0;
-      let k = 0;
-      while (k < this.#ops.length && this.#ops[k]!.kind === 'audio') n += (this.#ops[k++] as { pcm: Int16Array }).pcm.length;
-      const batch = new Int16Array(n);
-      let at = 0;
-      for (const o of this.#ops.splice(0, k) as { kind: 'audio'; pcm: Int16Array }[]) {
-        batch.set(o.pcm, at);
-        at += o.pcm.length;
-      }
-      if (this.#state === 'open') await this.#run({ type: 'audio', sessionId: this.sessionId, pcm: [batch] }, [batch.buffer]);
+  /** Runs the op at the head of the queue (never throws: #run turns a thread's failure into a `failure` event). */
+  async #step(): Promise<void> {
+    const op = this.#ops[0]!;
+    if (op.kind === 'flush') {
+      this.#ops.shift();
+      if (this.#state === 'open') await this.#run({ type: 'flush', sessionId: this.sessionId });
+      op.done();
+      return;
     }
+    // Coalesce consecutive audio into one task and one buffer, which moves to the thread.
+    let n = 0;
+    let k = 0;
+    while (k < this.#ops.length && this.#ops[k]!.kind === 'audio') n += (this.#ops[k++] as { pcm: Int16Array }).pcm.length;
+    const batch = new Int16Array(n);
+    let at = 0;
+    for (const o of this.#ops.splice(0, k) as { kind: 'audio'; pcm: Int16Array }[]) {
+      batch.set(o.pcm, at);
+      at += o.pcm.length;
+    }
+    if (this.#state === 'open') await this.#run({ type: 'audio', sessionId: this.sessionId, pcm: [batch] }, [batch.buffer]);
   }
 
   async #run(task: LocalTask, transferList?: ArrayBuffer[]): Promise<void> {

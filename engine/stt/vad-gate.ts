@@ -7,6 +7,7 @@
 import { Piscina } from 'piscina';
 import { defaultVadModelPath, VAD_STATE_FLOATS, VAD_WINDOW_SAMPLES } from '../../native/silero-vad.js';
 import type { VadAnswer, VadTask } from '../../workers/stt-messages.js';
+import { SerialLoop } from '../serial-loop.js';
 import { SttEmitter } from './stt-emitter.js';
 import type { SttFailure, SttSegment, SttStream } from './types.js';
 
@@ -185,9 +186,8 @@ export class VadGatedStream extends SttEmitter implements SttStream {
   #pendingSamples = 0;
   /** Original-stream sample of the first pending sample. */
   #streamSample = 0;
-  #running = false;
-  #draining: Promise<void> = Promise.resolve();
-  #closed = false;
+  /** Gates whole windows as they queue up; stopped by close(). */
+  readonly #loop = new SerialLoop({ ready: () => this.#pendingSamples >= VAD_WINDOW_SAMPLES, step: () => this.#gateWindows() });
   #closing: Promise<void> | null = null;
   readonly #onSegments = (segments: SttSegment[]): void => this.emitSegments(segments.map((s) => this.#remap(s)));
   readonly #onFailure = (failure: SttFailure): void => this.emitFailure(failure);
@@ -206,18 +206,18 @@ export class VadGatedStream extends SttEmitter implements SttStream {
   }
 
   write(pcm: Int16Array): void {
-    if (this.#closed || pcm.length === 0) return;
+    if (this.#loop.stopped || pcm.length === 0) return;
     this.#pending.push(pcm.slice());
     this.#pendingSamples += pcm.length;
     this.stats.inSamples += pcm.length;
-    if (this.#pendingSamples >= VAD_WINDOW_SAMPLES) this.#drain();
+    this.#loop.kick();
   }
 
   /** Gates what is queued, passes a speech region's tail on, then finalizes the engine. */
   async finalize(): Promise<void> {
-    if (this.#closed) return;
-    this.#drain();
-    while (this.#running) await this.#draining;
+    if (this.#loop.stopped) return;
+    this.#loop.kick();
+    await this.#loop.idle();
     // The last partial window: part of the utterance if speech is going on, else silence.
     const rest = this.#take(this.#pendingSamples);
     if (rest.length > 0 && this.#gate.speaking) this.#pass(rest, this.#streamSample - rest.length);
@@ -226,10 +226,10 @@ export class VadGatedStream extends SttEmitter implements SttStream {
 
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      this.#closed = true;
+      const stopped = this.#loop.stop();
       this.#pending = [];
       this.#pendingSamples = 0;
-      while (this.#running) await this.#draining;
+      await stopped;
       await this.#inner.close();
       this.#inner.off('segments', this.#onSegments);
       this.#inner.off('failure', this.#onFailure);
@@ -260,47 +260,35 @@ export class VadGatedStream extends SttEmitter implements SttStream {
     this.#inner.write(pcm);
   }
 
-  #drain(): void {
-    if (this.#running) return;
-    this.#running = true;
-    this.#draining = this.#loop();
-  }
-
-  async #loop(): Promise<void> {
-    for (;;) {
-      // The emptiness check and the flag reset happen in one synchronous step, so no write is stranded.
-      const windows = Math.floor(this.#pendingSamples / VAD_WINDOW_SAMPLES);
-      if (windows === 0 || this.#closed) {
-        this.#running = false;
-        return;
-      }
-      const start = this.#streamSample;
-      const pcm = this.#take(windows * VAD_WINDOW_SAMPLES);
-      let probs: Float32Array | null;
-      try {
-        probs = await this.#pool.probabilities(pcm, this.#state);
-      } catch {
-        probs = null;
-      }
-      if (this.#closed) continue;
-      if (probs === null) {
-        // Fail open: better to spend CPU on silence than to lose speech.
-        this.stats.vadFailures++;
-        this.#pass(pcm, start);
-        continue;
-      }
-      const actions: GateAction[] = [];
-      for (let w = 0; w < windows; w++) {
-        const at = w * VAD_WINDOW_SAMPLES;
-        this.#gate.window(pcm.subarray(at, at + VAD_WINDOW_SAMPLES), start + at, probs[w]!, actions);
-      }
-      for (const a of actions) {
-        if (a.kind === 'pass') {
-          this.#pass(a.pcm, a.streamSample);
-        } else {
-          this.stats.regions++;
-          await this.#inner.finalize();
-        }
+  /** Runs the VAD over every whole window queued and passes on what the gate lets through. */
+  async #gateWindows(): Promise<void> {
+    const windows = Math.floor(this.#pendingSamples / VAD_WINDOW_SAMPLES);
+    const start = this.#streamSample;
+    const pcm = this.#take(windows * VAD_WINDOW_SAMPLES);
+    let probs: Float32Array | null;
+    try {
+      probs = await this.#pool.probabilities(pcm, this.#state);
+    } catch {
+      probs = null;
+    }
+    if (this.#loop.stopped) return;
+    if (probs === null) {
+      // Fail open: better to spend CPU on silence than to lose speech.
+      this.stats.vadFailures++;
+      this.#pass(pcm, start);
+      return;
+    }
+    const actions: GateAction[] = [];
+    for (let w = 0; w < windows; w++) {
+      const at = w * VAD_WINDOW_SAMPLES;
+      this.#gate.window(pcm.subarray(at, at + VAD_WINDOW_SAMPLES), start + at, probs[w]!, actions);
+    }
+    for (const a of actions) {
+      if (a.kind === 'pass') {
+        this.#pass(a.pcm, a.streamSample);
+      } else {
+        this.stats.regions++;
+        await this.#inner.finalize();
       }
     }
   }

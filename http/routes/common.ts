@@ -1,4 +1,4 @@
-// Pieces shared by the developer data routes (memories, action items, goals): the delete answer, not-found, empty PATCH.
+// Pieces shared by the data routes (conversations, folders, memories, action items, goals): the delete answer, not-found, empty PATCH, UTC times.
 import { Type } from '@sinclair/typebox';
 import { EngineError, valueError } from '../../engine/errors.js';
 

@@ -4,6 +4,7 @@ import { EngineError, validationError, valueError } from '../../engine/errors.js
 import { ConversationStatus } from '../../engine/protocol.js';
 import { CONVERSATION_CATEGORIES, type ProcessResult, type TextSource } from '../../engine/processing/types.js';
 import type { ConversationRecord, Geolocation, SegmentInput, SegmentRecord } from '../../engine/db/conversations.js';
+import { notFound, SuccessSchema, SUCCESS, toUtcIso } from './common.js';
 import type { AppRoute, Services } from './types.js';
 
 /** Largest page of the conversation list; a larger `limit` answers 422 (SPEC leaves the maximum open). */
@@ -81,8 +82,6 @@ export const CreatedConversationSchema = Type.Object({
   discarded: Type.Boolean(),
 });
 
-const SuccessSchema = Type.Object({ success: Type.Literal(true) });
-
 const IncludeTranscript = Type.Boolean({ default: false, description: 'fill transcript_segments' });
 
 const GetQuery = Type.Object({ include_transcript: Type.Optional(IncludeTranscript) });
@@ -151,6 +150,11 @@ export function conversationView(c: ConversationRecord): Record<string, unknown>
   };
 }
 
+/** The view of a conversation just changed by the caller (so known to exist), read back from the store. */
+export async function storedConversationView(s: Services, uid: string, id: string): Promise<Record<string, unknown>> {
+  return conversationView((await s.conversations.get(uid, id))!);
+}
+
 /** Parses an ISO 8601 date or date-time query value; a bare date's end of day when `endOfDay`. */
 function queryDate(name: string, value: string | undefined, endOfDay: boolean): string | undefined {
   if (value === undefined || value === '') return undefined;
@@ -172,8 +176,6 @@ function parseCategories(raw: string | undefined): string[] | undefined {
   return list.length > 0 ? list : undefined;
 }
 
-const iso = (s: string): string => new Date(s).toISOString();
-
 /**
  * What happens once a conversation is processed and stored: its memories and its action items become standalone
  * records linked by conversation_id (the structure itself is already on the conversation). Idempotent: a second run
@@ -192,45 +194,63 @@ export async function afterProcessed(s: Services, uid: string, conversationId: s
   );
 }
 
-interface CreateInput {
-  uid: string;
-  segments: SegmentInput[];
+/** The fields the text and the segments uploads share (validated by their body schemas). */
+interface UploadBody {
+  started_at?: string | null;
+  finished_at?: string | null;
+  language?: string;
+  geolocation?: Geolocation | null;
+}
+
+/** What differs between the text and the segments uploads. */
+interface UploadKind {
+  /** Length of the conversation when finished_at is not given, in seconds. */
+  defaultDurationS: number;
+  /** Whether finished_at may equal started_at (a text has no length of its own; segments span time). */
+  allowZeroLength: boolean;
+  /** The transcript, given the conversation's length in seconds. */
+  segments: (durationS: number) => SegmentInput[];
   textSource: TextSource;
   textSourceSpec: string | null;
   source: string;
-  language: string;
-  startedAt: string;
-  finishedAt: string;
-  geolocation: Geolocation | null;
   allowDiscard: boolean;
 }
 
-/** Stores the upload as `processing`, runs the processor in the request, stores the result as `completed` (or `failed`). */
-async function createAndProcess(s: Services, c: CreateInput): Promise<{ id: string; status: string; discarded: boolean }> {
+/**
+ * Settles the times (started_at defaults to now, finished_at to started_at + `defaultDurationS`; 422 when finished_at
+ * comes first), stores the upload as `processing`, runs the processor in the request, and stores the result as
+ * `completed` (or `failed`).
+ */
+async function createAndProcess(s: Services, uid: string, body: UploadBody, kind: UploadKind): Promise<{ id: string; status: string; discarded: boolean }> {
+  const startedAt = body.started_at ? toUtcIso(body.started_at) : new Date(s.clock.now()).toISOString();
+  const finishedAt = body.finished_at ? toUtcIso(body.finished_at) : new Date(Date.parse(startedAt) + kind.defaultDurationS * 1000).toISOString();
+  if (finishedAt < startedAt || (finishedAt === startedAt && !kind.allowZeroLength)) throw valueError(['body', 'finished_at'], 'finished_at must be after started_at');
+  const segments = kind.segments((Date.parse(finishedAt) - Date.parse(startedAt)) / 1000);
+  const language = body.language ?? 'en';
   const now = s.clock.now();
-  await s.users.ensure(c.uid, now, s.config.memoryAccessDefault === 'enabled');
+  await s.users.ensure(uid, now, s.config.memoryAccessDefault === 'enabled');
   const record = await s.conversations.create({
-    userId: c.uid,
+    userId: uid,
     status: ConversationStatus.PROCESSING,
-    startedAt: c.startedAt,
-    finishedAt: c.finishedAt,
-    source: c.source,
-    language: c.language,
-    textSource: c.textSource,
-    textSourceSpec: c.textSourceSpec,
-    geolocation: c.geolocation,
-    segments: c.segments,
+    startedAt,
+    finishedAt,
+    source: kind.source,
+    language,
+    textSource: kind.textSource,
+    textSourceSpec: kind.textSourceSpec,
+    geolocation: body.geolocation ?? null,
+    segments,
     now,
   });
   let result: ProcessResult;
   try {
     result = await s.processor.process({
-      segments: c.segments.map((x) => ({ text: x.text, start: x.start, end: x.end, ...(x.speaker ? { speaker: x.speaker } : {}), speakerId: x.speakerId ?? null, isUser: x.isUser ?? false })),
-      textSource: c.textSource,
-      language: c.language,
-      startedAt: c.startedAt,
-      finishedAt: c.finishedAt,
-      allowDiscard: c.allowDiscard,
+      segments: segments.map((x) => ({ text: x.text, start: x.start, end: x.end, ...(x.speaker ? { speaker: x.speaker } : {}), speakerId: x.speakerId ?? null, isUser: x.isUser ?? false })),
+      textSource: kind.textSource,
+      language,
+      startedAt,
+      finishedAt,
+      allowDiscard: kind.allowDiscard,
     });
   } catch (err) {
     await s.conversations.setStatus(record.id, ConversationStatus.FAILED, s.clock.now());
@@ -238,11 +258,9 @@ async function createAndProcess(s: Services, c: CreateInput): Promise<{ id: stri
     throw err;
   }
   await s.conversations.saveResult(record.id, result, s.clock.now());
-  await afterProcessed(s, c.uid, record.id, result);
+  await afterProcessed(s, uid, record.id, result);
   return { id: record.id, status: ConversationStatus.COMPLETED, discarded: result.discarded };
 }
-
-const notFound = (): EngineError => new EngineError('ENG_ERR_RESOURCE_NOT_FOUND', { resource: 'Conversation' });
 
 const TAGS = ['Conversations'];
 const NOT_FOUND_DOC = { description: 'no such conversation of yours (also for another user\'s id)' };
@@ -261,7 +279,7 @@ export function conversationRoutes(s: Services): AppRoute[] {
       responses: { 200: { description: 'the conversation', schema: ConversationSchema }, 404: NOT_FOUND_DOC },
       async handler({ auth, params, query }) {
         const c = await s.conversations.get(auth.uid, params.conversation_id!, { includeSegments: query.include_transcript === true });
-        if (!c) throw notFound();
+        if (!c) throw notFound('Conversation');
         return { body: conversationView(c) };
       },
     },
@@ -303,22 +321,15 @@ export function conversationRoutes(s: Services): AppRoute[] {
       body: CreateFromTextBody,
       responses: { 200: { description: 'the stored conversation', schema: CreatedConversationSchema } },
       async handler({ auth, body }) {
-        const startedAt = body.started_at ? iso(body.started_at) : new Date(s.clock.now()).toISOString();
-        const finishedAt = body.finished_at ? iso(body.finished_at) : new Date(Date.parse(startedAt) + DEFAULT_TEXT_DURATION_S * 1000).toISOString();
-        if (finishedAt < startedAt) throw valueError(['body', 'finished_at'], 'finished_at must be after started_at');
-        const duration = (Date.parse(finishedAt) - Date.parse(startedAt)) / 1000;
         const text = body.text as string;
         return {
-          body: await createAndProcess(s, {
-            uid: auth.uid,
-            segments: [{ text, start: 0, end: Math.max(duration, 0.001), speaker: 'SPEAKER_00', isUser: false }],
+          body: await createAndProcess(s, auth.uid, body, {
+            defaultDurationS: DEFAULT_TEXT_DURATION_S,
+            allowZeroLength: true,
+            segments: (durationS) => [{ text, start: 0, end: Math.max(durationS, 0.001), speaker: 'SPEAKER_00', isUser: false }],
             textSource: (body.text_source ?? 'other_text') as TextSource,
             textSourceSpec: body.text_source_spec ?? null,
             source: 'external_integration',
-            language: body.language ?? 'en',
-            startedAt,
-            finishedAt,
-            geolocation: body.geolocation ?? null,
             allowDiscard: false,
           }),
         };
@@ -344,14 +355,11 @@ export function conversationRoutes(s: Services): AppRoute[] {
           if (seg.text.trim() === '') issues.push({ loc, msg: `Value error, Segment ${i}: text cannot be empty`, type: 'value_error' });
         }
         if (issues.length > 0) throw validationError(issues);
-        const startedAt = body.started_at ? iso(body.started_at) : new Date(s.clock.now()).toISOString();
-        const lastEnd = segs[segs.length - 1]!.end;
-        const finishedAt = body.finished_at ? iso(body.finished_at) : new Date(Date.parse(startedAt) + lastEnd * 1000).toISOString();
-        if (finishedAt <= startedAt) throw valueError(['body', 'finished_at'], 'finished_at must be after started_at');
         return {
-          body: await createAndProcess(s, {
-            uid: auth.uid,
-            segments: segs.map((x) => ({
+          body: await createAndProcess(s, auth.uid, body, {
+            defaultDurationS: segs[segs.length - 1]!.end,
+            allowZeroLength: false,
+            segments: () => segs.map((x) => ({
               text: x.text,
               start: x.start,
               end: x.end,
@@ -363,10 +371,6 @@ export function conversationRoutes(s: Services): AppRoute[] {
             textSource: 'audio_transcript',
             textSourceSpec: null,
             source: body.source ?? 'external_integration',
-            language: body.language ?? 'en',
-            startedAt,
-            finishedAt,
-            geolocation: body.geolocation ?? null,
             allowDiscard: true,
           }),
         };
@@ -386,8 +390,8 @@ export function conversationRoutes(s: Services): AppRoute[] {
         if (body.title === undefined && body.discarded === undefined) throw valueError(['body'], 'At least one field (title or discarded) must be provided');
         const id = params.conversation_id!;
         const ok = await s.conversations.update(auth.uid, id, { ...(body.title !== undefined ? { title: body.title } : {}), ...(body.discarded !== undefined ? { discarded: body.discarded } : {}) }, s.clock.now());
-        if (!ok) throw notFound();
-        return { body: conversationView((await s.conversations.get(auth.uid, id))!) };
+        if (!ok) throw notFound('Conversation');
+        return { body: await storedConversationView(s, auth.uid, id) };
       },
     },
     {
@@ -399,9 +403,9 @@ export function conversationRoutes(s: Services): AppRoute[] {
       auth: { kind: 'api_key', scope: 'conversations:write' },
       responses: { 200: { description: 'deleted', schema: SuccessSchema }, 404: NOT_FOUND_DOC },
       async handler({ auth, params }) {
-        if (!(await s.conversations.delete(auth.uid, params.conversation_id!))) throw notFound();
+        if (!(await s.conversations.delete(auth.uid, params.conversation_id!))) throw notFound('Conversation');
         s.logger.info({ conversationId: params.conversation_id }, 'conversation deleted');
-        return { body: { success: true } };
+        return { body: SUCCESS };
       },
     },
   ];

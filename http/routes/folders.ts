@@ -1,8 +1,9 @@
 // Folders (SPEC, Folders): the developer list, and the signed-in user's folder management and conversation filing.
 import { Type } from '@sinclair/typebox';
-import { EngineError, valueError } from '../../engine/errors.js';
+import { valueError } from '../../engine/errors.js';
 import type { FolderRecord } from '../../engine/db/folders.js';
-import { ConversationSchema, conversationView } from './conversations.js';
+import { notFound, SuccessSchema, SUCCESS } from './common.js';
+import { ConversationSchema, storedConversationView } from './conversations.js';
 import type { AppRoute, Services } from './types.js';
 
 /** Longest folder name, in characters (SPEC leaves it open). */
@@ -17,14 +18,15 @@ export const FolderSchema = Type.Object({
 });
 
 const FolderBody = Type.Object({ name: Type.String({ maxLength: MAX_FOLDER_NAME_CHARS, description: 'unique per user; must not be blank' }) });
-const SuccessSchema = Type.Object({ success: Type.Literal(true) });
 
 function view(f: FolderRecord): Record<string, unknown> {
   return { id: f.id, name: f.name, created_at: f.createdAt, updated_at: f.updatedAt, conversation_count: f.conversationCount };
 }
 
-const folderNotFound = (): EngineError => new EngineError('ENG_ERR_RESOURCE_NOT_FOUND', { resource: 'Folder' });
-const conversationNotFound = (): EngineError => new EngineError('ENG_ERR_RESOURCE_NOT_FOUND', { resource: 'Conversation' });
+/** 404 unless `id` is one of `uid`'s folders. */
+async function requireFolder(s: Services, uid: string, id: string): Promise<void> {
+  if (!(await s.folders.get(uid, id))) throw notFound('Folder');
+}
 
 async function checkedName(s: Services, uid: string, raw: string, exceptId?: string): Promise<string> {
   const name = raw.trim();
@@ -35,6 +37,8 @@ async function checkedName(s: Services, uid: string, raw: string, exceptId?: str
 
 const TAGS = ['Folders'];
 const LIST_DOC = { 200: { description: 'the folders, oldest first (bare array)', schema: Type.Array(FolderSchema) } };
+const FOLDER_NOT_FOUND_DOC = { description: 'no such folder of yours' };
+const FILING_NOT_FOUND_DOC = { description: 'no such folder or conversation of yours' };
 
 export function folderRoutes(s: Services): AppRoute[] {
   const list: AppRoute['handler'] = async ({ auth }) => ({ body: (await s.folders.list(auth.uid)).map(view) });
@@ -85,10 +89,10 @@ export function folderRoutes(s: Services): AppRoute[] {
       tags: TAGS,
       auth: { kind: 'id_token' },
       body: FolderBody,
-      responses: { 200: { description: 'the renamed folder', schema: FolderSchema }, 404: { description: 'no such folder of yours' } },
+      responses: { 200: { description: 'the renamed folder', schema: FolderSchema }, 404: FOLDER_NOT_FOUND_DOC },
       async handler({ auth, params, body }) {
         const id = params.folder_id!;
-        if (!(await s.folders.get(auth.uid, id))) throw folderNotFound();
+        await requireFolder(s, auth.uid, id);
         const name = await checkedName(s, auth.uid, body.name as string, id);
         await s.folders.rename(auth.uid, id, name, s.clock.now());
         return { body: view((await s.folders.get(auth.uid, id))!) };
@@ -101,10 +105,10 @@ export function folderRoutes(s: Services): AppRoute[] {
       summary: 'Delete a folder (signed-in user); its conversations stay, without a folder',
       tags: TAGS,
       auth: { kind: 'id_token' },
-      responses: { 200: { description: 'deleted', schema: SuccessSchema }, 404: { description: 'no such folder of yours' } },
+      responses: { 200: { description: 'deleted', schema: SuccessSchema }, 404: FOLDER_NOT_FOUND_DOC },
       async handler({ auth, params }) {
-        if (!(await s.folders.delete(auth.uid, params.folder_id!, s.clock.now()))) throw folderNotFound();
-        return { body: { success: true } };
+        if (!(await s.folders.delete(auth.uid, params.folder_id!, s.clock.now()))) throw notFound('Folder');
+        return { body: SUCCESS };
       },
     },
     {
@@ -115,11 +119,11 @@ export function folderRoutes(s: Services): AppRoute[] {
       description: 'Idempotent. Answers the conversation with its new folder_id and folder_name.',
       tags: TAGS,
       auth: { kind: 'id_token' },
-      responses: { 200: { description: 'the conversation', schema: ConversationSchema }, 404: { description: 'no such folder or conversation of yours' } },
+      responses: { 200: { description: 'the conversation', schema: ConversationSchema }, 404: FILING_NOT_FOUND_DOC },
       async handler({ auth, params }) {
-        if (!(await s.folders.get(auth.uid, params.folder_id!))) throw folderNotFound();
-        if (!(await s.conversations.setFolder(auth.uid, params.conversation_id!, params.folder_id!, s.clock.now()))) throw conversationNotFound();
-        return { body: conversationView((await s.conversations.get(auth.uid, params.conversation_id!))!) };
+        await requireFolder(s, auth.uid, params.folder_id!);
+        if (!(await s.conversations.setFolder(auth.uid, params.conversation_id!, params.folder_id!, s.clock.now()))) throw notFound('Conversation');
+        return { body: await storedConversationView(s, auth.uid, params.conversation_id!) };
       },
     },
     {
@@ -130,12 +134,12 @@ export function folderRoutes(s: Services): AppRoute[] {
       description: 'Answers 404 when the conversation is not in that folder.',
       tags: TAGS,
       auth: { kind: 'id_token' },
-      responses: { 200: { description: 'the conversation, without a folder', schema: ConversationSchema }, 404: { description: 'no such folder or conversation of yours' } },
+      responses: { 200: { description: 'the conversation, without a folder', schema: ConversationSchema }, 404: FILING_NOT_FOUND_DOC },
       async handler({ auth, params }) {
         const c = await s.conversations.get(auth.uid, params.conversation_id!);
-        if (!c || c.folderId !== params.folder_id) throw conversationNotFound();
+        if (!c || c.folderId !== params.folder_id) throw notFound('Conversation');
         await s.conversations.setFolder(auth.uid, c.id, null, s.clock.now());
-        return { body: conversationView((await s.conversations.get(auth.uid, c.id))!) };
+        return { body: await storedConversationView(s, auth.uid, c.id) };
       },
     },
   ];
