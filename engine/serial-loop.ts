@@ -38,6 +38,8 @@ export class SerialLoop {
     if (this.#running || !this.#canStep()) return;
     this.#running = true;
     this.#run = this.#loop();
+    // Handled here so a failed step never becomes an unhandled rejection (which ends a Node 20 process); idle() still rejects.
+    this.#run.catch(() => undefined);
   }
 
   /** Resolves once no step is running (work that is not ready may still be queued). */
