@@ -4,7 +4,7 @@
 // thread (workers/decode.ts) and every message of that session goes there. A message is copied once, on arrival, into
 // its shard's staging area (a record: stream number, length, bytes); one task carries everything staged, as one moved
 // buffer, and its answer brings every stream's PCM back in one moved buffer. A shard keeps one task in flight and sends
-// at most one per `batchWindowMs`, so a session is in at most one task at a time and, at load, one thread hop and two
+// at most one per `batchWindowMs` (20 ms), so a session is in at most one task at a time and, at load, one thread hop and two
 // buffer moves serve every session of the shard (no per-frame task, transfer or allocation). An idle shard sends at
 // once: a lone frame is not held back.
 import { EventEmitter } from 'node:events';
@@ -25,7 +25,7 @@ export interface CodecPoolOptions {
   threads?: number;
   /**
    * Least time between two decode tasks of a shard, in milliseconds: what arrives meanwhile leaves together.
-   * @defaultValue 10
+   * @defaultValue 20
    */
   batchWindowMs?: number;
   /** Worker module; tests point it at a fixture. @defaultValue dist/workers/decode.js */
@@ -67,7 +67,10 @@ export interface CodecStreamStats {
 }
 
 export interface CodecStreamEvents {
-  /** 16 kHz mono Int16 PCM, one array per channel (index 0 = channel id 0x01); each array owns its buffer. */
+  /**
+   * 16 kHz mono Int16 PCM, one array per channel (index 0 = channel id 0x01). The arrays are views into one buffer
+   * shared by every stream of the task: read-only, never to be moved to another thread; copy what is kept for long.
+   */
   pcm: [pcm: Int16Array[], info: PcmInfo];
   /** A batch was lost (thread crash, decoder failure). The stream stays open; the next batch re-creates the decoders. */
   failure: [error: EngineError, lostMessages: number];
@@ -338,7 +341,7 @@ export class CodecPool {
   constructor(options: CodecPoolOptions = {}) {
     const threads = options.threads ?? Math.max(1, availableParallelism() - 1);
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError('threads must be an integer ≥ 1');
-    const windowMs = options.batchWindowMs ?? 10;
+    const windowMs = options.batchWindowMs ?? 20;
     const filename = options.filename ?? new URL('../workers/decode.js', import.meta.url).href;
     this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, windowMs));
   }

@@ -122,7 +122,10 @@ export function packAnswer(parts: readonly { key: number; result: DecodedPart | 
   return { ok: true, entries, pcm, failures };
 }
 
-/** Main side: one stream's part of a packed answer; each channel's PCM is copied into a buffer of its own. */
+/**
+ * Main side: one stream's part of a packed answer; each channel's PCM is a view into the answer's buffer, shared with
+ * the other streams of the task (no copy per stream; readers copy what they keep).
+ */
 export type StreamPart = { pcm: Int16Array[]; frames: number; corruptFrames: number; recreated: boolean } | FailAnswer;
 
 export function readPackedAnswer(answer: PackedAnswer): Map<number, StreamPart> {
@@ -140,7 +143,7 @@ export function readPackedAnswer(answer: PackedAnswer): Map<number, StreamPart> 
     const channels: Int16Array[] = [];
     for (let c = 0; c < entries[e + 5]!; c++) {
       const n = entries[e + 6 + c]!;
-      channels.push(pcm.slice(at, at + n));
+      channels.push(pcm.subarray(at, at + n));
       at += n;
     }
     out.set(key, { pcm: channels, frames: entries[e + 2]!, corruptFrames: entries[e + 3]!, recreated: entries[e + 4] === 1 });

@@ -91,7 +91,7 @@ export class SessionStt {
     if (this.#kept) {
       const k = this.#kept[ch];
       if (k) {
-        k.chunks.push(pcm);
+        k.chunks.push(pcm.slice());
         k.samples += pcm.length;
       }
       return;

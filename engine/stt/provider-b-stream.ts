@@ -77,12 +77,12 @@ export class ProviderBStream extends SttEmitter implements SttStream {
   }
 
   /**
-   * Sends 16 kHz mono PCM. The array is kept by reference until the provider acknowledges it, so callers hand it over.
+   * Sends 16 kHz mono PCM. A copy is kept until the provider acknowledges it (the caller's array may be a shared view).
    * After a failure audio is still kept (not sent) for unacknowledged(); after close() it is ignored.
    */
   write(pcm: Int16Array): void {
     if (this.#state === 'closing' || this.#state === 'closed' || pcm.length === 0) return;
-    this.#unacked.push(pcm);
+    this.#unacked.push(pcm.slice());
     if (this.#state !== 'open') return;
     if (this.#ws.bufferedAmount > this.#deps.maxBufferedBytes) return this.#fail(failureFor(ProviderBReason.SEND_FAILED));
     this.#ws.send(new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength));

@@ -63,6 +63,10 @@ export interface SttStreamOptions {
 export interface SttStream {
   /** Provider name reported in segments (`stt_provider`) and in `ready`. */
   readonly provider: string;
+  /**
+   * 16 kHz mono PCM. The array may be a view into a buffer shared with other sessions (a codec shard's answer):
+   * read it, never write into it or move its buffer to another thread, and copy what is kept for long.
+   */
   write(pcm: Int16Array): void;
   /**
    * Remote engines: the audio written but not yet covered by a final result (kept when the stream fails so the
