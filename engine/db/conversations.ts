@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ConversationStatus } from '../protocol.js';
 import type { ConversationCategory, ProcessResult, TextSource } from '../processing/types.js';
-import { execute, select } from './prepared.js';
+import { select, writeTransaction } from './prepared.js';
 import { bool, isoNow } from './store.js';
 
 export interface Geolocation {
@@ -305,13 +305,13 @@ export class ConversationsRepository {
    * 600 ms per talking session, so its statements are prepared once per connection (engine/db/prepared.ts).
    */
   async replaceSegmentsFrom(conversationId: string, position: number, segments: readonly SegmentInput[], now: number): Promise<void> {
-    await this.knex.transaction(async (trx) => {
-      await execute(trx, 'DELETE FROM conversation_segments WHERE conversation_id = ? AND position >= ?', [conversationId, position]);
+    await writeTransaction(this.knex, async (run) => {
+      await run('DELETE FROM conversation_segments WHERE conversation_id = ? AND position >= ?', [conversationId, position]);
       for (let i = 0; i < segments.length; i += SEGMENT_ROWS_PER_INSERT) {
         const rows = segments.slice(i, i + SEGMENT_ROWS_PER_INSERT).map((seg, j) => segmentRow(conversationId, position + i + j, seg));
-        await execute(trx, insertSegmentsSql(rows.length), rows.flatMap(segmentValues));
+        await run(insertSegmentsSql(rows.length), rows.flatMap(segmentValues));
       }
-      await execute(trx, 'UPDATE conversations SET updated_at = ? WHERE id = ?', [isoNow(now), conversationId]);
+      await run('UPDATE conversations SET updated_at = ? WHERE id = ?', [isoNow(now), conversationId]);
     });
   }
 

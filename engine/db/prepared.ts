@@ -36,22 +36,84 @@ export async function finalizeStatements(conn: object): Promise<void> {
 
 const keepsStatements = (knex: Knex): boolean => (knex.client as { [KEEPS_STATEMENTS]?: boolean })[KEEPS_STATEMENTS] === true;
 
+/** The statement for `sql` kept on `conn` (prepared on first use). */
+function statementOn(conn: object, sql: string): Statement {
+  let kept = statements.get(conn);
+  if (!kept) statements.set(conn, (kept = new Map()));
+  let st = kept.get(sql);
+  if (!st) kept.set(sql, (st = (conn as Connection).prepare(sql)));
+  return st;
+}
+
+/** Drops a statement that failed, so the next use prepares it afresh. */
+function forget(conn: object, sql: string, st: Statement): void {
+  statements.get(conn)?.delete(sql);
+  st.finalize(() => undefined);
+}
+
+function run(st: Statement, bindings: readonly Knex.Value[]): Promise<number> {
+  return new Promise<number>((resolve, reject) =>
+    st.run(bindings, function (err) {
+      if (err) reject(err);
+      else resolve(this.changes);
+    }),
+  );
+}
+
+/** Runs `sql` on `conn` with its kept statement; resolves to the rows changed. */
+async function runOn(client: PoolClient, conn: object, sql: string, bindings: readonly Knex.Value[]): Promise<number> {
+  // Listeners of knex's `query` event (logs, tests) hear of these queries too.
+  client.emit('query', { sql, bindings, method: 'run' });
+  const st = statementOn(conn, sql);
+  try {
+    return await run(st, bindings);
+  } catch (err) {
+    forget(conn, sql, st);
+    throw err;
+  }
+}
+
 /** Runs `use` with the connection's statement for `sql`, outside any transaction; a statement that failed is not kept. */
 async function withStatement<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[], method: string, use: (st: Statement) => Promise<T>): Promise<T> {
   const client = knex.client as unknown as PoolClient;
   const conn = await client.acquireConnection();
   try {
-    // Listeners of knex's `query` event (logs, tests) hear of these queries too.
     client.emit('query', { sql, bindings, method });
-    let kept = statements.get(conn);
-    if (!kept) statements.set(conn, (kept = new Map()));
-    let st = kept.get(sql);
-    if (!st) kept.set(sql, (st = (conn as Connection).prepare(sql)));
+    const st = statementOn(conn, sql);
     try {
       return await use(st);
     } catch (err) {
-      kept.delete(sql);
-      st.finalize(() => undefined);
+      forget(conn, sql, st);
+      throw err;
+    }
+  } finally {
+    await client.releaseConnection(conn);
+  }
+}
+
+/** Runs one write statement inside writeTransaction(); resolves to the rows it changed. */
+export type TransactionRun = (sql: string, bindings: readonly Knex.Value[]) => Promise<number>;
+
+/**
+ * Runs `work` in one write transaction whose statements are kept per connection like `execute`'s (sqlite: BEGIN
+ * IMMEDIATE on one pooled connection, as the store's knex transactions do, without knex's per-transaction objects and
+ * per-query prepare/finalize; PostgreSQL: a knex transaction). Rolled back if `work` throws.
+ */
+export async function writeTransaction(knex: Knex, work: (run: TransactionRun) => Promise<void>): Promise<void> {
+  if (!keepsStatements(knex)) {
+    await knex.transaction((trx) => work(async (sql, bindings) => ((await trx.raw(sql, bindings)) as { rowCount: number }).rowCount));
+    return;
+  }
+  const client = knex.client as unknown as PoolClient;
+  const conn = await client.acquireConnection();
+  const exec: TransactionRun = (sql, bindings) => runOn(client, conn, sql, bindings);
+  try {
+    await exec('BEGIN IMMEDIATE', []);
+    try {
+      await work(exec);
+      await exec('COMMIT', []);
+    } catch (err) {
+      await exec('ROLLBACK', []).catch(() => undefined);
       throw err;
     }
   } finally {
@@ -68,12 +130,5 @@ export async function select<T>(knex: Knex, sql: string, bindings: readonly Knex
 /** A write of one statement (all or nothing by itself); resolves to the rows it changed. Same rules as `select`. */
 export async function execute(knex: Knex, sql: string, bindings: readonly Knex.Value[]): Promise<number> {
   if (!keepsStatements(knex)) return ((await knex.raw(sql, bindings)) as { rowCount: number }).rowCount;
-  return withStatement(knex, sql, bindings, 'run', (st) =>
-    new Promise<number>((resolve, reject) =>
-      st.run(bindings, function (err) {
-        if (err) reject(err);
-        else resolve(this.changes);
-      }),
-    ),
-  );
+  return withStatement(knex, sql, bindings, 'run', (st) => run(st, bindings));
 }
