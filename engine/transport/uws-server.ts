@@ -28,11 +28,20 @@ export interface ListenServerOptions {
   maxBackpressureBytes?: number;
 }
 
-interface UserData {
+/**
+ * One socket's state, shared by the upgrade that opens it and its handlers: uWS copies UserData's fields onto the
+ * socket object, so the upgrade keeps its own reference to this object, not to UserData.
+ */
+interface Link {
   sessionId: string;
   params: ListenParams;
+  ws?: uWS.WebSocket<UserData>;
   actor?: SessionActor;
   closed: boolean;
+}
+
+interface UserData {
+  link: Link;
 }
 
 /** Close reasons are at most 123 bytes (RFC 6455). */
@@ -51,6 +60,33 @@ function reject(res: uWS.HttpResponse, status: string, detail: string, extra: Re
 
 /** Registers `/v4/listen` on `app`; call before the HTTP adapter's catch-all is installed (seal()). */
 export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): void {
+  /** Admits the upgraded socket's session, or ends the socket with the reason it was refused. */
+  const startSession = (ws: uWS.WebSocket<UserData>, link: Link): void => {
+    const admission = o.registry.admit(link.params.uid);
+    if (!admission.ok) {
+      ws.end(admission.code, closeReason(admission.reason));
+      return;
+    }
+    const socket: SessionSocket = {
+      send(message): SendResult {
+        if (link.closed) return 'dropped';
+        const r = ws.send(message, typeof message !== 'string');
+        return r === 1 ? 'ok' : r === 0 ? 'backpressure' : 'dropped';
+      },
+      end(code, reason) {
+        if (link.closed) return;
+        link.closed = true;
+        ws.end(code, closeReason(reason));
+      },
+    };
+    const actor = o.createActor({ sessionId: link.sessionId, params: link.params, socket });
+    link.actor = actor;
+    o.registry.add(actor);
+    actor.start().catch((err: unknown) => {
+      o.logger.error({ sessionId: link.sessionId, err: { name: (err as Error)?.name } }, 'session start threw');
+    });
+  };
+
   app.ws<UserData>(LISTEN_PATH, {
     compression: uWS.DISABLED,
     maxPayloadLength: o.maxPayloadBytes ?? 64 * 1024,
@@ -82,8 +118,18 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
             reject(res, '401 Unauthorized', 'Invalid authorization token', { 'www-authenticate': 'Bearer' });
             return;
           }
-          const data: UserData = { sessionId: randomUUID(), params, closed: false };
-          res.cork(() => res.upgrade(data, key, protocol, extensions, context));
+          const link: Link = { sessionId: randomUUID(), params, closed: false };
+          // uWS 20.30's cork() reads the upgraded socket as an HTTP response once its callback returns (the socket
+          // shrinks in place, so it looks unchanged) and closes it, with no close frame, when the stale bytes it reads
+          // say "Connection: close" (fixed upstream in uWebSockets #1929). Those bytes are freed memory that anything
+          // allocated inside the callback may reuse, so `open` only records the socket and the session starts after.
+          res.cork(() => res.upgrade<UserData>({ link }, key, protocol, extensions, context));
+          if (link.closed) {
+            o.logger.warn({ sessionId: link.sessionId }, 'listen socket closed while upgrading');
+            return;
+          }
+          const ws = link.ws;
+          if (ws) ws.cork(() => startSession(ws, link));
         },
         (err: unknown) => {
           if (aborted) return;
@@ -94,46 +140,23 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
     },
 
     open: (ws) => {
-      const data = ws.getUserData();
-      const admission = o.registry.admit(data.params.uid);
-      if (!admission.ok) {
-        ws.end(admission.code, closeReason(admission.reason));
-        return;
-      }
-      const socket: SessionSocket = {
-        send(message): SendResult {
-          if (data.closed) return 'dropped';
-          const r = ws.send(message, typeof message !== 'string');
-          return r === 1 ? 'ok' : r === 0 ? 'backpressure' : 'dropped';
-        },
-        end(code, reason) {
-          if (data.closed) return;
-          data.closed = true;
-          ws.end(code, closeReason(reason));
-        },
-      };
-      const actor = o.createActor({ sessionId: data.sessionId, params: data.params, socket });
-      data.actor = actor;
-      o.registry.add(actor);
-      actor.start().catch((err: unknown) => {
-        o.logger.error({ sessionId: data.sessionId, err: { name: (err as Error)?.name } }, 'session start threw');
-      });
+      ws.getUserData().link.ws = ws;
     },
 
     message: (ws, message, isBinary) => {
-      const actor = ws.getUserData().actor;
+      const actor = ws.getUserData().link.actor;
       if (!actor) return;
       // uWS reuses the ArrayBuffer after this callback: onBinary copies what it keeps before returning.
       if (isBinary) actor.onBinary(new Uint8Array(message));
       else actor.onText(Buffer.from(message).toString('utf8'));
     },
 
-    drain: (ws) => ws.getUserData().actor?.onDrain(),
+    drain: (ws) => ws.getUserData().link.actor?.onDrain(),
 
     close: (ws) => {
-      const data = ws.getUserData();
-      data.closed = true;
-      data.actor?.onClientClosed();
+      const link = ws.getUserData().link;
+      link.closed = true;
+      link.actor?.onClientClosed();
     },
   });
 }
