@@ -8,6 +8,12 @@
       "defines": ["NAPI_VERSION=8"]
     },
     {
+      "target_name": "memory",
+      "sources": ["memory.cc"],
+      "cflags_cc": ["-O2", "-fno-exceptions"],
+      "defines": ["NAPI_VERSION=8"]
+    },
+    {
       "target_name": "pocketsphinx",
       "sources": ["pocketsphinx.cc"],
       "include_dirs": ["<!@(pkg-config --cflags-only-I pocketsphinx sphinxbase | sed 's/-I//g')"],
