@@ -1,5 +1,7 @@
 // Bench: CPU per second of audio for each codec, through the codec shards vs the decoder called in-process.
-// Run: node dist/scripts/bench-codecs.js [sessions=4]. CPU counts every thread of this process plus reaped children (ffmpeg).
+// Run: node dist/scripts/bench-codecs.js [sessions=50] [messages=1]. CPU counts every thread of this process plus reaped
+// children (ffmpeg). Engine path as a live node runs it: every session pushes `messages` frames, waits for their PCM,
+// pushes the next, all sessions at once (so one shard task serves many sessions, as under load).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -10,7 +12,8 @@ import { OpusDecoder, OpusEncoderStream } from '../native/opus.js';
 import { Resampler } from '../workers/resample.js';
 import { aacAdts, drive, frames, pcmMessages, speech } from '../test/helpers/codec-fixtures.js';
 
-const sessions = Number(process.argv[2] ?? 4);
+const sessions = Number(process.argv[2] ?? 50);
+const perPush = Number(process.argv[3] ?? 1);
 const dir = mkdtempSync(path.join(tmpdir(), 'bench-codecs-'));
 
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
@@ -94,13 +97,13 @@ async function main(): Promise<void> {
       direct = Math.min(direct, cpuMicros() - t0);
     }
     const directPerSec = direct / c.seconds;
-    // Engine path: `sessions` concurrent sessions, pushed 5 messages at a time (a loaded listener coalesces more).
+    // Engine path: `sessions` concurrent sessions, `perPush` messages at a time each.
     const t0 = cpuMicros();
     const w0 = performance.now();
     await Promise.all(
       Array.from({ length: sessions }, (_, i) => {
         const stream = pool.open({ sessionId: `${c.codec}-${i}`, codec: c.codec, sampleRate: c.rate, channels: 1 });
-        return drive(stream, c.messages, 5);
+        return drive(stream, c.messages, perPush);
       }),
     );
     const engine = cpuMicros() - t0;
@@ -119,7 +122,7 @@ async function main(): Promise<void> {
   }
   await pool.close();
   rmSync(dir, { recursive: true, force: true });
-  console.log(`machine: ${cpus().length}× ${cpus()[0]?.model ?? '?'}, node ${process.version}, ${sessions} sessions/codec, 1 shard`);
+  console.log(`machine: ${cpus().length}× ${cpus()[0]?.model ?? '?'}, node ${process.version}, ${sessions} sessions/codec, ${perPush} message(s) per push, 1 shard`);
   console.log('baseline: the decoder called in-process (aac: one ffmpeg run over the whole file)');
   const head = ['codec', 'in Hz', 'direct µs/s', 'engine µs/s', 'ratio', 'x realtime (wall)'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

@@ -111,7 +111,8 @@ export async function observe(ctx, o) {
   const gen0 = genPids.reduce((s, p) => s + treeCpuSeconds(p), 0);
   const t0 = fleet.totals();
   const unexpected0 = Object.values(t0.unexpected).reduce((a, b) => a + b, 0);
-  if (stats) await stats.window(); // start a fresh lag window
+  // A fresh lag window; an overloaded target that cannot answer even this fails the step (it must not end the run).
+  const unanswered = stats ? await stats.window().then(() => false, () => true) : false;
   fleet.takeWindow();
   const seg = new Histogram();
   const late = new Histogram();
@@ -121,8 +122,8 @@ export async function observe(ctx, o) {
   let last = { behindMs: 0, receivedMs: NaN };
   const start = performance.now();
   progress.phase(o.label, o.seconds);
-  let failed = false;
-  let statsTimeouts = 0;
+  let failed = unanswered;
+  let statsTimeouts = unanswered ? 1 : 0;
   for (let i = 1; i <= o.seconds && !failed; i++) {
     await new Promise((r) => setTimeout(r, Math.max(0, start + i * 1000 - performance.now())));
     const t = fleet.totals();

@@ -9,8 +9,9 @@ import { CODECS as CODEC_FIXTURES } from '../listen/fixtures.mjs';
 
 const CODECS = Object.keys(CODEC_FIXTURES);
 
-export const USAGE = `npm run bench -- codecs [--sessions 4]
-  --sessions     concurrent sessions per codec (default 4)
+export const USAGE = `npm run bench -- codecs [--sessions 50] [--messages 1]
+  --sessions     concurrent sessions per codec (default 50: a loaded node, where one shard task serves many sessions)
+  --messages     messages each session pushes before waiting for their PCM (default 1, a device's pace)
   --out          result file (default bench/results/<timestamp>-codecs.json)`;
 
 /** Column titles of scripts/bench-codecs.ts and the JSON field each becomes. */
@@ -51,12 +52,14 @@ export function parseCodecTable(out) {
 
 /** @param {Record<string, string | true>} options */
 export async function run(options) {
-  const sessions = Number(options.sessions ?? 4);
+  const sessions = Number(options.sessions ?? 50);
   if (!Number.isInteger(sessions) || sessions < 1) throw new Error('--sessions must be a positive integer');
+  const messages = Number(options.messages ?? 1);
+  if (!Number.isInteger(messages) || messages < 1) throw new Error('--messages must be a positive integer');
   const m = machine();
   const progress = new Progress('codecs', CODECS.length, 'codecs');
   progress.update(0, 'encoding the fixtures');
-  const child = track(spawn(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/bench-codecs.js'), String(sessions)], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(spawn(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/bench-codecs.js'), String(sessions), String(messages)], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   let err = '';
   child.stdout.on('data', (/** @type {Buffer} */ b) => (out += b.toString()));
@@ -84,8 +87,8 @@ export async function run(options) {
     version: 2,
     startedAt: new Date().toISOString(),
     machine: m,
-    options: { sessions },
-    baseline: `${baseline} (direct); engine = the codec shards, ${sessions} concurrent sessions per codec, 5 messages per push`,
+    options: { sessions, messages },
+    baseline: `${baseline} (direct); engine = the codec shards, ${sessions} concurrent sessions per codec, ${messages} message(s) per push`,
     summary: {
       head: ['codec', 'in Hz', 'direct µs per s of audio', 'engine µs per s of audio', 'engine / direct', 'x realtime (wall)'],
       rows: rows.map((r) => [cell(r.codec), cell(r.inHz), cell(r.directUsPerS), cell(r.engineUsPerS), cell(r.ratio), cell(r.xRealtime)]),
