@@ -85,8 +85,8 @@ export interface Config {
   readonly providerAUrl: string;
   /** API key of provider_a (sent as `Authorization: Token <key>`). @defaultValue undefined */
   readonly providerAApiKey: string | undefined;
-  /** Audio per provider_a message, in ms (20–250): fewer socket writes against a little latency. */
-  readonly providerASendMs: number;
+  /** Audio per message to a speech provider, in ms (20–250): fewer socket writes against a little latency. @defaultValue 100 */
+  readonly sttSendMs: number;
   /** Soniox-protocol realtime endpoint of provider_b. @defaultValue 'wss://stt-rt.soniox.com/transcribe-websocket' */
   readonly providerBUrl: string;
   /** API key of provider_b (sent as `Authorization: Bearer` on the upgrade and in the first config frame). @defaultValue undefined */
@@ -115,7 +115,7 @@ export const CONFIG_VARIABLES = [
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'MALLOC_TRIM_INTERVAL_S',
-  'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_A_SEND_MS', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
+  'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'STT_SEND_MS', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
   'CUSTOM_STT_URL',
 ] as const;
 
@@ -231,7 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
 }
 
 /** STT_PROVIDERS and the provider endpoints: a provider named in the list must have its key. */
-function sttConfig(env: Env): Pick<Config, 'sttProviders' | 'providerAUrl' | 'providerAApiKey' | 'providerASendMs' | 'providerBUrl' | 'providerBApiKey'> {
+function sttConfig(env: Env): Pick<Config, 'sttProviders' | 'providerAUrl' | 'providerAApiKey' | 'sttSendMs' | 'providerBUrl' | 'providerBApiKey'> {
   const providerAApiKey = optional(env, 'PROVIDER_A_API_KEY');
   const providerBApiKey = optional(env, 'PROVIDER_B_API_KEY');
   const keyed = { provider_a: providerAApiKey, provider_b: providerBApiKey, local: 'none needed' } as const;
@@ -251,9 +251,9 @@ function sttConfig(env: Env): Pick<Config, 'sttProviders' | 'providerAUrl' | 'pr
   }
   return {
     sttProviders: Object.freeze(sttProviders),
+    sttSendMs: int(env, 'STT_SEND_MS', 100, 20, 250),
     providerAUrl: url(env, 'PROVIDER_A_URL', ['wss:', 'ws:']) ?? 'wss://api.deepgram.com/v1/listen',
     providerAApiKey,
-    providerASendMs: int(env, 'PROVIDER_A_SEND_MS', 100, 20, 250),
     providerBUrl: url(env, 'PROVIDER_B_URL', ['wss:', 'ws:']) ?? 'wss://stt-rt.soniox.com/transcribe-websocket',
     providerBApiKey,
   };

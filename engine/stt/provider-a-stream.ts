@@ -1,23 +1,18 @@
 // One provider_a session: PCM out on a Deepgram live socket in 20–250 ms messages, final Results in as segments.
 //
-// Rationale: write() buffers and sends synchronously once `sendSamples` (100 ms by default) are buffered: a message per
-// frame would cost a socket write (a system call) per 20 ms per session, the largest single cost of a loaded node.
-// A rest left by a pause is sent by the engine's StaleFlusher within two of its periods, so no timer per stream runs
-// for it. One repeating scheduler entry per stream sends KeepAlive when no audio went out during the last period, so
+// Rationale: write() goes through a PcmBatcher (100 ms messages by default, no timer per stream). One repeating scheduler entry per stream sends KeepAlive when no audio went out during the last period, so
 // a long pause outlives Deepgram's 10 s idle rule. Audio sent but not yet covered by a final
 // result (Deepgram's `start + duration`) is kept, bounded, for unacknowledged(). A failure is reported once.
 import type WebSocket from 'ws';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import { SAMPLE_RATE_HZ, segmentsOf, streamFailure, type DgResults } from './provider-a-protocol.js';
+import { MAX_SEND_SAMPLES, MIN_SEND_SAMPLES, PcmBatcher } from './pcm-batcher.js';
 import type { StaleFlusher } from './stale-flusher.js';
 import { SttEmitter } from './stt-emitter.js';
 import type { SttFailure, SttStream, UnacknowledgedAudio } from './types.js';
 import { Outcome } from '../protocol.js';
 
-/** 20 ms and 250 ms of 16 kHz audio: the message size bounds. */
-export const MIN_SEND_SAMPLES = 320;
-const MAX_SAMPLES = 4000;
 
 export interface ProviderAStreamOptions {
   sessionId: string;
@@ -48,9 +43,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   readonly #ws: WebSocket;
   readonly #o: ProviderAStreamOptions;
   #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
-  /** Audio waiting for a message's worth; allocated on first use. */
-  #pending: Int16Array | undefined;
-  #pendingLen = 0;
+  readonly #batcher: PcmBatcher;
   /** Samples handed to the socket, and samples covered by final results. */
   #sent = 0;
   #acked = 0;
@@ -73,6 +66,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     ws.on('close', (code, reason) => this.#onClose(code, reason.toString()));
     ws.on('error', (err) => o.logger.debug({ provider: this.provider, sessionId: o.sessionId, err: { name: err.name } }, 'provider_a socket error'));
     this.#keepAlive = o.scheduler.every(o.keepAliveMs, () => this.#tick());
+    this.#batcher = new PcmBatcher({ sendSamples: o.sendSamples, minSamples: MIN_SEND_SAMPLES, maxSamples: MAX_SEND_SAMPLES, flusher: o.flusher, send: (pcm) => this.#sendAudio(pcm) });
   }
 
   /**
@@ -81,29 +75,14 @@ export class ProviderAStream extends SttEmitter implements SttStream {
    */
   write(pcm: Int16Array): void {
     if (this.#state !== 'open' || pcm.length === 0) return;
-    const target = this.#o.sendSamples;
-    let off = 0;
-    while (off < pcm.length && this.#state === 'open') {
-      const pending = (this.#pending ??= new Int16Array(MAX_SAMPLES));
-      const n = Math.min(pcm.length - off, MAX_SAMPLES - this.#pendingLen);
-      pending.set(pcm.subarray(off, off + n), this.#pendingLen);
-      this.#pendingLen += n;
-      off += n;
-      if (this.#pendingLen >= target) this.#flushPending();
-    }
-    if (this.#pendingLen > 0) this.#o.flusher.hold(this);
-  }
-
-  /** @internal StaleFlusher: a rest waited a whole period. Under 20 ms it waits for more audio, Finalize or close. */
-  flushStale(): void {
-    if (this.#pendingLen >= MIN_SEND_SAMPLES) this.#flushPending();
-    else this.#o.flusher.release(this);
+    this.#batcher.write(pcm);
   }
 
   unacknowledged(): UnacknowledgedAudio {
     const start = this.#head < this.#tail.length ? this.#tail[this.#head]!.at : this.#sent;
-    const from = Math.min(Math.max(this.#acked, start), this.#sent + this.#pendingLen);
-    const pcm = new Int16Array(this.#sent + this.#pendingLen - from);
+    const buffered = this.#batcher.buffered();
+    const from = Math.min(Math.max(this.#acked, start), this.#sent + buffered.length);
+    const pcm = new Int16Array(this.#sent + buffered.length - from);
     let at = 0;
     for (let i = this.#head; i < this.#tail.length; i++) {
       const c = this.#tail[i]!;
@@ -112,14 +91,14 @@ export class ProviderAStream extends SttEmitter implements SttStream {
       pcm.set(skip > 0 ? c.pcm.subarray(skip) : c.pcm, at);
       at += c.pcm.length - skip;
     }
-    if (this.#pending) pcm.set(this.#pending.subarray(Math.max(0, from - this.#sent), this.#pendingLen), at);
+    pcm.set(buffered.subarray(Math.max(0, from - this.#sent)), at);
     return { startS: from / SAMPLE_RATE_HZ, pcm };
   }
 
   /** Sends what is buffered and Finalize; resolves once Deepgram answered for it (from_finalize) or after finalizeTimeoutMs. */
   finalize(): Promise<void> {
     if (this.#state !== 'open') return Promise.resolve();
-    this.#flushPending();
+    this.#batcher.flush();
     const target = this.#sent;
     if (this.#acked >= target || this.#state !== 'open') return Promise.resolve();
     this.#sendText('{"type":"Finalize"}');
@@ -138,7 +117,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   async #close(): Promise<void> {
     this.#o.scheduler.cancel(this.#keepAlive);
     if (this.#state === 'open') {
-      this.#flushPending();
+      this.#batcher.flush();
       if (this.#state === 'open') {
         this.#state = 'closing';
         this.#sendText('{"type":"CloseStream"}');
@@ -152,21 +131,14 @@ export class ProviderAStream extends SttEmitter implements SttStream {
       }
     }
     this.#state = 'closed';
-    this.#o.flusher.release(this);
+    this.#batcher.stop();
     this.#ws.terminate();
     this.#settle(() => true);
     this.#o.onClosed();
   }
 
-  #flushPending(): void {
-    this.#o.flusher.release(this);
-    if (this.#pendingLen === 0 || this.#state !== 'open') return;
-    const msg = this.#pending!.slice(0, this.#pendingLen);
-    this.#pendingLen = 0;
-    this.#sendAudio(msg);
-  }
-
   #sendAudio(pcm: Int16Array): void {
+    if (this.#state !== 'open') return;
     this.#tail.push({ at: this.#sent, pcm });
     this.#sent += pcm.length;
     this.#sentSinceTick = true;
@@ -250,7 +222,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   #fail(failure: SttFailure, code?: number): void {
     if (this.#state !== 'open') return;
     this.#state = 'failed';
-    this.#o.flusher.release(this);
+    this.#batcher.stop();
     this.#o.scheduler.cancel(this.#keepAlive);
     this.#ws.terminate();
     this.#settle(() => true);

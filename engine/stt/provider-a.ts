@@ -9,7 +9,8 @@ import WebSocket from 'ws';
 import { Outcome } from '../protocol.js';
 import { NOVA3_LANGUAGES } from './deepgram-languages.js';
 import { SAMPLE_RATE_HZ, cleanKeyterms, listenUrl, openFailure, retryAfterMs } from './provider-a-protocol.js';
-import { MIN_SEND_SAMPLES, ProviderAStream } from './provider-a-stream.js';
+import { sendSamplesOf } from './pcm-batcher.js';
+import { ProviderAStream } from './provider-a-stream.js';
 import { StaleFlusher } from './stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttStreamOptions } from './types.js';
 
@@ -29,16 +30,12 @@ export interface ProviderAEngineOptions extends RemoteEngineOptions {
   maxUnacknowledgedS?: number;
   /** Audio queued on a socket that does not drain before the stream fails with send_failed, in seconds. @defaultValue 15 */
   maxBufferedS?: number;
-  /**
-   * Audio per message, in milliseconds (20–250, Deepgram's range): a steady stream sends this much at once; a rest
-   * left by a pause goes out within two such periods. @defaultValue 100
-   */
-  sendMs?: number;
 }
 
 export class ProviderAEngine implements SttEngine {
   readonly name = 'provider_a';
   readonly #o: Required<Omit<ProviderAEngineOptions, 'keyterms'>> & { keyterms: string[] };
+  readonly #sendSamples: number;
   readonly #streams = new Set<ProviderAStream>();
   readonly #flusher: StaleFlusher;
   #closed = false;
@@ -60,7 +57,7 @@ export class ProviderAEngine implements SttEngine {
       keyterms: cleanKeyterms(options.keyterms),
     };
     if (!(this.#o.keepAliveMs > 0 && this.#o.keepAliveMs <= 5000)) throw new RangeError('keepAliveMs must be in (0, 5000] so a pause outlives the 10 s idle rule');
-    if (!(this.#o.sendMs >= 20 && this.#o.sendMs <= 250)) throw new RangeError('sendMs must be in [20, 250]');
+    this.#sendSamples = sendSamplesOf(this.#o.sendMs);
     this.#flusher = new StaleFlusher(this.#o.scheduler, this.#o.sendMs);
   }
 
@@ -125,7 +122,7 @@ export class ProviderAEngine implements SttEngine {
           closeTimeoutMs: o.closeTimeoutMs,
           maxUnacknowledgedSamples: Math.round(o.maxUnacknowledgedS * SAMPLE_RATE_HZ),
           maxBufferedBytes: Math.round(o.maxBufferedS * SAMPLE_RATE_HZ * 2),
-          sendSamples: Math.max(MIN_SEND_SAMPLES, Math.round((o.sendMs * SAMPLE_RATE_HZ) / 1000)),
+          sendSamples: this.#sendSamples,
           flusher: this.#flusher,
           onClosed: () => this.#streams.delete(stream),
         });

@@ -3,13 +3,16 @@
 // Rationale: a keepalive goes out when no audio was sent for `keepaliveMs` (the provider drops a stream silent for
 // 20 s), from one scheduler entry per stream, never one timer per write. Only final tokens become segments. Audio
 // not yet covered by the provider's `final_audio_proc_ms` is kept (bounded) for unacknowledged(). A stream fails at
-// most once; the words already final are emitted before the failure. Logs carry ids, reasons and codes only.
+// most once; the words already final are emitted before the failure. Logs carry ids, reasons and codes only. Audio
+// goes out through a PcmBatcher (100 ms messages by default) rather than a socket write per decoded batch.
 import WebSocket from 'ws';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import { ProviderBReason, failureFor, failureFromErrorFrame, type ProviderBMessage, type ProviderBToken } from './provider-b-protocol.js';
+import { MAX_SEND_SAMPLES, MIN_SEND_SAMPLES, PcmBatcher } from './pcm-batcher.js';
 import { TokenSegmenter } from './provider-b-segments.js';
+import type { StaleFlusher } from './stale-flusher.js';
 import { SttEmitter } from './stt-emitter.js';
 import type { SttFailure, SttStream, UnacknowledgedAudio } from './types.js';
 import { UnacknowledgedBuffer } from './unacknowledged-buffer.js';
@@ -27,6 +30,9 @@ export interface StreamDeps {
   finishTimeoutMs: number;
   maxUnacknowledgedSamples: number;
   maxBufferedBytes: number;
+  /** Samples per audio message, and the engine's flusher for rests left by pauses. */
+  sendSamples: number;
+  flusher: StaleFlusher;
 }
 
 interface FinalizeWaiter {
@@ -44,6 +50,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
   readonly #onGone: () => void;
   readonly #segmenter = new TokenSegmenter();
   readonly #unacked: UnacknowledgedBuffer;
+  readonly #batcher: PcmBatcher;
   #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
   #failure: SttFailure | undefined;
   #lastActivityMs: number;
@@ -60,6 +67,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     this.#deps = deps;
     this.#onGone = onGone;
     this.#unacked = new UnacknowledgedBuffer(SAMPLE_RATE_HZ, deps.maxUnacknowledgedSamples);
+    this.#batcher = new PcmBatcher({ sendSamples: deps.sendSamples, minSamples: MIN_SEND_SAMPLES, maxSamples: MAX_SEND_SAMPLES, flusher: deps.flusher, send: (pcm) => this.#sendAudio(pcm) });
     this.#lastActivityMs = deps.clock.now();
     ws.on('message', (data: Buffer, isBinary: boolean) => {
       if (!isBinary) this.#message(data.toString('utf8'));
@@ -84,6 +92,11 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     if (this.#state === 'closing' || this.#state === 'closed' || pcm.length === 0) return;
     this.#unacked.push(pcm.slice());
     if (this.#state !== 'open') return;
+    this.#batcher.write(pcm);
+  }
+
+  #sendAudio(pcm: Int16Array): void {
+    if (this.#state !== 'open') return;
     if (this.#ws.bufferedAmount > this.#deps.maxBufferedBytes) return this.#fail(failureFor(ProviderBReason.SEND_FAILED));
     this.#ws.send(new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength));
     this.#lastActivityMs = this.#deps.clock.now();
@@ -96,6 +109,8 @@ export class ProviderBStream extends SttEmitter implements SttStream {
 
   /** Asks the provider to finalize what it heard; resolves once `<fin>` arrived (and its segments were emitted), or after finalizeTimeoutMs. */
   finalize(): Promise<void> {
+    if (this.#state !== 'open') return Promise.resolve();
+    this.#batcher.flush();
     if (this.#state !== 'open') return Promise.resolve();
     return new Promise<void>((resolve) => {
       const waiter: FinalizeWaiter = { done: false, resolve, timer: 0 };
@@ -113,6 +128,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
 
   async #close(): Promise<void> {
     const { scheduler } = this.#deps;
+    if (this.#state === 'open') this.#batcher.flush();
     if (this.#state === 'open') {
       this.#state = 'closing';
       scheduler.cancel(this.#keepalive);
@@ -195,6 +211,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
 
   /** Stops the keepalive and releases every finalize() waiting. */
   #stop(): void {
+    this.#batcher.stop();
     this.#deps.scheduler.cancel(this.#keepalive);
     this.#keepalive = undefined;
     for (const w of this.#finalizers.splice(0)) this.#settle(w);

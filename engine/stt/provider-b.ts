@@ -6,7 +6,9 @@
 // its official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key.
 import WebSocket from 'ws';
 import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs } from './provider-b-protocol.js';
+import { sendSamplesOf } from './pcm-batcher.js';
 import { PROVIDER, ProviderBStream, SAMPLE_RATE_HZ, type StreamDeps } from './provider-b-stream.js';
+import { StaleFlusher } from './stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttFailure, type SttStreamOptions } from './types.js';
 
 export { ProviderBStream } from './provider-b-stream.js';
@@ -54,6 +56,8 @@ export class ProviderBEngine implements SttEngine {
       finishTimeoutMs: options.finishTimeoutMs ?? 10000,
       maxUnacknowledgedSamples: Math.round(((options.maxUnacknowledgedMs ?? 60000) * SAMPLE_RATE_HZ) / 1000),
       maxBufferedBytes: options.maxBufferedBytes ?? 1024 * 1024,
+      sendSamples: sendSamplesOf(options.sendMs ?? 100),
+      flusher: new StaleFlusher(options.scheduler, options.sendMs ?? 100),
     };
   }
 

@@ -99,4 +99,9 @@ export interface RemoteEngineOptions {
   logger: Logger;
   /** Provider model name; each engine has its default. */
   model?: string;
+  /**
+   * Audio per message on the provider socket, in milliseconds (20–250, STT_SEND_MS): a steady stream sends this much
+   * at once; a rest left by a pause goes out within two such periods. @defaultValue 100
+   */
+  sendMs?: number;
 }

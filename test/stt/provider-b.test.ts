@@ -158,6 +158,22 @@ t.test('close ends the audio with an empty frame, flushes, is idempotent, and ig
   t.same(got.failures, []);
 });
 
+t.test('20 ms writes leave as 100 ms messages; a rest left by a pause goes out within two periods', async (t) => {
+  const { fake, engine, advance } = await rig(t);
+  const stream = await engine.open(openOpts());
+  await fake.waitFor(() => fake.sessions[0]?.config !== undefined);
+  feed(stream, 1060, 0, 20);
+  await fake.waitFor(() => fake.sessions[0]!.audio.length === 10);
+  t.same(fake.sessions[0]!.audio.map((b) => b.length), new Array(10).fill(3200), 'ten 100 ms messages, the 60 ms rest waits');
+  await advance(100);
+  await new Promise((r) => setTimeout(r, 5));
+  t.equal(fake.sessions[0]!.audio.length, 10, 'one period: the rest waits for more audio');
+  await advance(100);
+  await fake.waitFor(() => fake.sessions[0]!.audio.length === 11);
+  t.equal(fake.sessions[0]!.audio[10]!.length, 1920, 'two periods: the 60 ms rest goes alone');
+  await stream.close();
+});
+
 t.test('an open engine refuses after close()', async (t) => {
   const { engine } = await rig(t);
   await engine.close();

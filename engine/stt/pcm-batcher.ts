@@ -1,0 +1,84 @@
+// Gathers a remote stream's PCM into messages of `sendSamples` before they go on its socket.
+//
+// Rationale: a socket write per 20 ms frame per session is the largest single cost of a loaded node, and providers
+// take 20–250 ms messages. A steady stream sends whenever a message's worth is buffered, without a timer; a rest left
+// by a pause is sent by the engine's StaleFlusher within two of its periods (under `minSamples` it waits for more
+// audio or an explicit flush(), since providers refuse messages that short).
+import type { StaleFlushable, StaleFlusher } from './stale-flusher.js';
+
+/** 20 ms and 250 ms of 16 kHz audio: the message length bounds both providers take. */
+export const MIN_SEND_SAMPLES = 320;
+export const MAX_SEND_SAMPLES = 4000;
+
+/** Samples per message for `sendMs` milliseconds of 16 kHz audio (STT_SEND_MS); throws outside 20–250 ms. */
+export function sendSamplesOf(sendMs: number): number {
+  if (!(sendMs >= 20 && sendMs <= 250)) throw new RangeError('sendMs must be in [20, 250]');
+  return Math.round(sendMs * 16);
+}
+
+export interface PcmBatcherOptions {
+  /** Samples buffered before a message goes out. */
+  sendSamples: number;
+  /** The shortest message a stale rest may be sent as. */
+  minSamples: number;
+  /** The longest message. */
+  maxSamples: number;
+  flusher: StaleFlusher;
+  /** Puts one message on the socket; the array is the callee's (a copy of what was buffered). */
+  send: (pcm: Int16Array) => void;
+}
+
+export class PcmBatcher implements StaleFlushable {
+  readonly #o: PcmBatcherOptions;
+  /** Audio waiting for a message's worth; allocated on first use. */
+  #pending: Int16Array | undefined;
+  #length = 0;
+
+  constructor(o: PcmBatcherOptions) {
+    this.#o = o;
+  }
+
+  /** Samples buffered, not yet sent. */
+  get length(): number {
+    return this.#length;
+  }
+
+  /** The buffered samples (a view, valid until the next call). */
+  buffered(): Int16Array {
+    return this.#pending?.subarray(0, this.#length) ?? new Int16Array(0);
+  }
+
+  /** Buffers `pcm` (copied), sending a message each time `sendSamples` are buffered. */
+  write(pcm: Int16Array): void {
+    const { sendSamples, maxSamples } = this.#o;
+    for (let off = 0; off < pcm.length; ) {
+      const pending = (this.#pending ??= new Int16Array(maxSamples));
+      const n = Math.min(pcm.length - off, maxSamples - this.#length);
+      pending.set(pcm.subarray(off, off + n), this.#length);
+      this.#length += n;
+      off += n;
+      if (this.#length >= sendSamples) this.flush();
+    }
+    if (this.#length > 0) this.#o.flusher.hold(this);
+  }
+
+  /** Sends what is buffered now, whatever its length. */
+  flush(): void {
+    this.#o.flusher.release(this);
+    if (this.#length === 0) return;
+    const message = this.#pending!.slice(0, this.#length);
+    this.#length = 0;
+    this.#o.send(message);
+  }
+
+  /** @internal StaleFlusher: the rest waited a whole period. */
+  flushStale(): void {
+    if (this.#length >= this.#o.minSamples) this.flush();
+    else this.#o.flusher.release(this);
+  }
+
+  /** Leaves the flusher for good (the stream failed or closed); what is buffered stays readable through buffered(). */
+  stop(): void {
+    this.#o.flusher.release(this);
+  }
+}
