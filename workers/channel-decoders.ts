@@ -86,9 +86,12 @@ class OpusChannelDecoder implements ChannelDecoder {
     return { pcm, frames: messages.length, corruptFrames };
   }
   end(): Int16Array {
+    this.#decoder.release();
     return new Int16Array(0);
   }
-  dispose(): void {}
+  dispose(): void {
+    this.#decoder.release();
+  }
 }
 
 /**
