@@ -208,7 +208,7 @@ class Shard {
   #stagedStreams: CodecStream[] = [];
   #inFlight = false;
   #lastSentAt = -Infinity;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   #destroyed = false;
   /** Thread exits seen (crashes); Piscina replaces the thread. */
   crashes = 0;
@@ -278,18 +278,21 @@ class Shard {
     stream.unstaged();
   }
 
-  /** Sends the staged records now if no task is in flight and the window since the last one has passed. */
+  /**
+   * Sends the staged records once no task is in flight and the window since the last one has passed; even then not
+   * synchronously but after the current event-loop turn, so every frame the transport delivers in one turn (uWS hands
+   * over all sockets' messages of one poll) rides in the same task.
+   */
   #kick(): void {
     if (this.#inFlight || this.#timer !== undefined || this.#destroyed || this.#stagedStreams.length === 0) return;
     const wait = this.#lastSentAt + this.#windowMs - performance.now();
-    if (wait <= 0) {
-      this.#send();
-      return;
-    }
-    this.#timer = setTimeout(() => {
+    const go = (): void => {
       this.#timer = undefined;
-      this.#kick();
-    }, wait);
+      if (this.#inFlight || this.#destroyed || this.#stagedStreams.length === 0) return;
+      if (performance.now() - this.#lastSentAt >= this.#windowMs) this.#send();
+      else this.#kick();
+    };
+    this.#timer = wait <= 0 ? setImmediate(go) : setTimeout(go, wait);
   }
 
   #send(): void {
@@ -328,7 +331,8 @@ class Shard {
 
   destroy(): Promise<void> {
     this.#destroyed = true;
-    clearTimeout(this.#timer);
+    clearTimeout(this.#timer as NodeJS.Timeout);
+    clearImmediate(this.#timer as NodeJS.Immediate);
     return this.#piscina.destroy();
   }
 }
