@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ConversationStatus } from '../protocol.js';
 import type { ConversationCategory, ProcessResult, TextSource } from '../processing/types.js';
-import { select, writeTransaction } from './prepared.js';
+import { GroupCommit } from './group-commit.js';
+import { select, type TransactionRun } from './prepared.js';
 import { bool, isoNow } from './store.js';
 
 export interface Geolocation {
@@ -249,11 +250,32 @@ function segmentValues(r: SegmentRow): Knex.Value[] {
   return SEGMENT_COLUMNS.map((c) => r[c] as Knex.Value);
 }
 
+/** One replaceSegmentsFrom() call. */
+interface TailWrite {
+  conversationId: string;
+  position: number;
+  segments: readonly SegmentInput[];
+  now: number;
+}
+
+async function writeTail(run: TransactionRun, w: TailWrite): Promise<void> {
+  await run('DELETE FROM conversation_segments WHERE conversation_id = ? AND position >= ?', [w.conversationId, w.position]);
+  for (let i = 0; i < w.segments.length; i += SEGMENT_ROWS_PER_INSERT) {
+    const rows = w.segments.slice(i, i + SEGMENT_ROWS_PER_INSERT).map((seg, j) => segmentRow(w.conversationId, w.position + i + j, seg));
+    await run(insertSegmentsSql(rows.length), rows.flatMap(segmentValues));
+  }
+  await run('UPDATE conversations SET updated_at = ? WHERE id = ?', [isoNow(w.now), w.conversationId]);
+}
+
 /** Columns a query selects: the conversation plus its folder's name. */
 const COLUMNS = ['c.*', 'f.name as folder_name'];
 
 export class ConversationsRepository {
-  constructor(private readonly knex: Knex) {}
+  readonly #tailWrites: GroupCommit<TailWrite>;
+
+  constructor(private readonly knex: Knex) {
+    this.#tailWrites = new GroupCommit<TailWrite>(knex, writeTail);
+  }
 
   #base(db: Knex | Knex.Transaction = this.knex): Knex.QueryBuilder {
     return db('conversations as c').leftJoin('folders as f', 'f.id', 'c.folder_id').select(COLUMNS);
@@ -302,18 +324,14 @@ export class ConversationsRepository {
 
   /**
    * Replaces every segment from `position` on (the live engine rewrites the tail as the provider revises it). Runs every
-   * 600 ms per talking session, so its statements are prepared once per connection (engine/db/prepared.ts).
+   * 600 ms per talking session: statements prepared once per connection (engine/db/prepared.ts), and writes of
+   * several sessions that queue up share one transaction (engine/db/group-commit.ts).
    */
-  async replaceSegmentsFrom(conversationId: string, position: number, segments: readonly SegmentInput[], now: number): Promise<void> {
-    await writeTransaction(this.knex, async (run) => {
-      await run('DELETE FROM conversation_segments WHERE conversation_id = ? AND position >= ?', [conversationId, position]);
-      for (let i = 0; i < segments.length; i += SEGMENT_ROWS_PER_INSERT) {
-        const rows = segments.slice(i, i + SEGMENT_ROWS_PER_INSERT).map((seg, j) => segmentRow(conversationId, position + i + j, seg));
-        await run(insertSegmentsSql(rows.length), rows.flatMap(segmentValues));
-      }
-      await run('UPDATE conversations SET updated_at = ? WHERE id = ?', [isoNow(now), conversationId]);
-    });
+  replaceSegmentsFrom(conversationId: string, position: number, segments: readonly SegmentInput[], now: number): Promise<void> {
+    return this.#tailWrites.submit({ conversationId, position, segments, now });
   }
+
+
 
   /** Whether the conversation is still `in_progress` (the live loop asks before each write: it may have ended elsewhere). */
   async isInProgress(id: string): Promise<boolean> {

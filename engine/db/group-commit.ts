@@ -1,0 +1,67 @@
+// Group commit: writes that arrive while a transaction runs go together in the next one.
+//
+// Rationale: every talking session writes its transcript tail every 600 ms; one transaction each costs a BEGIN and a
+// COMMIT (each a round trip through the sqlite thread pool) per write. Here the first write runs at once (no added
+// latency when the node is quiet) and those that queue behind it share one transaction. A write that fails does not
+// fail the writes it was grouped with: after a failed group each write is retried alone and answers for itself.
+import type { Knex } from 'knex';
+import { writeTransaction, type TransactionRun } from './prepared.js';
+
+interface Pending<T> {
+  op: T;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export class GroupCommit<T> {
+  readonly #knex: Knex;
+  readonly #apply: (run: TransactionRun, op: T) => Promise<void>;
+  readonly #maxOps: number;
+  #queue: Pending<T>[] = [];
+  #running = false;
+
+  /** `apply` runs one write's statements inside the shared transaction; at most `maxOps` writes share one. */
+  constructor(knex: Knex, apply: (run: TransactionRun, op: T) => Promise<void>, maxOps = 64) {
+    this.#knex = knex;
+    this.#apply = apply;
+    this.#maxOps = maxOps;
+  }
+
+  /** Resolves once `op` is committed; rejects with its own error only. */
+  submit(op: T): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ op, resolve, reject });
+      if (!this.#running) void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    this.#running = true;
+    try {
+      while (this.#queue.length > 0) {
+        const group = this.#queue.splice(0, this.#maxOps);
+        try {
+          await writeTransaction(this.#knex, async (run) => {
+            for (const p of group) await this.#apply(run, p.op);
+          });
+          for (const p of group) p.resolve();
+        } catch (err) {
+          if (group.length === 1) {
+            group[0]!.reject(err);
+            continue;
+          }
+          for (const p of group) {
+            try {
+              await writeTransaction(this.#knex, (run) => this.#apply(run, p.op));
+              p.resolve();
+            } catch (own) {
+              p.reject(own);
+            }
+          }
+        }
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+}
