@@ -136,7 +136,7 @@ export class Service {
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
-      startMemoryTrim({ scheduler, registry, logger, intervalS: config.mallocTrimIntervalS });
+      startMemoryTrim({ scheduler, registry, intervalS: config.mallocTrimIntervalS });
       const apiKeys = new ApiKeysRepository(store.knex);
       const versions = new DataVersions({ redis, prefix: config.redisPrefix, logger });
       const users = new UsersRepository(store.knex, versions);

@@ -3,14 +3,12 @@
 // Rationale: one scheduler entry on the main thread; malloc_trim walks every arena (a few ms for a few hundred MiB),
 // so it runs seconds apart, never per session. Its cost and effect are metrics an operator can read.
 import client from 'prom-client';
-import type { Logger } from './logger.js';
 import type { Scheduler, TimerId } from './scheduler.js';
 import { canTrim, trimMalloc } from '../native/memory.js';
 
 export interface MemoryTrimOptions {
   scheduler: Scheduler;
   registry: client.Registry;
-  logger: Logger;
   /** Seconds between two trims; 0 turns trimming off. */
   intervalS: number;
   /** Test seam: the trim itself. @defaultValue the native malloc_trim(0) */

@@ -150,7 +150,7 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     this.#state = 'closing';
     if (!flush) this.#shard.unstage(this);
     await this.ready.catch(() => undefined);
-    if (this.pendingBytes > 0 || this.stagedMessages > 0 || this.inFlightMessages > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+    if (this.stagedMessages > 0 || this.inFlightMessages > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
     try {
       const answer = await this.#shard.run({ type: 'close', key: this.key, flush });
       if (answer.ok && 'recreated' in answer && answer.pcm.some((p) => p.length > 0)) this.#emitPcm(answer.pcm, 0, 0, false, true);

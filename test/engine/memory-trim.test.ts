@@ -3,7 +3,6 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import client from 'prom-client';
 import { ManualClock } from '../../engine/clock.js';
-import { createLogger } from '../../engine/logger.js';
 import { Scheduler } from '../../engine/scheduler.js';
 import { startMemoryTrim } from '../../engine/memory-trim.js';
 import { canTrim, trimMalloc } from '../../native/memory.js';
@@ -14,7 +13,7 @@ t.test('trims every interval on the scheduler and counts runs and time; 0 turns 
   t.teardown(() => scheduler.close());
   const registry = new client.Registry();
   let calls = 0;
-  const id = startMemoryTrim({ scheduler, registry, logger: createLogger('silent'), intervalS: 10, trim: () => ++calls % 2 === 1 });
+  const id = startMemoryTrim({ scheduler, registry, intervalS: 10, trim: () => ++calls % 2 === 1 });
   t.ok(id !== undefined);
   for (let s = 1; s <= 30; s++) {
     clock.advance(1000);
@@ -25,7 +24,7 @@ t.test('trims every interval on the scheduler and counts runs and time; 0 turns 
   t.match(text, /process_malloc_trims_total\{released="true"\} 2/);
   t.match(text, /process_malloc_trims_total\{released="false"\} 1/);
   t.match(text, /process_malloc_trim_seconds_total \d/);
-  const off = startMemoryTrim({ scheduler, registry: new client.Registry(), logger: createLogger('silent'), intervalS: 0, trim: () => t.fail('must not run') });
+  const off = startMemoryTrim({ scheduler, registry: new client.Registry(), intervalS: 0, trim: () => t.fail('must not run') });
   t.equal(off, undefined, 'interval 0: no scheduler entry');
 });
 

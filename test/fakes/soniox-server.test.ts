@@ -34,6 +34,18 @@ function sdk(fake: FakeSoniox, apiKey = FAKE_SONIOX_KEY): SonioxNodeClient {
   return new SonioxNodeClient({ api_key: apiKey, realtime: { ws_base_url: fake.url } });
 }
 
+/** A fake on a manual clock, and an SDK session connected to it whose next error is awaited. */
+async function clockedSession(t: Test) {
+  const clock = new ManualClock();
+  const scheduler = new Scheduler({ clock, resolutionMs: 0 });
+  t.teardown(() => scheduler.close());
+  const fake = await fakeFor(t, { clock, scheduler });
+  const session = sdk(fake).realtime.stt(CONFIG);
+  const error = nextError(session);
+  await session.connect();
+  return { clock, scheduler, fake, session, error };
+}
+
 /** The first error the session reports. */
 function nextError(session: ReturnType<SonioxNodeClient['realtime']['stt']>): Promise<Error> {
   return new Promise((resolve) => session.once('error', resolve));
@@ -165,13 +177,7 @@ t.test('a mid-stream drop is a lost connection for the SDK', async (t) => {
 });
 
 t.test('the idle watchdog: 20 s without audio or keepalive closes the stream (408), keepalive postpones it', async (t) => {
-  const clock = new ManualClock();
-  const scheduler = new Scheduler({ clock, resolutionMs: 0 });
-  t.teardown(() => scheduler.close());
-  const fake = await fakeFor(t, { clock, scheduler });
-  const session = sdk(fake).realtime.stt(CONFIG);
-  const error = nextError(session);
-  await session.connect();
+  const { clock, scheduler, fake, session, error } = await clockedSession(t);
   session.sendAudio(audio(100));
   await fake.waitFor(() => fake.sessions[0]?.audioBytes === 3200);
   clock.advance(15000);
@@ -189,13 +195,7 @@ t.test('the idle watchdog: 20 s without audio or keepalive closes the stream (40
 });
 
 t.test('a stream that never sends audio is closed with 400 "No audio received"', async (t) => {
-  const clock = new ManualClock();
-  const scheduler = new Scheduler({ clock, resolutionMs: 0 });
-  t.teardown(() => scheduler.close());
-  const fake = await fakeFor(t, { clock, scheduler });
-  const session = sdk(fake).realtime.stt(CONFIG);
-  const error = nextError(session);
-  await session.connect();
+  const { clock, scheduler, fake, error } = await clockedSession(t);
   await fake.waitFor(() => fake.sessions[0]?.config !== undefined);
   clock.advance(21000);
   await scheduler.tick();
