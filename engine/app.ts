@@ -26,7 +26,7 @@ import type { Scope } from './protocol.js';
 import { RateLimiter } from './rate-limit.js';
 import { DataVersions } from './data-versions.js';
 import { Scheduler } from './scheduler.js';
-import { startMemoryTrim, tuneMallocForService } from './memory-trim.js';
+import { startMemoryTrim } from './memory-trim.js';
 import { CodecPool } from './pool.js';
 import type { SttEngine } from './stt/types.js';
 import { createSttEngines } from './stt/engines.js';
@@ -117,7 +117,6 @@ export class Service {
     const { config } = opts;
     const clock = opts.clock ?? systemClock;
     const logger = opts.logger ?? createLogger(config.logLevel);
-    if (config.mallocTrimIntervalS > 0) tuneMallocForService();
     const { url: redisUrl, embedded } = await resolveRedis(config, logger);
     const store: Store = openStore(storeOptions(config));
     const redis = createRedis(redisUrl);

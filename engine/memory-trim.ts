@@ -4,7 +4,7 @@
 // so it runs seconds apart, never per session. Its cost and effect are metrics an operator can read.
 import client from 'prom-client';
 import type { Scheduler, TimerId } from './scheduler.js';
-import { canTrim, trimMalloc, tuneMalloc } from '../native/memory.js';
+import { canTrim, trimMalloc } from '../native/memory.js';
 
 export interface MemoryTrimOptions {
   scheduler: Scheduler;
@@ -27,18 +27,4 @@ export function startMemoryTrim(o: MemoryTrimOptions): TimerId | undefined {
     seconds.inc(Number(process.hrtime.bigint() - t0) / 1e9);
     runs.inc({ released: String(released) });
   });
-}
-
-/** glibc's own environment variables for the two settings: an operator who sets them keeps them. */
-const GLIBC_ENV = { mmapThreshold: 'MALLOC_MMAP_THRESHOLD_', arenaMax: 'MALLOC_ARENA_MAX' } as const;
-
-/**
- * Malloc settings for a long-running node (native/memory.cc says why): big buffers (≥ 128 KiB) mapped and unmapped
- * rather than left as holes in the arenas, at most 2 arenas (a node has two busy threads; more arenas only keep more
- * free pages). Call once at start-up, before the codec threads start. Answers what was applied.
- */
-export function tuneMallocForService(env: NodeJS.ProcessEnv = process.env): { mmapThresholdBytes: number; arenaMax: number } {
-  const mmapThresholdBytes = env[GLIBC_ENV.mmapThreshold] === undefined ? 128 * 1024 : 0;
-  const arenaMax = env[GLIBC_ENV.arenaMax] === undefined ? 2 : 0;
-  return tuneMalloc(mmapThresholdBytes, arenaMax) ? { mmapThresholdBytes, arenaMax } : { mmapThresholdBytes: 0, arenaMax: 0 };
 }

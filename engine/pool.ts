@@ -1,4 +1,4 @@
-// The codec shards: one-thread Piscina pools that decode live audio; each session is pinned to one shard.
+// The codec shards: one thread each (engine/task-thread.ts) that decodes live audio; each session is pinned to one shard.
 //
 // Rationale: Opus, LC3 and AAC decoders carry state from frame to frame, so a session's decoders live in one
 // thread (workers/decode.ts) and every message of that session goes there. A message is copied once, on arrival, into
@@ -10,10 +10,10 @@
 import { EventEmitter } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { Piscina } from 'piscina';
 import { EngineError } from './errors.js';
 import { checkCodecParams, codecIndex, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type PackedAnswer } from '../workers/messages.js';
 import { readPackedAnswer, RecordWriter } from '../workers/packing.js';
+import { TaskThread } from './task-thread.js';
 
 export { CODECS, CODEC_SAMPLE_RATES_HZ, OUTPUT_SAMPLE_RATE_HZ, type Codec, type CodecParams } from '../workers/messages.js';
 
@@ -200,7 +200,7 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
 /** @internal one codec thread and the sessions pinned to it. */
 class Shard {
   readonly #streams = new Map<number, CodecStream>();
-  readonly #piscina: Piscina<CodecTask, CodecAnswer>;
+  readonly #thread: TaskThread<CodecTask, CodecAnswer>;
   readonly #windowMs: number;
   #nextKey = 1;
   readonly #staging = new RecordWriter();
@@ -210,7 +210,7 @@ class Shard {
   #lastSentAt = -Infinity;
   #timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   #destroyed = false;
-  /** Thread exits seen (crashes); Piscina replaces the thread. */
+  /** Thread exits seen (crashes); TaskThread replaces the thread. */
   crashes = 0;
   /** Decode tasks sent, and stream batches they carried (their ratio is the batching achieved). */
   tasks = 0;
@@ -222,17 +222,8 @@ class Shard {
     windowMs: number,
   ) {
     this.#windowMs = windowMs;
-    this.#piscina = new Piscina<CodecTask, CodecAnswer>({
-      filename,
-      minThreads: 1,
-      maxThreads: 1,
-      // Async tasks (AAC waits on ffmpeg) interleave with open/close; decode tasks go one at a time (see #send).
-      concurrentTasksPerWorker: 256,
-      idleTimeout: Infinity,
-      // The thread must keep its event loop running between tasks (ffmpeg pipes), so no Atomics.wait.
-      atomics: 'disabled',
-    });
-    this.#piscina.on('error', () => {
+    // Async tasks (AAC waits on ffmpeg) interleave with open/close; decode tasks go one at a time (see #send).
+    this.#thread = new TaskThread<CodecTask, CodecAnswer>(filename, () => {
       this.crashes++;
     });
   }
@@ -257,7 +248,7 @@ class Shard {
   }
 
   run(task: CodecTask, transferList?: ArrayBuffer[]): Promise<CodecAnswer> {
-    return this.#piscina.run(task, transferList === undefined ? {} : { transferList });
+    return this.#thread.run(task, transferList);
   }
 
   /** Copies a message into the staging area; the next task takes it. */
@@ -313,7 +304,7 @@ class Shard {
     this.batches += streams.length;
     this.run({ type: 'decodePacked', params, records }, [records.buffer as ArrayBuffer, params.buffer]).then(
       (answer) => this.#settle(streams, answer as PackedAnswer | FailAnswer),
-      // The thread died with the task (Piscina starts a new one): these batches are lost, the sessions are not.
+      // The thread died with the task (a new one is starting): these batches are lost, the sessions are not.
       (err: unknown) => this.#settle(streams, err instanceof Error ? err : new Error(String(err))),
     );
   }
@@ -333,7 +324,7 @@ class Shard {
     this.#destroyed = true;
     clearTimeout(this.#timer as NodeJS.Timeout);
     clearImmediate(this.#timer as NodeJS.Immediate);
-    return this.#piscina.destroy();
+    return this.#thread.destroy();
   }
 }
 
@@ -378,7 +369,7 @@ export class CodecPool {
     return shard.open(options);
   }
 
-  /** Test-only: kills shard `index`'s thread (Piscina replaces it; its sessions re-create their decoders). */
+  /** Test-only: kills shard `index`'s thread (a new one starts; its sessions re-create their decoders). */
   async crashShard(index: number): Promise<void> {
     await this.#shards[index]?.run({ type: 'crash' }).catch(() => {});
   }

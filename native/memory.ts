@@ -6,7 +6,6 @@ import path from 'node:path';
 
 interface NativeMemory {
   trim(): boolean;
-  tune(mmapThresholdBytes: number, arenaMax: number): boolean;
 }
 
 // Compiled to dist/native/memory.js, the source sits at native/; look in both (as native/index.ts does).
@@ -24,12 +23,4 @@ export const canTrim = addon !== undefined;
 /** Gives memory malloc keeps after free() back to the kernel; true if any was released. */
 export function trimMalloc(): boolean {
   return addon?.trim() ?? false;
-}
-
-/**
- * Sets malloc's mmap threshold (fixed, no longer raised by glibc as big blocks are freed) and its arena cap; 0 leaves
- * one alone. True if glibc took them; false without the addon or on another libc.
- */
-export function tuneMalloc(mmapThresholdBytes: number, arenaMax: number): boolean {
-  return addon?.tune(mmapThresholdBytes, arenaMax) ?? false;
 }

@@ -1,6 +1,6 @@
 // Codec shard worker: keeps `stream key → decoders` in this thread and answers open / decodePacked / close tasks.
 import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer } from './messages.js';
-import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
+import { createChannelDecoder, type ChannelDecoder, type ChannelResult } from './channel-decoders.js';
 import { packAnswer, readRecords, type DecodedPart } from './packing.js';
 
 interface Session {
@@ -40,14 +40,14 @@ function pcmAnswer(pcm: Int16Array[]): PcmAnswer {
   return moveAnswer<PcmAnswer>({ ok: true, pcm, frames: 0, corruptFrames: 0, recreated: false }, pcm.map((p) => p.buffer as ArrayBuffer));
 }
 
-/** Decodes one stream's messages of a task. */
-async function decodeStream(key: number, params: CodecParams, messages: readonly Uint8Array[]): Promise<DecodedPart> {
+/** Decodes one stream's messages of a task; synchronous unless a decoder is (AAC waits on ffmpeg). */
+function decodeStream(key: number, params: CodecParams, messages: readonly Uint8Array[]): DecodedPart | Promise<DecodedPart> {
   let session = sessions.get(key);
   // Unknown here but known to the pool: this thread replaced a crashed one. Re-create the decoders and go on.
   const recreated = session === undefined;
   session ??= openSession(key, params);
   const { channels } = session;
-  let corruptFrames = 0;
+  let routedOut = 0;
   // Route each message to its channel; with two channels the first byte names it.
   let perChannel: (readonly Uint8Array[])[];
   if (channels.length === 1) {
@@ -57,19 +57,21 @@ async function decodeStream(key: number, params: CodecParams, messages: readonly
     for (const m of messages) {
       const id = m[0];
       if (id === 0x01 || id === 0x02) split[id - 1]!.push(m.subarray(1));
-      else corruptFrames++;
+      else routedOut++;
     }
     perChannel = split;
   }
-  const pcm: Int16Array[][] = [];
-  let frames = 0;
-  for (let c = 0; c < channels.length; c++) {
-    const r = await channels[c]!.decode(perChannel[c]!);
-    frames += r.frames;
-    corruptFrames += r.corruptFrames;
-    pcm.push(r.pcm);
-  }
-  return { pcm, frames, corruptFrames, recreated };
+  const results = channels.map((c, i) => c.decode(perChannel[i]!));
+  const assemble = (done: readonly ChannelResult[]): DecodedPart => {
+    let frames = 0;
+    let corruptFrames = routedOut;
+    for (const r of done) {
+      frames += r.frames;
+      corruptFrames += r.corruptFrames;
+    }
+    return { pcm: done.map((r) => r.pcm), frames, corruptFrames, recreated };
+  };
+  return results.some((r) => r instanceof Promise) ? Promise.all(results).then(assemble) : assemble(results as ChannelResult[]);
 }
 
 /** A decoder that threw on something other than a frame is not trusted further: drop it; the next task re-creates it. */
@@ -79,19 +81,38 @@ function dropAfterError(key: number, err: unknown): FailAnswer {
   return fail('ENG_ERR_CODEC_FAILED', err instanceof Error ? err.message : String(err));
 }
 
-/** Every stream at once (AAC streams wait on ffmpeg concurrently); one failing stream does not fail the others. */
-async function decodePacked(task: DecodePackedTask): Promise<PackedAnswer> {
+type StreamResult = { key: number; result: DecodedPart | FailAnswer };
+
+function packed(parts: readonly StreamResult[]): PackedAnswer {
+  const answer = packAnswer(parts);
+  return moveAnswer<PackedAnswer>(answer, [answer.entries.buffer as ArrayBuffer, answer.pcm.buffer as ArrayBuffer]);
+}
+
+/**
+ * Every stream of the task; one failing stream does not fail the others. Synchronous when every decoder is (no
+ * promise per stream); AAC streams wait on ffmpeg concurrently.
+ */
+function decodePacked(task: DecodePackedTask): PackedAnswer | Promise<PackedAnswer> {
   const byKey = readRecords(task.records);
   const p = task.params;
-  const jobs: Promise<{ key: number; result: DecodedPart | FailAnswer }>[] = [];
+  const parts: (StreamResult | Promise<StreamResult>)[] = [];
+  let waits = false;
   for (let i = 0; i < p.length; i += 4) {
     const key = p[i]!;
     const params: CodecParams = { codec: CODECS[p[i + 1]!]!, sampleRate: p[i + 2]!, channels: p[i + 3] as 1 | 2 };
-    const messages = byKey.get(key) ?? [];
-    jobs.push(decodeStream(key, params, messages).then((result) => ({ key, result }), (err: unknown) => ({ key, result: dropAfterError(key, err) })));
+    try {
+      const result = decodeStream(key, params, byKey.get(key) ?? []);
+      if (result instanceof Promise) {
+        waits = true;
+        parts.push(result.then((r) => ({ key, result: r }), (err: unknown) => ({ key, result: dropAfterError(key, err) })));
+      } else {
+        parts.push({ key, result });
+      }
+    } catch (err) {
+      parts.push({ key, result: dropAfterError(key, err) });
+    }
   }
-  const answer = packAnswer(await Promise.all(jobs));
-  return moveAnswer<PackedAnswer>(answer, [answer.entries.buffer as ArrayBuffer, answer.pcm.buffer as ArrayBuffer]);
+  return waits ? Promise.all(parts).then(packed) : packed(parts as StreamResult[]);
 }
 
 async function close(key: number, flush: boolean): Promise<CodecAnswer> {
@@ -107,7 +128,7 @@ async function close(key: number, flush: boolean): Promise<CodecAnswer> {
   return pcmAnswer(pcm);
 }
 
-export default async function handle(task: CodecTask): Promise<CodecAnswer> {
+export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnswer> {
   try {
     switch (task.type) {
       case 'open': {
@@ -117,15 +138,14 @@ export default async function handle(task: CodecTask): Promise<CodecAnswer> {
         return { ok: true };
       }
       case 'decodePacked':
-        return await decodePacked(task);
+        return decodePacked(task);
       case 'close':
-        return await close(task.key, task.flush);
+        return close(task.key, task.flush).catch((err: unknown) => dropAfterError(task.key, err));
       case 'crash':
         // Test-only: in a worker thread process.exit ends this thread, not the process.
         process.exit(1);
     }
   } catch (err) {
-    if (task.type === 'close') return dropAfterError(task.key, err);
     return fail('ENG_ERR_CODEC_FAILED', err instanceof Error ? err.message : String(err));
   }
 }

@@ -1,5 +1,4 @@
 // Task and answer shapes of the codec shards (workers/decode.ts), shared by engine/pool.ts and the thread.
-import { move } from 'piscina';
 
 /** Codec names of the listen query (SPEC, "Real-time transcription WebSocket"). */
 export const CODECS = ['pcm8', 'pcm16', 'opus', 'opus_fs320', 'aac', 'lc3', 'lc3_fs1030'] as const;
@@ -113,11 +112,16 @@ export interface PackedAnswer {
 
 export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer | PackedAnswer;
 
-/** Wraps an answer so Piscina moves `buffers` back to the main thread instead of copying them. */
+/** Buffers an answer moves to the main thread (workers/task-thread.ts reads them); a WeakMap so answers stay plain. */
+const moves = new WeakMap<object, ArrayBuffer[]>();
+
+/** Marks `buffers` of an answer to be moved to the main thread instead of copied. */
 export function moveAnswer<T extends object>(value: T, buffers: ArrayBuffer[]): T {
-  const transferable = {
-    [Symbol.for('Piscina.transferable')]: buffers,
-    [Symbol.for('Piscina.valueOf')]: value,
-  };
-  return move(transferable as unknown as Parameters<typeof move>[0]) as unknown as T;
+  moves.set(value, buffers);
+  return value;
+}
+
+/** The buffers moveAnswer() marked on `value` (none for an unmarked answer). */
+export function movesOf(value: unknown): ArrayBuffer[] {
+  return (typeof value === 'object' && value !== null && moves.get(value)) || [];
 }

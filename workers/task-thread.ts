@@ -1,0 +1,42 @@
+// Entry of a codec shard's thread (engine/task-thread.ts starts it): loads the handler module named in workerData and
+// answers each `{ id, task }` with `{ id, answer }`, moving the buffers the handler marked (workers/messages.ts).
+//
+// Rationale: a shard is one thread with one caller, so a pool's queueing, async-resource and balancing work per task
+// is not needed; this loop is all that is. Tasks run as they arrive: an async handler (AAC waits on ffmpeg) lets the
+// next task start, as Piscina's concurrentTasksPerWorker did.
+import { parentPort, workerData } from 'node:worker_threads';
+import { movesOf } from './messages.js';
+
+export interface ThreadRequest {
+  id: number;
+  task: unknown;
+}
+
+export type ThreadReply = { id: number; answer: unknown } | { id: number; error: string };
+
+type Handler = (task: unknown) => unknown;
+
+const port = parentPort;
+if (port === null) throw new Error('workers/task-thread.js runs in a worker thread');
+const { filename } = workerData as { filename: string };
+const handle = ((await import(filename)) as { default: Handler }).default;
+
+function reply(id: number, answer: unknown): void {
+  port!.postMessage({ id, answer } satisfies ThreadReply, movesOf(answer));
+}
+
+function replyError(id: number, err: unknown): void {
+  port!.postMessage({ id, error: err instanceof Error ? err.message : String(err) } satisfies ThreadReply);
+}
+
+port.on('message', ({ id, task }: ThreadRequest) => {
+  let answer: unknown;
+  try {
+    answer = handle(task);
+  } catch (err) {
+    replyError(id, err);
+    return;
+  }
+  if (answer instanceof Promise) answer.then((a) => reply(id, a), (err: unknown) => replyError(id, err));
+  else reply(id, answer);
+});
