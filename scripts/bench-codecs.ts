@@ -1,5 +1,5 @@
 // Bench: CPU per second of audio for each codec, through the codec shards vs the decoder called in-process.
-// Run: node dist/scripts/bench-codecs.js [sessions=50] [messages=1] [codec,codec…]. CPU counts every thread of this process plus reaped
+// Run: node dist/scripts/bench-codecs.js [sessions=50] [outstanding=2] [codec,codec…] [windowMs=0]. CPU counts every thread of this process plus reaped
 // children (ffmpeg). Engine path as a live node runs it: every session pushes `messages` frames, waits for their PCM,
 // pushes the next, all sessions at once (so one shard task serves many sessions, as under load).
 import { execFileSync } from 'node:child_process';
@@ -13,7 +13,7 @@ import { Resampler } from '../workers/resample.js';
 import { aacAdts, frames, pcmMessages, speech } from '../test/helpers/codec-fixtures.js';
 
 const sessions = Number(process.argv[2] ?? 50);
-const perPush = Number(process.argv[3] ?? 1);
+const perPush = Number(process.argv[3] ?? 2);
 /** Optional comma-separated codec names: only those run. */
 const only = process.argv[4]?.split(',').filter(Boolean);
 /** The shards' batch window (the service's is 20 ms; it only holds back a task when the shard was idle). */
@@ -129,7 +129,7 @@ async function main(): Promise<void> {
       direct = Math.min(direct, cpuMicros() - t0);
     }
     const directPerSec = direct / c.seconds;
-    // Engine path: `sessions` concurrent sessions, `perPush` messages at a time each.
+    // Engine path: `sessions` concurrent sessions, `perPush` messages outstanding each.
     const t0 = cpuMicros();
     const w0 = performance.now();
     const streams = Array.from({ length: sessions }, (_, i) => pool.open({ sessionId: `${c.codec}-${i}`, codec: c.codec, sampleRate: c.rate, channels: 1 }));
@@ -150,7 +150,7 @@ async function main(): Promise<void> {
   }
   await pool.close();
   rmSync(dir, { recursive: true, force: true });
-  console.log(`machine: ${cpus().length}× ${cpus()[0]?.model ?? '?'}, node ${process.version}, ${sessions} sessions/codec, ${perPush} message(s) per push, 1 shard`);
+  console.log(`machine: ${cpus().length}× ${cpus()[0]?.model ?? '?'}, node ${process.version}, ${sessions} sessions/codec, ${perPush} frame(s) outstanding each, batch window ${windowMs} ms, 1 shard`);
   console.log('baseline: the decoder called in-process (aac: one ffmpeg run over the whole file)');
   const head = ['codec', 'in Hz', 'direct µs/s', 'engine µs/s', 'ratio', 'x realtime (wall)'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

@@ -9,9 +9,11 @@ import { CODECS as CODEC_FIXTURES } from '../listen/fixtures.mjs';
 
 const CODECS = Object.keys(CODEC_FIXTURES);
 
-export const USAGE = `npm run bench -- codecs [--sessions 50] [--messages 1]
+export const USAGE = `npm run bench -- codecs [--sessions 50] [--messages 2] [--window 0] [--codec opus,lc3]
   --sessions     concurrent sessions per codec (default 50: a loaded node, where one shard task serves many sessions)
-  --messages     messages each session pushes before waiting for their PCM (default 1, a device's pace)
+  --messages     frames each session keeps outstanding (default 2: one more pushed as each comes back decoded)
+  --window       the shards' batch window in ms (default 0; the service's 20 ms only delays a task after an idle spell)
+  --codec        only these codecs (comma-separated; default all seven)
   --out          result file (default bench/results/<timestamp>-codecs.json)`;
 
 /** Column titles of scripts/bench-codecs.ts and the JSON field each becomes. */
@@ -54,12 +56,16 @@ export function parseCodecTable(out) {
 export async function run(options) {
   const sessions = Number(options.sessions ?? 50);
   if (!Number.isInteger(sessions) || sessions < 1) throw new Error('--sessions must be a positive integer');
-  const messages = Number(options.messages ?? 1);
+  const messages = Number(options.messages ?? 2);
   if (!Number.isInteger(messages) || messages < 1) throw new Error('--messages must be a positive integer');
+  const windowMs = Number(options.window ?? 0);
+  if (!Number.isFinite(windowMs) || windowMs < 0) throw new Error('--window must be a number of ms ≥ 0');
+  const only = typeof options.codec === 'string' ? options.codec.split(',').filter(Boolean) : CODECS;
+  for (const c of only) if (!CODECS.includes(c)) throw new Error(`--codec: unknown codec ${c} (one of ${CODECS.join(', ')})`);
   const m = machine();
-  const progress = new Progress('codecs', CODECS.length, 'codecs');
+  const progress = new Progress('codecs', only.length, 'codecs');
   progress.update(0, 'encoding the fixtures');
-  const child = track(spawn(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/bench-codecs.js'), String(sessions), String(messages)], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(spawn(process.execPath, [path.join(ROOT_DIR, 'dist/scripts/bench-codecs.js'), String(sessions), String(messages), only.join(','), String(windowMs)], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   let err = '';
   child.stdout.on('data', (/** @type {Buffer} */ b) => (out += b.toString()));
@@ -87,8 +93,8 @@ export async function run(options) {
     version: 2,
     startedAt: new Date().toISOString(),
     machine: m,
-    options: { sessions, messages },
-    baseline: `${baseline} (direct); engine = the codec shards, ${sessions} concurrent sessions per codec, ${messages} message(s) per push`,
+    options: { sessions, messages, windowMs, codecs: only },
+    baseline: `${baseline} (direct); engine = the codec shards, ${sessions} concurrent sessions per codec, ${messages} frame(s) outstanding each, batch window ${windowMs} ms`,
     summary: {
       head: ['codec', 'in Hz', 'direct µs per s of audio', 'engine µs per s of audio', 'engine / direct', 'x realtime (wall)'],
       rows: rows.map((r) => [cell(r.codec), cell(r.inHz), cell(r.directUsPerS), cell(r.engineUsPerS), cell(r.ratio), cell(r.xRealtime)]),
