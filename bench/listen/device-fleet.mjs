@@ -49,7 +49,7 @@ const SUMMED = ['opened', 'streams', 'closed', 'frames', 'bytes', 'audioMs', 'ke
  * @property {number} backlogBytes bytes written by the devices and not yet taken by the kernel
  * @property {number} cpuS the generators' own CPU seconds
  * @property {Record<string, number>} refused upgrades refused, by HTTP status (0: no answer)
- * @property {Record<string, number>} unexpected sessions closed by the server (or the network), by close code
+ * @property {Record<string, number>} unexpected sessions closed by the server (or the network), by close code and the device's state then (`1006 open`: before ready)
  */
 
 export class DeviceFleet {

@@ -88,11 +88,11 @@ export class Device {
           } else if (text.includes('"stt_failed"')) stats.sttFailed++;
         },
         onCloseFrame: (code) => {
-          if (this.state !== 'closing') stats.unexpected[code] = (stats.unexpected[code] ?? 0) + 1;
+          if (this.state !== 'closing') stats.unexpected[`${code} ${this.state}`] = (stats.unexpected[`${code} ${this.state}`] ?? 0) + 1;
           this.state = 'closing';
         },
         onSocketClose: () => {
-          if (this.state !== 'closing' && this.state !== 'connecting') stats.unexpected[1006] = (stats.unexpected[1006] ?? 0) + 1;
+          if (this.state !== 'closing' && this.state !== 'connecting') stats.unexpected[`1006 ${this.state}`] = (stats.unexpected[`1006 ${this.state}`] ?? 0) + 1;
           if (wasReady) stats.closed++;
           this.state = 'none';
           this.ws = undefined;
