@@ -185,6 +185,14 @@ export class Service {
           this.set(actors.size);
         },
       });
+      new client.Gauge({
+        name: 'listen_sessions_draining',
+        help: 'Sessions of listen_sessions whose client left and that are still finishing their audio (not counted against the per-user limit).',
+        registers: [registry],
+        collect() {
+          this.set(actors.draining);
+        },
+      });
       const kept = new KeptAudioStore(config.dataDir);
       if (runsJobs) worker = new ProcessConversationWorker({ services, events, redisUrl, prefix: config.redisPrefix, concurrency: config.jobConcurrency, kept: keptIndex });
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.

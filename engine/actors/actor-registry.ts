@@ -33,6 +33,13 @@ export class ActorRegistry {
     return this.#actors.size;
   }
 
+  /** Sessions whose client left and that are still finishing their audio (decode, finalize, persist). */
+  get draining(): number {
+    let n = 0;
+    for (const a of this.#actors) if (a.clientGone) n++;
+    return n;
+  }
+
   get accepting(): boolean {
     return this.#accepting;
   }
@@ -41,7 +48,11 @@ export class ActorRegistry {
   admit(uid: string): Admission {
     if (!this.#accepting) return { ok: false, code: CloseCode.GOING_AWAY, reason: 'server shutting down' };
     if (this.#actors.size >= this.#o.maxSessions) return { ok: false, code: CloseCode.TRY_AGAIN_LATER, reason: 'try again later' };
-    if ((this.#byUser.get(uid)?.size ?? 0) >= this.#o.maxSessionsPerUser) {
+    // A session whose client already left still drains (decode, finalize, persist) but no longer counts against its
+    // user: a device that drops and reconnects at once is not refused while its last session finishes.
+    let connected = 0;
+    for (const a of this.#byUser.get(uid) ?? []) if (!a.clientGone) connected++;
+    if (connected >= this.#o.maxSessionsPerUser) {
       return { ok: false, code: CloseCode.TRY_AGAIN_LATER, reason: 'too many sessions for this user' };
     }
     return { ok: true };

@@ -85,6 +85,7 @@ export class SessionActor {
   #lastClientMessageMs: number;
   #flushing: Promise<void> | undefined;
   #draining: Promise<void> | undefined;
+  #clientGone = false;
   /** Counters for tests and metrics. */
   readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0, speakerAssignments: 0, invalidSpeakerAssignments: 0, imageChunks: 0, rejectedImageChunks: 0, imagesCompleted: 0, imagesExpired: 0, corruptFrames: 0 };
   /** speaker_assigned maps (REFERENCE §1.7): applied to later segments in the 600 ms step. */
@@ -230,8 +231,14 @@ export class SessionActor {
     this.#out.drain();
   }
 
+  /** True once the client's socket closed: the actor may still be finishing (draining) its audio. */
+  get clientGone(): boolean {
+    return this.#clientGone;
+  }
+
   /** The client went away: finalise what was accepted, persist it, release everything. */
   onClientClosed(): void {
+    this.#clientGone = true;
     this.#out.close();
     void this.drain(CloseCode.NORMAL, 'client closed');
   }

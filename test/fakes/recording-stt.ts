@@ -32,8 +32,11 @@ export class RecordingSttStream implements SttStream {
   fail(failure: SttFailure): void {
     this.#events.emit('failure', failure);
   }
+  /** When set, finalize() waits for it (a provider slow to answer the last audio). */
+  finalizeGate: Promise<void> | undefined;
   async finalize(): Promise<void> {
     this.finalized = true;
+    await this.finalizeGate;
     const answer = this.onFinalize?.(this);
     if (answer && answer.length > 0) this.emit(answer);
   }

@@ -46,6 +46,29 @@ t.test('rejections before and after the upgrade', async (t) => {
   await Promise.all([first.closed, second.closed]);
 });
 
+t.test('a session still draining after its client left does not count against the per-user limit', async (t) => {
+  const engine = new RecordingSttEngine();
+  const ts = await startService(t, { sttEngines: [engine], env: { MAX_SESSIONS_PER_USER: '1' } });
+  const first = await open(ts, { uid: 'u1' });
+  await first.ready();
+  let release = (): void => undefined;
+  engine.streams[0]!.finalizeGate = new Promise<void>((resolve) => (release = resolve));
+  first.close();
+  await first.closed;
+  await until(() => engine.streams[0]!.finalized, 5000, 'the first session is finalizing');
+  t.equal(ts.service.sessions.size, 1, 'the first session is still draining');
+  t.equal(ts.service.sessions.draining, 1, 'and counts as draining');
+  const again = await open(ts, { uid: 'u1' });
+  await again.ready();
+  t.pass('the reconnect is admitted while the first session drains');
+  const third = await open(ts, { uid: 'u1' });
+  t.same(await third.closed, { code: 1013, reason: 'too many sessions for this user' }, 'a second connected session is still refused');
+  release();
+  await until(() => ts.service.sessions.size === 1, 5000, 'the first session finished draining');
+  again.close();
+  await again.closed;
+});
+
 t.test('service_status sequence, heartbeat, keep-alives and inactivity', async (t) => {
   const engine = new RecordingSttEngine();
   const ts = await startService(t, { sttEngines: [engine] });
