@@ -1,5 +1,5 @@
 // Live conversations' lifecycle: create the in_progress stub, resume it, end it (process or delete), shared by sessions, routes and jobs.
-import type { ConversationsRepository, ConversationRecord } from './db/conversations.js';
+import type { ConversationsRepository, ConversationRecord, SegmentTail } from './db/conversations.js';
 import type { UsersRepository } from './db/users.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
@@ -48,18 +48,17 @@ export class ConversationLifecycle {
   }
 
   /**
-   * The user's in_progress conversation to continue, with its segments; one idle for `timeoutS` or more is ended
-   * here instead (REFERENCE §1.5) and undefined returned.
+   * The user's in_progress conversation to continue, with its last `tailSegments` segments (the live merge needs no
+   * more); one idle for `timeoutS` or more is ended here instead (REFERENCE §1.5) and undefined returned.
    */
-  async resume(uid: string, timeoutS: number): Promise<ConversationRecord | undefined> {
+  async resume(uid: string, timeoutS: number, tailSegments: number): Promise<{ conversation: ConversationRecord; tail: SegmentTail } | undefined> {
     const c = await this.#o.conversations.latestWithStatus(uid, ConversationStatus.IN_PROGRESS);
     if (!c) return undefined;
     if (this.#o.clock.now() - lastActivityMs(c) >= timeoutS * 1000) {
       await this.end(c.id, uid);
       return undefined;
     }
-    c.segments = await this.#o.conversations.segments(c.id);
-    return c;
+    return { conversation: c, tail: await this.#o.conversations.tailSegments(c.id, tailSegments) };
   }
 
   /** Re-enqueues the user's conversations left in `processing` (a node died mid-job); jobs are idempotent. */

@@ -12,6 +12,9 @@ export const FAKE_PROVIDER = 'dist/test/fakes/deepgram-server.js';
 export const SERVICE_ENTRY = 'dist/engine/index.js';
 /** Node flags `npm start` runs the service with (package.json): the bench measures the service as it ships. */
 export const SERVICE_NODE_ARGS = ['--max-semi-space-size=4'];
+
+/** More node flags for the service from BENCH_SERVICE_NODE_ARGS (space-separated), e.g. `--heapsnapshot-signal=SIGUSR2`. */
+const extraNodeArgs = () => (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 /** A /stats request slower than this means the process measured is overloaded (its reads starve). */
 const STATS_TIMEOUT_MS = 5000;
 /** The service with provider_a wired by the bench, for builds whose entry point does not use it yet. */
@@ -144,7 +147,7 @@ export async function startService(o = {}) {
     MAX_SESSIONS: '100000',
     ...o.env,
   };
-  const child = await startChild({ name: 'service', args: [...SERVICE_NODE_ARGS, ...(o.nodeArgs ?? []), o.entry ?? SERVICE_ENTRY], env, port: Number(env.PORT), probePath: '/health' });
+  const child = await startChild({ name: 'service', args: [...SERVICE_NODE_ARGS, ...extraNodeArgs(), ...(o.nodeArgs ?? []), o.entry ?? SERVICE_ENTRY], env, port: Number(env.PORT), probePath: '/health' });
   return {
     child,
     env,

@@ -48,13 +48,25 @@ export interface FlushResult {
 interface Current {
   id: string;
   startedAtMs: number;
-  transcript: TranscriptSegment[];
+  /**
+   * The conversation's last segments (at most RECENT_SEGMENTS): the merge only ever touches the stored tail, and
+   * the full transcript is in the store. Bounded, so a session's memory and flush cost stay flat however long it talks.
+   */
+  recent: TranscriptSegment[];
+  /** Store position of recent[0]. */
+  base: number;
   /** When a segment last arrived (or the conversation was opened/resumed), epoch ms. */
   lastSegmentAtMs: number;
 }
 
 /** Completed images held between two flushes (the assembler already bounds images in flight to 50). */
 const MAX_PENDING_PHOTOS = 50;
+
+/**
+ * Segments of the current conversation a session keeps in memory. One would do for the merge; a few more let a
+ * speaker_assigned naming recent segments (the usual case: the app labels what it just showed) skip a store read.
+ */
+export const RECENT_SEGMENTS = 32;
 
 const EMPTY: FlushResult = { updated: [], removedIds: [] };
 
@@ -88,9 +100,10 @@ export class BufferLoop {
 
   /** Continues the user's in_progress conversation when it is within the timeout (times stay continuous). */
   async resume(): Promise<void> {
-    const c = await this.#o.lifecycle.resume(this.#o.uid, this.#o.conversationTimeoutS);
-    if (!c) return;
-    this.#current = { id: c.id, startedAtMs: Date.parse(c.startedAt), transcript: (c.segments ?? []).map(fromRecord), lastSegmentAtMs: lastActivityMs(c) };
+    const r = await this.#o.lifecycle.resume(this.#o.uid, this.#o.conversationTimeoutS, RECENT_SEGMENTS);
+    if (!r) return;
+    const c = r.conversation;
+    this.#current = { id: c.id, startedAtMs: Date.parse(c.startedAt), recent: r.tail.segments.map(fromRecord), base: r.tail.base, lastSegmentAtMs: lastActivityMs(c) };
   }
 
   /** Audio (or a suggested transcript) arrived now. */
@@ -184,10 +197,12 @@ export class BufferLoop {
       const seg = toSegment(s, offsetS, this.#o.speechProfileProcessed);
       return speakers ? speakers.apply(seg) : seg;
     });
-    const merged = combineSegments(cur.transcript, incoming);
-    const from = firstChanged(cur.transcript, merged.updated, merged.removedIds);
-    await this.#o.conversations.replaceSegmentsFrom(cur.id, from, merged.segments.slice(from), now);
-    cur.transcript = merged.segments;
+    const merged = combineSegments(cur.recent, incoming);
+    const from = firstChanged(cur.recent, merged.updated, merged.removedIds);
+    await this.#o.conversations.replaceSegmentsFrom(cur.id, cur.base + from, merged.segments.slice(from), now);
+    const drop = Math.max(0, merged.segments.length - RECENT_SEGMENTS);
+    cur.recent = drop > 0 ? merged.segments.slice(drop) : merged.segments;
+    cur.base += drop;
     cur.lastSegmentAtMs = now;
     // Reassigned stored segments the merge did not touch are sent too; the merge's version of a segment wins.
     const removed = new Set(merged.removedIds);
@@ -205,20 +220,25 @@ export class BufferLoop {
     const speakers = this.#o.speakers;
     if (!cur || !speakers) return [];
     const changed: TranscriptSegment[] = [];
-    cur.transcript = cur.transcript.map((s) => {
+    const reassign = (s: TranscriptSegment): TranscriptSegment => {
       const a = ids.has(s.id) ? speakers.forSegment(s.id) : undefined;
       if (!a || (a.isUser === s.isUser && a.personId === s.personId)) return s;
       const next = { ...s, isUser: a.isUser, personId: a.personId };
       changed.push(next);
       return next;
-    });
+    };
+    cur.recent = cur.recent.map(reassign);
+    // Older segments than the ones kept in memory are read from the store.
+    const inMemory = new Set(cur.recent.map((s) => s.id));
+    const older = [...ids].filter((id) => !inMemory.has(id));
+    if (older.length > 0) for (const s of await this.#o.conversations.segmentsWithIds(cur.id, older)) reassign(fromRecord(s));
     if (changed.length > 0) await this.#o.conversations.updateSegmentSpeakers(cur.id, changed);
     return changed;
   }
 
   async #open(now: number): Promise<Current> {
     const c = await this.#o.lifecycle.open(this.#o.uid, this.#o.source, this.#o.language, this.#streamStartMs ?? now);
-    this.#current = { id: c.id, startedAtMs: Math.min(Date.parse(c.startedAt), now), transcript: [], lastSegmentAtMs: now };
+    this.#current = { id: c.id, startedAtMs: Math.min(Date.parse(c.startedAt), now), recent: [], base: 0, lastSegmentAtMs: now };
     this.#audioSinceEnd = false;
     return this.#current;
   }

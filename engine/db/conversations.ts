@@ -250,6 +250,12 @@ function segmentValues(r: SegmentRow): Knex.Value[] {
   return SEGMENT_COLUMNS.map((c) => r[c] as Knex.Value);
 }
 
+/** A conversation's last segments, and the position of the first of them (positions run 0, 1, 2, … without gaps). */
+export interface SegmentTail {
+  base: number;
+  segments: SegmentRecord[];
+}
+
 /** One replaceSegmentsFrom() call. */
 interface TailWrite {
   conversationId: string;
@@ -384,6 +390,27 @@ export class ConversationsRepository {
   async segments(conversationId: string): Promise<SegmentRecord[]> {
     const rows = (await this.knex('conversation_segments').where({ conversation_id: conversationId }).orderBy('position')) as SegmentRow[];
     return rows.map(toSegment);
+  }
+
+  /**
+   * The last `n` segments in order and the position of the first of them: the live loop keeps only a conversation's
+   * tail in memory (the merge never reaches further back), so a day-long conversation costs a session no more than a short one.
+   */
+  async tailSegments(conversationId: string, n: number): Promise<SegmentTail> {
+    const rows = (await this.knex('conversation_segments').where({ conversation_id: conversationId }).orderBy('position', 'desc').limit(n)) as SegmentRow[];
+    rows.reverse();
+    return { base: rows.length > 0 ? Number(rows[0]!.position) : 0, segments: rows.map(toSegment) };
+  }
+
+  /** The named segments of a conversation (any order); ids that are not its segments are left out. */
+  async segmentsWithIds(conversationId: string, ids: readonly string[]): Promise<SegmentRecord[]> {
+    const out: SegmentRecord[] = [];
+    // sqlite binds at most 999 variables per statement.
+    for (let i = 0; i < ids.length; i += 500) {
+      const rows = (await this.knex('conversation_segments').where({ conversation_id: conversationId }).whereIn('id', ids.slice(i, i + 500)).orderBy('position')) as SegmentRow[];
+      out.push(...rows.map(toSegment));
+    }
+    return out;
   }
 
   async setStatus(id: string, status: ConversationStatus, now: number, extra: { finishedAt?: string } = {}): Promise<void> {

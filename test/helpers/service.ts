@@ -47,7 +47,7 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
         REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
         REDIS_PREFIX: `test-${randomUUID()}`,
         REDIS_EMBEDDED: 'never',
-        LOG_LEVEL: 'silent',
+        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
         ...storeEnv(t, opts.store ?? 'sqlite'),
         ...opts.env,
       };
