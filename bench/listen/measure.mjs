@@ -235,19 +235,33 @@ export async function ramp(ctx, o) {
       opened = false;
     }
     await new Promise((r) => setTimeout(r, o.settleS * 1000));
-    const w = await observe(ctx, {
-      seconds: o.holdS,
-      label: `${ctx.target}: ${n} sessions`,
-      sessions: n,
-      failFast: (x) => x.unexpected > 0 || x.behindMs > 1000,
-    });
-    const why = [
-      opened ? '' : `not all ${n} streaming`,
-      w.unexpectedCloses > 0 ? `${w.unexpectedCloses} closed` : '',
-      w.lag.p99 === null || w.lag.p99 >= RAMP_P99_MS ? `p99 ≥ ${RAMP_P99_MS} ms` : '',
-      (w.behindMsPerSession ?? Infinity) >= 250 ? 'audio piling up' : '',
-      w.statsTimeouts > 0 ? '/stats not answered in 5 s' : w.stoppedEarly ? 'stopped early' : '',
-    ].filter(Boolean);
+    /** @type {any} */
+    let w;
+    /** @type {string[]} */
+    let why;
+    for (let attempt = 0; ; attempt++) {
+      w = await observe(ctx, {
+        seconds: o.holdS,
+        label: `${ctx.target}: ${n} sessions${attempt > 0 ? ' (held again)' : ''}`,
+        sessions: n,
+        failFast: (x) => x.unexpected > 0 || x.behindMs > 1000,
+      });
+      const p99High = w.lag.p99 === null || w.lag.p99 >= RAMP_P99_MS;
+      why = [
+        opened ? '' : `not all ${n} streaming`,
+        w.unexpectedCloses > 0 ? `${w.unexpectedCloses} closed` : '',
+        p99High ? `p99 ≥ ${RAMP_P99_MS} ms` : '',
+        (w.behindMsPerSession ?? Infinity) >= 250 ? 'audio piling up' : '',
+        w.statsTimeouts > 0 ? '/stats not answered in 5 s' : w.stoppedEarly ? 'stopped early' : '',
+      ].filter(Boolean);
+      // Latency alone over the line, nothing lost, nothing piling up: on a shared VM one stall of a few hundred ms
+      // does that to a server far from saturation (measured: a bare server failing at 0.85 of its 2 cores). Such a
+      // step is held once more and counts only if it fails again; saturation (a backlog, closes) fails at once.
+      if (attempt > 0 || !(p99High && why.length === 1 && w.lag.p99 !== null)) break;
+      steps.push({ ...w, pass: false, why: why.join(', '), opened, heldAgain: true });
+      ctx.progress.log(`${ctx.target}: ${n} sessions p99 ${w.lag.p99} ms with no backlog (server ${w.serverCores} cores): held once more`);
+      await new Promise((r) => setTimeout(r, o.settleS * 1000));
+    }
     const pass = why.length === 0;
     steps.push({ ...w, pass, why: why.join(', '), opened });
     ctx.progress.log(`${ctx.target}: ${n} sessions ${pass ? 'pass' : `FAIL: ${why.join(', ')}`} (p99 ${w.lag.p99} ms, server ${w.serverCores} cores, generator ${w.generatorCores} cores, closed early ${w.unexpectedCloses})`);

@@ -7,7 +7,7 @@ import { GOALS, LATENCY_NOTE, atMost, charts, kib, pct, profileTables, ratio, v 
  * Steps of a ramp as table rows.
  * @param {any[]} steps
  */
-const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : `FAIL: ${s.why ?? ''}`, pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.lateness?.p99), v(s.rssMiB), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
+const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : s.heldAgain ? `over, held again: ${s.why ?? ''}` : `FAIL: ${s.why ?? ''}`, pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.lateness?.p99), v(s.rssMiB), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
 const STEP_HEAD = ['sessions', '', 'latency p50/p95/p99/max ms', 'server cores', 'server µs/session-s', 'generator cores', 'generator late p99 ms', 'RSS MiB', 'closed early', 'behind ms/session'];
 
 /** @param {any} a */
@@ -23,7 +23,7 @@ export function rampResult(a) {
   const top = fp.get(fleet.capacity);
   // RSS per session from the last passing step of the way up: later (smaller) steps keep the high-water mark of the
   // failed one, as a heap does not give memory back at once.
-  const firstFail = fleet.steps.findIndex((/** @type {any} */ x) => !x.pass);
+  const firstFail = fleet.steps.findIndex((/** @type {any} */ x) => !x.pass && !x.heldAgain);
   const up = (firstFail < 0 ? fleet.steps : fleet.steps.slice(0, firstFail)).at(-1) ?? top;
   const rssPerSession = up ? kib(up.rssMiB * 2 ** 20 - a.idleRss, up.sessions) : null;
   const summary = {

@@ -44,7 +44,10 @@ const pct = (xs, q) => xs[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)]
 const us = (/** @type {number} */ ms) => Math.round(ms * 1000);
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Hooks the sockets to the fake: did a write() reach one, and did bytes stay queued in userland? */
+/**
+ * Hooks the sockets to the fake: did a write() reach one, and did bytes stay queued in userland?
+ * @param {number} port
+ */
 function socketProbe(port) {
   const orig = net.Socket.prototype.write;
   const probe = { wrote: false, queued: 0, last: /** @type {net.Socket | null} */ (null) };
@@ -60,7 +63,10 @@ function socketProbe(port) {
   return probe;
 }
 
-/** Feeds `sessions` streams one `frameMs` frame each per period; latency = write(pcm) until its bytes went to the socket. */
+/**
+ * Feeds `sessions` streams one `frameMs` frame each per period; latency = write(pcm) until its bytes went to the socket.
+ * @param {any[]} streams @param {any} probe @param {number} frameMs @param {number} seconds
+ */
 async function latencyRun(streams, probe, frameMs, seconds) {
   const samples = (16000 * frameMs) / 1000;
   const waiting = streams.map(() => /** @type {number[]} */ ([]));
@@ -77,14 +83,15 @@ async function latencyRun(streams, probe, frameMs, seconds) {
         for (let i = 0; i < streams.length; i++) {
           const frame = new Int16Array(samples).fill(100); // a fresh buffer, as a decoder hands over
           const tIn = performance.now();
-          waiting[i].push(tIn);
+          const w = /** @type {number[]} */ (waiting[i]);
+          w.push(tIn);
           probe.wrote = false;
           streams[i].write(frame);
           if (!probe.wrote) continue;
           const tOut = performance.now();
           if ((probe.last?.writableLength ?? 0) > 0) queued++;
-          for (const t of waiting[i]) lat.push(tOut - t);
-          waiting[i].length = 0;
+          for (const t of w) lat.push(tOut - t);
+          w.length = 0;
         }
       }
       if (performance.now() > end) resolve(undefined);
@@ -96,7 +103,10 @@ async function latencyRun(streams, probe, frameMs, seconds) {
   return { frameMs, samples: lat.length, p50Us: us(pct(lat, 0.5)), p99Us: us(pct(lat, 0.99)), maxUs: us(lat.at(-1) ?? 0), leftQueuedInUserland: queued };
 }
 
-/** Heap and RSS per session for `open()`ed streams, each having sent one 20 ms frame. */
+/**
+ * Heap and RSS per session for `open()`ed streams, each having sent one 20 ms frame.
+ * @param {number} n @param {() => Promise<any>} open @param {(h: any) => void} send
+ */
 async function heapPerSession(n, open, send) {
   gc();
   const before = process.memoryUsage();
@@ -116,17 +126,17 @@ async function heapPerSession(n, open, send) {
  * @param {{ handles: any[], send: (h: any, f: Int16Array) => void }[]} clients
  */
 async function sendCost(clients, rounds = 40) {
-  const totals = clients.map(() => 0n);
+  const totals = /** @type {bigint[]} */ (clients.map(() => 0n));
   for (let r = 0; r < rounds; r++) {
     clients.forEach((c, k) => {
       const frames = c.handles.map(() => new Int16Array(320).fill(100));
       const t0 = process.hrtime.bigint();
-      for (let j = 0; j < c.handles.length; j++) c.send(c.handles[j], frames[j]);
-      totals[k] += process.hrtime.bigint() - t0;
+      for (let j = 0; j < c.handles.length; j++) c.send(c.handles[j], /** @type {Int16Array} */ (frames[j]));
+      totals[k] = /** @type {bigint} */ (totals[k]) + process.hrtime.bigint() - t0;
     });
     await sleep(20);
   }
-  return totals.map((t, k) => Math.round((Number(t) / 1000 / (rounds * clients[k].handles.length)) * 10) / 10);
+  return totals.map((t, k) => Math.round((Number(t) / 1000 / (rounds * /** @type {any} */ (clients[k]).handles.length)) * 10) / 10);
 }
 
 /** @param {Record<string, string | true>} options */
