@@ -6,7 +6,7 @@ import type { ConversationsRepository, SegmentRecord } from '../db/conversations
 import { lastActivityMs, type ConversationLifecycle } from '../conversation-lifecycle.js';
 import type { SttSegment } from '../stt/types.js';
 import { speakerIdOf, type TranscriptSegment } from './segment.js';
-import { combineSegments } from './segments.js';
+import { combineSegments, type CombineResult } from './segments.js';
 import type { SpeakerAssignments } from './speakers.js';
 
 export interface BufferLoopOptions {
@@ -180,8 +180,9 @@ export class BufferLoop {
       if (!cur && this.#audioSinceEnd) await this.#open(now);
       return reassigned.length > 0 ? { updated: reassigned, removedIds: [] } : EMPTY;
     }
-    if (this.#current && !(await this.#stillInProgress(this.#current.id))) this.#current = undefined;
-    const cur = this.#current ?? (await this.#open(now));
+    // Photos check the conversation first; segment writes check it in their own transaction (below).
+    if (photos.length > 0 && this.#current && !(await this.#stillInProgress(this.#current.id))) this.#current = undefined;
+    let cur = this.#current ?? (await this.#open(now));
     if (photos.length > 0) {
       for (const p of photos) await this.#o.conversations.addPhoto(cur.id, p, now);
       this.photosStored += photos.length;
@@ -189,17 +190,17 @@ export class BufferLoop {
       cur.lastSegmentAtMs = now;
       if (batch.length === 0) return reassigned.length > 0 ? { updated: reassigned, removedIds: [] } : EMPTY;
     }
-    const streamStartMs = this.#streamStartMs ?? now;
-    // Engine times count from the session's first audio; the conversation may have started earlier (resume) or later.
-    const offsetS = (streamStartMs - cur.startedAtMs) / 1000;
-    const speakers = this.#o.speakers;
-    const incoming = batch.map((s) => {
-      const seg = toSegment(s, offsetS, this.#o.speechProfileProcessed);
-      return speakers ? speakers.apply(seg) : seg;
-    });
-    const merged = combineSegments(cur.recent, incoming);
+    const conversations = this.#o.conversations;
+    let merged = this.#merge(cur, batch, now);
     const from = firstChanged(cur.recent, merged.updated, merged.removedIds);
-    await this.#o.conversations.replaceSegmentsFrom(cur.id, cur.base + from, merged.segments.slice(from), now);
+    if (!(await conversations.replaceInProgressSegmentsFrom(cur.id, cur.base + from, merged.segments.slice(from), now))) {
+      // Ended elsewhere (another node's timeout, POST /v1/conversations before its event reached us): as after the
+      // silence timeout, these segments open the next conversation.
+      this.#o.logger.info({ sessionId: this.#o.sessionId, conversationId: cur.id }, 'conversation ended elsewhere; new segments open the next');
+      cur = await this.#open(now);
+      merged = this.#merge(cur, batch, now);
+      await conversations.replaceSegmentsFrom(cur.id, 0, merged.segments, now);
+    }
     const drop = Math.max(0, merged.segments.length - RECENT_SEGMENTS);
     cur.recent = drop > 0 ? merged.segments.slice(drop) : merged.segments;
     cur.base += drop;
@@ -209,6 +210,17 @@ export class BufferLoop {
     const byMerge = new Set(merged.updated.map((s) => s.id));
     const extra = reassigned.filter((s) => !byMerge.has(s.id) && !removed.has(s.id));
     return { updated: [...extra, ...merged.updated], removedIds: merged.removedIds };
+  }
+
+  /** The batch in `cur`'s time (engine times count from the session's first audio), merged into its stored tail. */
+  #merge(cur: Current, batch: readonly RawSegment[], now: number): CombineResult {
+    const offsetS = ((this.#streamStartMs ?? now) - cur.startedAtMs) / 1000;
+    const speakers = this.#o.speakers;
+    const incoming = batch.map((s) => {
+      const seg = toSegment(s, offsetS, this.#o.speechProfileProcessed);
+      return speakers ? speakers.apply(seg) : seg;
+    });
+    return combineSegments(cur.recent, incoming);
   }
 
   /** Applies pending speaker_assigned segment ids to the current conversation's stored segments; returns the changed ones. */

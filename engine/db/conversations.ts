@@ -262,25 +262,34 @@ interface TailWrite {
   position: number;
   segments: readonly SegmentInput[];
   now: number;
+  /** Write only while the conversation is `in_progress` (the live loop's writes); otherwise change nothing. */
+  onlyInProgress: boolean;
 }
 
-async function writeTail(run: TransactionRun, w: TailWrite): Promise<void> {
+/** Writes the tail; false when `onlyInProgress` and the conversation was no longer in progress (nothing written). */
+async function writeTail(run: TransactionRun, w: TailWrite): Promise<boolean> {
+  if (w.onlyInProgress) {
+    // The status check and the write in one transaction: no read before each write, and no window between them.
+    const changed = await run(`UPDATE conversations SET updated_at = ? WHERE id = ? AND status = '${ConversationStatus.IN_PROGRESS}'`, [isoNow(w.now), w.conversationId]);
+    if (changed === 0) return false;
+  }
   await run('DELETE FROM conversation_segments WHERE conversation_id = ? AND position >= ?', [w.conversationId, w.position]);
   for (let i = 0; i < w.segments.length; i += SEGMENT_ROWS_PER_INSERT) {
     const rows = w.segments.slice(i, i + SEGMENT_ROWS_PER_INSERT).map((seg, j) => segmentRow(w.conversationId, w.position + i + j, seg));
     await run(insertSegmentsSql(rows.length), rows.flatMap(segmentValues));
   }
-  await run('UPDATE conversations SET updated_at = ? WHERE id = ?', [isoNow(w.now), w.conversationId]);
+  if (!w.onlyInProgress) await run('UPDATE conversations SET updated_at = ? WHERE id = ?', [isoNow(w.now), w.conversationId]);
+  return true;
 }
 
 /** Columns a query selects: the conversation plus its folder's name. */
 const COLUMNS = ['c.*', 'f.name as folder_name'];
 
 export class ConversationsRepository {
-  readonly #tailWrites: GroupCommit<TailWrite>;
+  readonly #tailWrites: GroupCommit<TailWrite, boolean>;
 
   constructor(private readonly knex: Knex) {
-    this.#tailWrites = new GroupCommit<TailWrite>(knex, writeTail);
+    this.#tailWrites = new GroupCommit<TailWrite, boolean>(knex, writeTail);
   }
 
   #base(db: Knex | Knex.Transaction = this.knex): Knex.QueryBuilder {
@@ -333,8 +342,16 @@ export class ConversationsRepository {
    * 600 ms per talking session: statements prepared once per connection (engine/db/prepared.ts), and writes of
    * several sessions that queue up share one transaction (engine/db/group-commit.ts).
    */
-  replaceSegmentsFrom(conversationId: string, position: number, segments: readonly SegmentInput[], now: number): Promise<void> {
-    return this.#tailWrites.submit({ conversationId, position, segments, now });
+  async replaceSegmentsFrom(conversationId: string, position: number, segments: readonly SegmentInput[], now: number): Promise<void> {
+    await this.#tailWrites.submit({ conversationId, position, segments, now, onlyInProgress: false });
+  }
+
+  /**
+   * replaceSegmentsFrom() while the conversation is still `in_progress`, checked in the same transaction; resolves to
+   * false, having written nothing, once it has ended (POST /v1/conversations, the timeout on another node, a delete).
+   */
+  replaceInProgressSegmentsFrom(conversationId: string, position: number, segments: readonly SegmentInput[], now: number): Promise<boolean> {
+    return this.#tailWrites.submit({ conversationId, position, segments, now, onlyInProgress: true });
   }
 
 

@@ -7,29 +7,29 @@
 import type { Knex } from 'knex';
 import { writeTransaction, type TransactionRun } from './prepared.js';
 
-interface Pending<T> {
+interface Pending<T, R> {
   op: T;
-  resolve: () => void;
+  resolve: (result: R) => void;
   reject: (err: unknown) => void;
 }
 
-export class GroupCommit<T> {
+export class GroupCommit<T, R = void> {
   readonly #knex: Knex;
-  readonly #apply: (run: TransactionRun, op: T) => Promise<void>;
+  readonly #apply: (run: TransactionRun, op: T) => Promise<R>;
   readonly #maxOps: number;
-  #queue: Pending<T>[] = [];
+  #queue: Pending<T, R>[] = [];
   #running = false;
 
-  /** `apply` runs one write's statements inside the shared transaction; at most `maxOps` writes share one. */
-  constructor(knex: Knex, apply: (run: TransactionRun, op: T) => Promise<void>, maxOps = 64) {
+  /** `apply` runs one write's statements inside the shared transaction (its result is the write's); at most `maxOps` writes share one. */
+  constructor(knex: Knex, apply: (run: TransactionRun, op: T) => Promise<R>, maxOps = 64) {
     this.#knex = knex;
     this.#apply = apply;
     this.#maxOps = maxOps;
   }
 
-  /** Resolves once `op` is committed; rejects with its own error only. */
-  submit(op: T): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  /** Resolves to `apply`'s result once `op` is committed; rejects with its own error only. */
+  submit(op: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
       this.#queue.push({ op, resolve, reject });
       if (!this.#running) void this.#drain();
     });
@@ -41,10 +41,11 @@ export class GroupCommit<T> {
       while (this.#queue.length > 0) {
         const group = this.#queue.splice(0, this.#maxOps);
         try {
+          const results: R[] = [];
           await writeTransaction(this.#knex, async (run) => {
-            for (const p of group) await this.#apply(run, p.op);
+            for (const p of group) results.push(await this.#apply(run, p.op));
           });
-          for (const p of group) p.resolve();
+          group.forEach((p, i) => p.resolve(results[i]!));
         } catch (err) {
           if (group.length === 1) {
             group[0]!.reject(err);
@@ -52,8 +53,11 @@ export class GroupCommit<T> {
           }
           for (const p of group) {
             try {
-              await writeTransaction(this.#knex, (run) => this.#apply(run, p.op));
-              p.resolve();
+              let result: R;
+              await writeTransaction(this.#knex, async (run) => {
+                result = await this.#apply(run, p.op);
+              });
+              p.resolve(result!);
             } catch (own) {
               p.reject(own);
             }

@@ -29,8 +29,20 @@ for (const kind of STORES) {
     t.equal(segs[0]!.speakerId, 1, 'speaker number from the label');
     t.equal(segs[1]!.end, 2.4);
 
+    // The live loop's write: only while in progress; the tail and the activity time move together.
+    t.equal(await repo.replaceInProgressSegmentsFrom(stub.id, 2, [{ text: 'Thanks.', start: 2.5, end: 3 }], NOW + 1900), true);
+    t.same((await repo.tailSegments(stub.id, 2)).segments.map((x) => x.text), ['buy milk tomorrow.', 'Thanks.']);
+    t.equal((await repo.tailSegments(stub.id, 2)).base, 1, 'the tail starts at position 1');
+    t.same(await repo.tailSegments('no-such-conversation', 5), { base: 0, segments: [] });
+    t.equal((await repo.getById(stub.id))!.updatedAt, new Date(NOW + 1900).toISOString());
+    const thanks = (await repo.segments(stub.id))[2]!;
+    t.same((await repo.segmentsWithIds(stub.id, [thanks.id, 'nope'])).map((x) => x.text), ['Thanks.'], 'by id, unknown ids left out');
+    await repo.replaceSegmentsFrom(stub.id, 2, [], NOW + 1950);
+
     await repo.setStatus(stub.id, 'processing', NOW + 2000, { finishedAt: new Date(NOW + 2400).toISOString() });
     t.equal((await repo.getById(stub.id))!.status, 'processing');
+    t.equal(await repo.replaceInProgressSegmentsFrom(stub.id, 1, [{ text: 'late words', start: 3, end: 4 }], NOW + 2100), false, 'no live write once processing');
+    t.same((await repo.segments(stub.id)).map((x) => x.text), ['Remind me to', 'buy milk tomorrow.'], 'nothing written');
     const result = processBuiltin({ segments: [{ text: segs.map((x) => x.text).join(' '), start: 0, end: 2.4 }], textSource: 'audio_transcript', language: 'en', startedAt: stub.startedAt, finishedAt: stub.startedAt, allowDiscard: true });
     await repo.saveResult(stub.id, result, NOW + 3000);
     const done = (await repo.get('u1', stub.id, { includeSegments: true }))!;

@@ -3,6 +3,7 @@ import t from 'tap';
 import { startService, type TestService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
 import { advance, open, until, type ListenClient } from '../helpers/listen.js';
+import { ConversationStatus } from '../../engine/protocol.js';
 
 const suggested = (segments: object[]): string => JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments });
 const LINES = [
@@ -120,6 +121,28 @@ t.test('a conversation without segments is deleted, not processed', async (t) =>
   t.equal(actor.conversationId, undefined, 'ended at the timeout');
   const res = await ts.req(`/v1/dev/user/conversations/${id}`, { headers: bearer(await ts.token('u1')) });
   t.equal(res.status, 404, 'deleted');
+  c.close();
+  await c.closed;
+});
+
+t.test('a conversation ended where this session did not hear of it: the next segments open a new one, the ended one is untouched', async (t) => {
+  const ts = await startService(t);
+  const c = await open(ts, { uid: 'u1', custom_stt: 'enabled' });
+  await c.ready();
+  const [first] = await say(ts, c, [LINES[0]!]);
+  const actor = ts.service.sessions.sessionsOf('u1')[0]!;
+  const ended = actor.conversationId!;
+  // As another node's timeout would: the status moves, and no session event reaches this node.
+  const conversations = ts.service.services.conversations;
+  t.ok(await conversations.transition(ended, ConversationStatus.IN_PROGRESS, ConversationStatus.PROCESSING, ts.clock.now()), 'moved to processing behind the session');
+
+  // Same speaker within 3 s: in the old conversation this would have merged into its tail.
+  const [next] = await say(ts, c, [{ ...LINES[0]!, text: 'And one more thing.', start: 4, end: 5 }]);
+  t.not(next.id, first.id, 'a segment of its own, not merged into the ended conversation');
+  t.not(actor.conversationId, ended, 'the session moved on to a new conversation');
+  t.same((await conversations.segments(ended)).map((s) => [s.id, s.text]), [[first.id, first.text]], 'the ended conversation was not written to');
+  t.same((await conversations.segments(actor.conversationId!)).map((s) => s.text), ['And one more thing.']);
+  t.equal((await conversations.getById(actor.conversationId!))?.status, 'in_progress');
   c.close();
   await c.closed;
 });
