@@ -109,6 +109,8 @@ export async function observe(ctx, o) {
   const genPids = fleet.pids;
   const cpu0 = treeCpuSeconds(ctx.pid);
   const gen0 = genPids.reduce((s, p) => s + treeCpuSeconds(p), 0);
+  // CPU is read from here: a target that does not answer the first /stats below still spent its CPU meanwhile.
+  const cpuStart = performance.now();
   const t0 = fleet.totals();
   const unexpected0 = Object.values(t0.unexpected).reduce((a, b) => a + b, 0);
   // A fresh lag window; an overloaded target that cannot answer even this fails the step (it must not end the run).
@@ -160,8 +162,9 @@ export async function observe(ctx, o) {
   const wallS = (performance.now() - start) / 1000;
   const cpuS = treeCpuSeconds(ctx.pid) - cpu0;
   const genS = genPids.reduce((s, p) => s + treeCpuSeconds(p), 0) - gen0;
+  const cpuWallS = (performance.now() - cpuStart) / 1000;
   const t1 = fleet.totals();
-  const sessionSeconds = o.sessions * wallS;
+  const sessionSeconds = o.sessions * cpuWallS;
   return {
     sessions: o.sessions,
     wallS: round(wallS, 2),
@@ -171,10 +174,10 @@ export async function observe(ctx, o) {
     segLatency: seg.summary(),
     lateness: late.summary(),
     serverCpuS: round(cpuS, 2),
-    serverCores: round(cpuS / wallS, 3),
+    serverCores: round(cpuS / cpuWallS, 3),
     serverCpuUsPerSessionS: round((cpuS / sessionSeconds) * 1e6, 0),
     generatorCpuS: round(genS, 2),
-    generatorCores: round(genS / wallS, 3),
+    generatorCores: round(genS / cpuWallS, 3),
     generatorCpuUsPerSessionS: round((genS / sessionSeconds) * 1e6, 0),
     rssMiB: round(rssBytes(ctx.pid) / 2 ** 20),
     rssMaxMiB: round(rssMax / 2 ** 20),

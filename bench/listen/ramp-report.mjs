@@ -23,8 +23,9 @@ export function rampResult(a) {
   const top = fp.get(fleet.capacity);
   // RSS per session from the last passing step of the way up: later (smaller) steps keep the high-water mark of the
   // failed one, as a heap does not give memory back at once.
+  // (A step held again is one measurement of a step that comes next in the list: neither passing nor the first failure.)
   const firstFail = fleet.steps.findIndex((/** @type {any} */ x) => !x.pass && !x.heldAgain);
-  const up = (firstFail < 0 ? fleet.steps : fleet.steps.slice(0, firstFail)).at(-1) ?? top;
+  const up = (firstFail < 0 ? fleet.steps : fleet.steps.slice(0, firstFail)).filter((/** @type {any} */ x) => x.pass).at(-1) ?? top;
   const rssPerSession = up ? kib(up.rssMiB * 2 ** 20 - a.idleRss, up.sessions) : null;
   const summary = {
     head: ['figure', 'service', 'bare uWS (limit)', 'service / bare', 'goal'],
