@@ -1,6 +1,7 @@
 // A /v4/listen client for tests: collects every frame, waits for matching ones, reports the close code and reason.
 import WebSocket from 'ws';
 import type { TestService } from './service.js';
+import type { SessionActor } from '../../engine/actors/session-actor.js';
 
 export interface Closed {
   code: number;
@@ -104,4 +105,14 @@ export async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 
 export async function advance(ts: TestService, ms: number): Promise<void> {
   ts.clock.advance(ms);
   await ts.service.scheduler.tick();
+}
+
+/** Sends a text frame, waits until `actor` has taken it, runs one 600 ms step and returns the segment array it sent. */
+export async function sendAndStep(ts: TestService, c: ListenClient, actor: SessionActor, frame: string): Promise<any[]> {
+  const before = actor.stats.textMessages;
+  c.ws.send(frame);
+  // The text frame must reach the actor before the clock moves.
+  await until(() => actor.stats.textMessages > before, 5000, 'frame received');
+  await advance(ts, 600);
+  return c.json((m) => Array.isArray(m));
 }

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { startService, type TestService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
-import { advance, open, until, type ListenClient } from '../helpers/listen.js';
+import { advance, open, sendAndStep, until, type ListenClient } from '../helpers/listen.js';
 import { ConversationStatus } from '../../engine/protocol.js';
 
 const suggested = (segments: object[]): string => JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments });
@@ -11,15 +11,7 @@ const LINES = [
   { text: 'Remember to buy milk and bread on the way home.', speaker: 'SPEAKER_01', speaker_id: 1, is_user: false, person_id: null, start: 4, end: 7 },
 ];
 
-async function say(ts: TestService, c: ListenClient, segments: object[]): Promise<any[]> {
-  const actor = ts.service.sessions.sessionsOf('u1')[0]!;
-  const before = actor.stats.textMessages;
-  c.ws.send(suggested(segments));
-  // The text frame must reach the actor before the clock moves.
-  await until(() => actor.stats.textMessages > before, 5000, 'suggested transcript received');
-  await advance(ts, 600);
-  return c.json((m) => Array.isArray(m));
-}
+const say = (ts: TestService, c: ListenClient, segments: object[]): Promise<any[]> => sendAndStep(ts, c, ts.service.sessions.sessionsOf('u1')[0]!, suggested(segments));
 
 t.test('custom_stt: suggested transcripts, silence timeout, processing job, memory_created', async (t) => {
   const ts = await startService(t);

@@ -1,21 +1,14 @@
 // A conversation longer than the tail a session keeps in memory: the store holds every segment in order, the merge
 // still joins onto the stored tail (also after a reconnect), and speaker_assigned reaches segments long out of memory.
 import t from 'tap';
-import { startService, type TestService } from '../helpers/service.js';
+import { startService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
-import { advance, open, until, type ListenClient } from '../helpers/listen.js';
+import { advance, open, sendAndStep, until } from '../helpers/listen.js';
 import { RECENT_SEGMENTS } from '../../engine/audio/buffer-loop.js';
-import type { SessionActor } from '../../engine/actors/session-actor.js';
 
 const suggested = (segments: object[]): string => JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments });
 
-async function send(ts: TestService, c: ListenClient, actor: SessionActor, frame: string): Promise<any[]> {
-  const before = actor.stats.textMessages;
-  c.ws.send(frame);
-  await until(() => actor.stats.textMessages > before, 5000, 'frame received');
-  await advance(ts, 600);
-  return c.json((m) => Array.isArray(m));
-}
+const send = sendAndStep;
 
 /** Segments n..n+k-1, alternating speakers so no two merge (each is a whole sentence). */
 const turns = (n: number, k: number, t0: number): object[] =>

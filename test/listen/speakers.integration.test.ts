@@ -1,20 +1,13 @@
 // speaker_assigned over the live socket: later segments carry the person, named stored segments are updated and re-sent.
 import t from 'tap';
-import { startService, type TestService } from '../helpers/service.js';
+import { startService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
-import { advance, open, until, type ListenClient } from '../helpers/listen.js';
-import type { SessionActor } from '../../engine/actors/session-actor.js';
+import { open, sendAndStep, until } from '../helpers/listen.js';
 
 const suggested = (segments: object[]): string => JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments });
 const assigned = (m: object): string => JSON.stringify({ type: 'speaker_assigned', ...m });
 
-async function send(ts: TestService, c: ListenClient, actor: SessionActor, frame: string): Promise<any[]> {
-  const before = actor.stats.textMessages;
-  c.ws.send(frame);
-  await until(() => actor.stats.textMessages > before, 5000, 'frame received');
-  await advance(ts, 600);
-  return c.json((m) => Array.isArray(m));
-}
+const send = sendAndStep;
 
 t.test('speaker_assigned: later segments, device owner, stored segments updated and re-sent, invalid ignored', async (t) => {
   const ts = await startService(t);
