@@ -266,19 +266,20 @@ interface TailWrite {
   onlyInProgress: boolean;
 }
 
+/** The conversation's activity time (a tail write moves it), and the same only while it is in progress. */
+const TOUCH_SQL = 'UPDATE conversations SET updated_at = ? WHERE id = ?';
+const TOUCH_IN_PROGRESS_SQL = `${TOUCH_SQL} AND status = '${ConversationStatus.IN_PROGRESS}'`;
+
 /** Writes the tail; false when `onlyInProgress` and the conversation was no longer in progress (nothing written). */
 async function writeTail(run: TransactionRun, w: TailWrite): Promise<boolean> {
-  if (w.onlyInProgress) {
-    // The status check and the write in one transaction: no read before each write, and no window between them.
-    const changed = await run(`UPDATE conversations SET updated_at = ? WHERE id = ? AND status = '${ConversationStatus.IN_PROGRESS}'`, [isoNow(w.now), w.conversationId]);
-    if (changed === 0) return false;
-  }
+  // For the live loop the status check rides in the activity-time update: no read before each write, no window between.
+  const changed = await run(w.onlyInProgress ? TOUCH_IN_PROGRESS_SQL : TOUCH_SQL, [isoNow(w.now), w.conversationId]);
+  if (w.onlyInProgress && changed === 0) return false;
   await run('DELETE FROM conversation_segments WHERE conversation_id = ? AND position >= ?', [w.conversationId, w.position]);
   for (let i = 0; i < w.segments.length; i += SEGMENT_ROWS_PER_INSERT) {
     const rows = w.segments.slice(i, i + SEGMENT_ROWS_PER_INSERT).map((seg, j) => segmentRow(w.conversationId, w.position + i + j, seg));
     await run(insertSegmentsSql(rows.length), rows.flatMap(segmentValues));
   }
-  if (!w.onlyInProgress) await run('UPDATE conversations SET updated_at = ? WHERE id = ?', [isoNow(w.now), w.conversationId]);
   return true;
 }
 

@@ -41,9 +41,10 @@ export class GroupCommit<T, R = void> {
       while (this.#queue.length > 0) {
         const group = this.#queue.splice(0, this.#maxOps);
         try {
-          const results: R[] = [];
-          await writeTransaction(this.#knex, async (run) => {
-            for (const p of group) results.push(await this.#apply(run, p.op));
+          const results = await writeTransaction(this.#knex, async (run) => {
+            const out: R[] = [];
+            for (const p of group) out.push(await this.#apply(run, p.op));
+            return out;
           });
           group.forEach((p, i) => p.resolve(results[i]!));
         } catch (err) {
@@ -53,11 +54,7 @@ export class GroupCommit<T, R = void> {
           }
           for (const p of group) {
             try {
-              let result: R;
-              await writeTransaction(this.#knex, async (run) => {
-                result = await this.#apply(run, p.op);
-              });
-              p.resolve(result!);
+              p.resolve(await writeTransaction(this.#knex, (run) => this.#apply(run, p.op)));
             } catch (own) {
               p.reject(own);
             }

@@ -97,12 +97,11 @@ export type TransactionRun = (sql: string, bindings: readonly Knex.Value[]) => P
 /**
  * Runs `work` in one write transaction whose statements are kept per connection like `execute`'s (sqlite: BEGIN
  * IMMEDIATE on one pooled connection, as the store's knex transactions do, without knex's per-transaction objects and
- * per-query prepare/finalize; PostgreSQL: a knex transaction). Rolled back if `work` throws.
+ * per-query prepare/finalize; PostgreSQL: a knex transaction). Rolled back if `work` throws; resolves to its result.
  */
-export async function writeTransaction(knex: Knex, work: (run: TransactionRun) => Promise<void>): Promise<void> {
+export async function writeTransaction<T>(knex: Knex, work: (run: TransactionRun) => Promise<T>): Promise<T> {
   if (!keepsStatements(knex)) {
-    await knex.transaction((trx) => work(async (sql, bindings) => ((await trx.raw(sql, bindings)) as { rowCount: number }).rowCount));
-    return;
+    return knex.transaction((trx) => work(async (sql, bindings) => ((await trx.raw(sql, bindings)) as { rowCount: number }).rowCount));
   }
   const client = knex.client as unknown as PoolClient;
   const conn = await client.acquireConnection();
@@ -110,8 +109,9 @@ export async function writeTransaction(knex: Knex, work: (run: TransactionRun) =
   try {
     await exec('BEGIN IMMEDIATE', []);
     try {
-      await work(exec);
+      const result = await work(exec);
       await exec('COMMIT', []);
+      return result;
     } catch (err) {
       await exec('ROLLBACK', []).catch(() => undefined);
       throw err;
