@@ -168,3 +168,10 @@ export class ProcSampler {
     return [...out.entries()].map(([name, points]) => ({ name, points, dashed: name.includes('bare') }));
   }
 }
+
+/**
+ * The middle sample (the upper middle of an even count); NaN for none. RSS samples: the steady level a single sample
+ * misses, as each lands anywhere between a garbage collection and the next.
+ * @param {number[]} xs
+ */
+export const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;

@@ -1,6 +1,6 @@
 // Churn: devices connect, stream 5–30 s (pausing now and then like devices do) and leave, continuously, against the
 // real service; its RSS after 10,000 sessions have come and gone must be within 10% of its RSS after the first 100.
-import { ProcSampler, rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
+import { ProcSampler, median, rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { figuresOf, finish, machine } from '../lib/report.mjs';
 import { loadFixture } from './fixtures.mjs';
@@ -18,7 +18,6 @@ export const USAGE = `npm run bench -- churn [--minutes 10] [--sessions N] [--mi
   --pause-every S --pause-seconds S   device pauses, keep-alives only (default 15 and 3)
   other generator and STT options as for fleet; --out FILE as usual`;
 
-const median = (/** @type {number[]} */ xs) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN : NaN);
 const mib = (/** @type {number} */ b) => Math.round((b / 2 ** 20) * 10) / 10;
 
 /** @param {Record<string, string | true>} options */

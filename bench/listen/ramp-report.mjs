@@ -1,14 +1,14 @@
 // Turns a capacity ramp (fleet --ramp, limit) into the common result: capacities, the steps of each target, goals, charts.
 import { figuresOf, finish } from '../lib/report.mjs';
 import { RAMP_P99_MS } from './measure.mjs';
-import { GOALS, LATENCY_NOTE, atMost, charts, kib, pct, profileTables, ratio, v } from './fleet-report.mjs';
+import { GOALS, LATENCY_NOTE, atMost, charts, kib, pct, profileTables, ratio, steadyRssMiB, v } from './fleet-report.mjs';
 
 /**
  * Steps of a ramp as table rows.
  * @param {any[]} steps
  */
-const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : s.heldAgain ? `over, held again: ${s.why ?? ''}` : `FAIL: ${s.why ?? ''}`, pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.lateness?.p99), v(s.rssMiB), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
-const STEP_HEAD = ['sessions', '', 'latency p50/p95/p99/max ms', 'server cores', 'server µs/session-s', 'generator cores', 'generator late p99 ms', 'RSS MiB', 'closed early', 'behind ms/session'];
+const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : s.heldAgain ? `over, held again: ${s.why ?? ''}` : `FAIL: ${s.why ?? ''}`, pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.lateness?.p99), v(steadyRssMiB(s)), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
+const STEP_HEAD = ['sessions', '', 'latency p50/p95/p99/max ms', 'server cores', 'server µs/session-s', 'generator cores', 'generator late p99 ms', 'RSS MiB (median)', 'closed early', 'behind ms/session'];
 
 /** @param {any} a */
 export function rampResult(a) {
@@ -26,7 +26,7 @@ export function rampResult(a) {
   // (A step held again is one measurement of a step that comes next in the list: neither passing nor the first failure.)
   const firstFail = fleet.steps.findIndex((/** @type {any} */ x) => !x.pass && !x.heldAgain);
   const up = (firstFail < 0 ? fleet.steps : fleet.steps.slice(0, firstFail)).filter((/** @type {any} */ x) => x.pass).at(-1) ?? top;
-  const rssPerSession = up ? kib(up.rssMiB * 2 ** 20 - a.idleRss, up.sessions) : null;
+  const rssPerSession = up ? kib(steadyRssMiB(up) * 2 ** 20 - a.idleRss, up.sessions) : null;
   const summary = {
     head: ['figure', 'service', 'bare uWS (limit)', 'service / bare', 'goal'],
     rows: [

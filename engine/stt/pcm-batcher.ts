@@ -4,6 +4,7 @@
 // take 20–250 ms messages. A steady stream sends whenever a message's worth is buffered, without a timer; a rest left
 // by a pause is sent by the engine's StaleFlusher within two of its periods (under `minSamples` it waits for more
 // audio or an explicit flush(), since providers refuse messages that short).
+import type { PcmChunkPool } from './chunk-pool.js';
 import type { StaleFlushable, StaleFlusher } from './stale-flusher.js';
 
 /** 20 ms and 250 ms of 16 kHz audio: the message length bounds both providers take. */
@@ -17,14 +18,17 @@ export function sendSamplesOf(sendMs: number): number {
 }
 
 export interface PcmBatcherOptions {
-  /** Samples buffered before a message goes out. */
+  /** Samples per message (a flush sends fewer). */
   sendSamples: number;
   /** The shortest message a stale rest may be sent as. */
   minSamples: number;
-  /** The longest message. */
-  maxSamples: number;
   flusher: StaleFlusher;
-  /** Puts one message on the socket; the array is the callee's (a copy of what was buffered). */
+  /**
+   * Where message arrays come from; its `samples` must equal `sendSamples`. The callee of `send` may give them back.
+   * Without one each message is a fresh array.
+   */
+  pool?: PcmChunkPool;
+  /** Puts one message on the socket; the array (or a view of it, for a short one) is the callee's from then on. */
   send: (pcm: Int16Array) => void;
 }
 
@@ -35,6 +39,7 @@ export class PcmBatcher implements StaleFlushable {
   #length = 0;
 
   constructor(o: PcmBatcherOptions) {
+    if (o.pool && o.pool.samples !== o.sendSamples) throw new RangeError('pool.samples must equal sendSamples');
     this.#o = o;
   }
 
@@ -50,23 +55,25 @@ export class PcmBatcher implements StaleFlushable {
 
   /** Buffers `pcm` (copied), sending a message each time `sendSamples` are buffered. */
   write(pcm: Int16Array): void {
-    const { sendSamples, maxSamples } = this.#o;
+    const { sendSamples } = this.#o;
     for (let off = 0; off < pcm.length; ) {
-      const pending = (this.#pending ??= new Int16Array(maxSamples));
-      const n = Math.min(pcm.length - off, maxSamples - this.#length);
+      const pending = (this.#pending ??= this.#o.pool?.take() ?? new Int16Array(sendSamples));
+      const n = Math.min(pcm.length - off, sendSamples - this.#length);
       pending.set(pcm.subarray(off, off + n), this.#length);
       this.#length += n;
       off += n;
-      if (this.#length >= sendSamples) this.flush();
+      if (this.#length === sendSamples) this.flush();
     }
     if (this.#length > 0) this.#o.flusher.hold(this);
   }
 
-  /** Sends what is buffered now, whatever its length. */
+  /** Sends what is buffered now, whatever its length: the buffer itself goes out (a view of it when short). */
   flush(): void {
     this.#o.flusher.release(this);
     if (this.#length === 0) return;
-    const message = this.#pending!.slice(0, this.#length);
+    const pending = this.#pending!;
+    const message = this.#length === pending.length ? pending : pending.subarray(0, this.#length);
+    this.#pending = undefined;
     this.#length = 0;
     this.#o.send(message);
   }

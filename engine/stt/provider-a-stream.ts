@@ -7,7 +7,8 @@ import type WebSocket from 'ws';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import { SAMPLE_RATE_HZ, segmentsOf, streamFailure, type DgResults } from './provider-a-protocol.js';
-import { MAX_SEND_SAMPLES, MIN_SEND_SAMPLES, PcmBatcher } from './pcm-batcher.js';
+import type { PcmChunkPool } from './chunk-pool.js';
+import { MIN_SEND_SAMPLES, PcmBatcher } from './pcm-batcher.js';
 import type { StaleFlusher } from './stale-flusher.js';
 import { SttEmitter } from './stt-emitter.js';
 import type { SttFailure, SttStream, UnacknowledgedAudio } from './types.js';
@@ -27,6 +28,8 @@ export interface ProviderAStreamOptions {
   maxBufferedBytes: number;
   /** Audio buffered before a message goes out, in samples: 320 (20 ms) to 4000 (250 ms). */
   sendSamples: number;
+  /** The engine's message arrays (`samples` = sendSamples): a message goes back once acknowledged or the stream closed. */
+  chunks: PcmChunkPool;
   /** Sends a rest left by a pause. */
   flusher: StaleFlusher;
   onClosed: () => void;
@@ -66,7 +69,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     ws.on('close', (code, reason) => this.#onClose(code, reason.toString()));
     ws.on('error', (err) => o.logger.debug({ provider: this.provider, sessionId: o.sessionId, err: { name: err.name } }, 'provider_a socket error'));
     this.#keepAlive = o.scheduler.every(o.keepAliveMs, () => this.#tick());
-    this.#batcher = new PcmBatcher({ sendSamples: o.sendSamples, minSamples: MIN_SEND_SAMPLES, maxSamples: MAX_SEND_SAMPLES, flusher: o.flusher, send: (pcm) => this.#sendAudio(pcm) });
+    this.#batcher = new PcmBatcher({ sendSamples: o.sendSamples, minSamples: MIN_SEND_SAMPLES, pool: o.chunks, flusher: o.flusher, send: (pcm) => this.#sendAudio(pcm) });
   }
 
   /**
@@ -133,6 +136,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     this.#state = 'closed';
     this.#batcher.stop();
     this.#ws.terminate();
+    this.#dropTail(this.#tail.length);
     this.#settle(() => true);
     this.#o.onClosed();
   }
@@ -177,18 +181,23 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   #ack(samples: number): void {
     if (samples <= this.#acked) return;
     this.#acked = samples;
-    while (this.#head < this.#tail.length) {
-      const c = this.#tail[this.#head]!;
-      if (c.at + c.pcm.length > samples) break;
-      this.#tail[this.#head++] = undefined as never;
-    }
-    this.#compact();
+    let end = this.#head;
+    while (end < this.#tail.length && this.#tail[end]!.at + this.#tail[end]!.pcm.length <= samples) end++;
+    this.#dropTail(end);
     this.#settle((w) => w.target <= samples);
   }
 
   /** Bounds memory: drops the oldest chunks beyond maxUnacknowledgedSamples. */
   #trimTail(): void {
-    while (this.#head < this.#tail.length - 1 && this.#sent - this.#tail[this.#head + 1]!.at >= this.#o.maxUnacknowledgedSamples) {
+    let end = this.#head;
+    while (end < this.#tail.length - 1 && this.#sent - this.#tail[end + 1]!.at >= this.#o.maxUnacknowledgedSamples) end++;
+    this.#dropTail(end);
+  }
+
+  /** Drops the tail's chunks before index `end`, handing their arrays back to the pool (ws copied each when it masked it). */
+  #dropTail(end: number): void {
+    while (this.#head < end) {
+      this.#o.chunks.give(this.#tail[this.#head]!.pcm);
       this.#tail[this.#head++] = undefined as never;
     }
     this.#compact();

@@ -10,7 +10,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import { ProviderBReason, failureFor, failureFromErrorFrame, type ProviderBMessage, type ProviderBToken } from './provider-b-protocol.js';
-import { MAX_SEND_SAMPLES, MIN_SEND_SAMPLES, PcmBatcher } from './pcm-batcher.js';
+import { MIN_SEND_SAMPLES, PcmBatcher } from './pcm-batcher.js';
 import { TokenSegmenter } from './provider-b-segments.js';
 import type { StaleFlusher } from './stale-flusher.js';
 import { SttEmitter } from './stt-emitter.js';
@@ -67,7 +67,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     this.#deps = deps;
     this.#onGone = onGone;
     this.#unacked = new UnacknowledgedBuffer(SAMPLE_RATE_HZ, deps.maxUnacknowledgedSamples);
-    this.#batcher = new PcmBatcher({ sendSamples: deps.sendSamples, minSamples: MIN_SEND_SAMPLES, maxSamples: MAX_SEND_SAMPLES, flusher: deps.flusher, send: (pcm) => this.#sendAudio(pcm) });
+    this.#batcher = new PcmBatcher({ sendSamples: deps.sendSamples, minSamples: MIN_SEND_SAMPLES, flusher: deps.flusher, send: (pcm) => this.#sendAudio(pcm) });
     this.#lastActivityMs = deps.clock.now();
     ws.on('message', (data: Buffer, isBinary: boolean) => {
       if (!isBinary) this.#message(data.toString('utf8'));

@@ -49,6 +49,8 @@ export interface FakeDeepgramOptions {
   keepClosed?: boolean;
   /** What a connection meets when nothing is scripted. @defaultValue { kind: 'accept' } */
   fallback?: ConnectStep;
+  /** Keep a copy of every stream's audio in `FakeStream.audio` (tests that check the bytes). @defaultValue false */
+  recordAudio?: boolean;
   host?: string;
   port?: number;
 }
@@ -161,7 +163,10 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
     },
     message: (ws, message, isBinary) => {
       const { stream } = ws.getUserData();
-      if (isBinary) stream.onAudio(message.byteLength);
+      if (isBinary) {
+        if (opts.recordAudio) stream.audio.push(Buffer.from(message.slice(0)));
+        stream.onAudio(message.byteLength);
+      }
       else stream.onText(Buffer.from(message).toString('utf8'));
     },
     close: (ws, code) => {

@@ -56,6 +56,8 @@ export class FakeStream {
   readonly requestId = randomUUID();
   bytes = 0;
   chunks = 0;
+  /** Every audio message in order, when the fake records audio (`recordAudio`). */
+  readonly audio: Buffer[] = [];
   /** Smallest and largest audio message, in bytes. */
   minChunkBytes = Infinity;
   maxChunkBytes = 0;

@@ -87,18 +87,46 @@ t.test('scripted words come back as segments grouped by speaker; the query carri
   for (const secret of ['test-key', 'Hello', 'there', 'Bye']) t.notOk(logged.includes(secret), `logs do not contain ${secret}`);
 });
 
-t.test('messages are 20–250 ms: 10 ms frames pair up, a long write is split, a short rest waits for more', async (t) => {
+t.test('messages are one send period long: 10 ms frames pair up, a long write is split, a short rest waits for more', async (t) => {
   const { fake, engine } = await setup(t, { sendMs: 20 });
   const stream = await engine.open(opts);
   for (const f of frames(ramp(0.5), 10)) stream.write(f);
   stream.write(ramp(1));
   stream.write(ramp(0.005));
-  await fake.until(() => fake.streams[0]?.chunks === 25 + 4, 'audio');
+  await fake.until(() => fake.streams[0]?.chunks === 25 + 50, 'audio');
   const s = fake.streams[0]!;
-  t.same([s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [640, 8000, 0], 'every message 20–250 ms of whole samples');
+  t.same([s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [640, 640, 0], 'every message 20 ms of whole samples');
   t.same([s.bytes, stream.unacknowledged!().pcm.length], [1.5 * RATE * 2, 1.505 * RATE], 'the 5 ms rest waits in the client');
   await stream.finalize();
-  t.same([s.chunks, s.bytes], [25 + 4 + 1, 1.505 * RATE * 2], 'finalize flushes the rest');
+  t.same([s.chunks, s.bytes], [25 + 50 + 1, 1.505 * RATE * 2], 'finalize flushes the rest');
+});
+
+t.test('acknowledged messages are reused, and the provider and the kept tail still get the audio sample for sample', async (t) => {
+  const clock = new ManualClock();
+  const scheduler = new Scheduler({ clock, resolutionMs: 0 });
+  const fake = await startFakeDeepgram({ clock, sweepEveryMs: 0, recordAudio: true });
+  const engine = new ProviderAEngine({ url: fake.url, apiKey: 'test-key', clock, scheduler, logger: createLogger('silent') });
+  t.teardown(async () => {
+    await fake.close();
+    await engine.close();
+    scheduler.close();
+  });
+  fake.script({ kind: 'accept', results: [{ afterS: 1, words: [word('one', 0, 0.2, 0.5)] }, { afterS: 2, words: [word('two', 0, 1.2, 1.5)] }] });
+  const stream = await engine.open(opts);
+  const { segments } = collect(stream);
+  const audio = ramp(3);
+  for (const f of frames(audio.subarray(0, 1.5 * RATE))) stream.write(f);
+  await fake.until(() => segments.length === 1, 'the first result');
+  t.equal(engine.spareChunks, 10, 'the first second (ten 100 ms messages) went back for reuse');
+  for (const f of frames(audio.subarray(1.5 * RATE))) stream.write(f);
+  await fake.until(() => segments.length === 2 && fake.streams[0]!.bytes === 3 * RATE * 2, 'all audio and the second result');
+  const received = Buffer.concat(fake.streams[0]!.audio);
+  t.ok(received.equals(Buffer.from(audio.buffer)), 'the provider heard every sample as sent, reused arrays included');
+  const unack = stream.unacknowledged!();
+  t.equal(unack.startS, 2);
+  t.same(unack.pcm, audio.subarray(2 * RATE), 'the kept tail is the last second, sample for sample');
+  await stream.close();
+  t.equal(engine.spareChunks, 20, 'a closed stream gives every array back: 20 arrays carried the 30 messages');
 });
 
 t.test('a rest left by a pause goes out within two send periods; under 20 ms it waits; no timer is left behind', async (t) => {
