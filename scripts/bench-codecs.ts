@@ -81,11 +81,11 @@ function buildCases(): Case[] {
     },
     {
       codec: 'lc3_fs1030', rate: 16000, seconds: s16.length / 16000, messages: lc3Frames,
-      direct: () => { const d = new Lc3Decoder(10000, 16000); for (const f of lc3Frames) d.decode(f); },
+      direct: () => { const d = new Lc3Decoder(10000, 16000); const out = new Int16Array(d.frameSamples); for (const f of lc3Frames) d.decodeInto(f, out, 0); },
     },
     {
       codec: 'lc3', rate: 48000, seconds: s48.length / 48000, messages: lc3Frames48,
-      direct: () => { const d = new Lc3Decoder(10000, 48000); const r = new Resampler(48000); for (const f of lc3Frames48) r.push(d.decode(f)); },
+      direct: () => { const d = new Lc3Decoder(10000, 48000); const r = new Resampler(48000); const out = new Int16Array(d.frameSamples); for (const f of lc3Frames48) { d.decodeInto(f, out, 0); r.push(out); } },
     },
     {
       codec: 'aac', rate: 48000, seconds: s48.length / 48000, messages: adts,

@@ -29,7 +29,10 @@ function s16le(bytes: Uint8Array): Int16Array {
   return copy;
 }
 
-/** pcm8 / pcm16: s16le at the session's sample rate, resampled to 16 kHz. An odd byte waits for the next message. */
+/**
+ * pcm8 / pcm16: s16le at the session's sample rate, resampled to 16 kHz. An odd byte waits for the next message. A
+ * batch's messages go through the resampler as one run (one output array per batch, not per 10 ms message).
+ */
 class PcmDecoder implements ChannelDecoder {
   readonly #resampler: Resampler;
   #carry: number | null = null;
@@ -37,22 +40,22 @@ class PcmDecoder implements ChannelDecoder {
     this.#resampler = new Resampler(sampleRate, OUTPUT_SAMPLE_RATE_HZ);
   }
   decode(messages: readonly Uint8Array[]): ChannelResult {
-    const pcm: Int16Array[] = [];
-    for (let m of messages) {
-      if (this.#carry !== null && m.length > 0) {
-        const joined = new Uint8Array(m.length + 1);
-        joined[0] = this.#carry;
-        joined.set(m, 1);
-        m = joined;
-        this.#carry = null;
-      }
-      if ((m.length & 1) === 1) {
-        this.#carry = m[m.length - 1]!;
-        m = m.subarray(0, m.length - 1);
-      }
-      if (m.length > 0) pcm.push(this.#resampler.push(s16le(m)));
+    const frames = messages.length;
+    if (messages.length === 1 && this.#carry === null && (messages[0]!.length & 1) === 0) {
+      return { pcm: messages[0]!.length > 0 ? [this.#resampler.push(s16le(messages[0]!))] : [], frames, corruptFrames: 0 };
     }
-    return { pcm, frames: messages.length, corruptFrames: 0 };
+    let bytes = this.#carry === null ? 0 : 1;
+    for (const m of messages) bytes += m.length;
+    const joined = new Uint8Array(bytes);
+    let at = 0;
+    if (this.#carry !== null) joined[at++] = this.#carry;
+    for (const m of messages) {
+      joined.set(m, at);
+      at += m.length;
+    }
+    this.#carry = (bytes & 1) === 1 ? joined[bytes - 1]! : null;
+    const whole = joined.subarray(0, bytes & ~1);
+    return { pcm: whole.length > 0 ? [this.#resampler.push(s16le(whole))] : [], frames, corruptFrames: 0 };
   }
   end(): Int16Array {
     return this.#resampler.flush();

@@ -176,6 +176,7 @@ export class Resampler {
     }
     this.#pos = pos;
     this.#phase = phase;
-    return n === out.length ? out : out.slice(0, n);
+    // A view: the last slot or so of `out` is spare; a copy here was a second allocation on nearly every call.
+    return n === out.length ? out : out.subarray(0, n);
   }
 }

@@ -116,3 +116,23 @@ for (const c of cases.filter((c) => c.codec.startsWith('opus') || c.codec.starts
     t.same(pieces, whole);
   });
 }
+
+t.test('pcm8 and pcm16: messages that split samples (odd byte counts) lose no byte, in one pass or in small batches', async (t) => {
+  for (const [codec, rate] of [['pcm16', 16000], ['pcm8', 8000]] as const) {
+    const p = speech(dir, rate);
+    const bytes = new Uint8Array(p.buffer, p.byteOffset, p.byteLength);
+    const sizes = [161, 1, 159, 3, 320, 77];
+    const ragged: Uint8Array[] = [];
+    for (let at = 0, i = 0; at < bytes.length; i++) {
+      const n = sizes[i % sizes.length]!;
+      ragged.push(bytes.slice(at, at + n));
+      at += n;
+    }
+    t.ok(ragged.some((m) => m.length % 2 === 1), 'some messages end mid-sample');
+    const open = (name: string) => pool.open({ sessionId: `${name}-${codec}`, codec, sampleRate: rate, channels: 1 });
+    const reference = await drive(open('even'), pcmMessages(p, rate / 100));
+    if (codec === 'pcm16') t.same(reference, [p], 'pcm16 at 16 kHz is passed through as sent');
+    t.same(await drive(open('ragged-once'), ragged), reference, `${codec}: one pass`);
+    t.same(await drive(open('ragged-small'), ragged, 3), reference, `${codec}: batches of 3 messages`);
+  }
+});
