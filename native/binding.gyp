@@ -8,6 +8,14 @@
       "defines": ["NAPI_VERSION=8"]
     },
     {
+      "target_name": "opus",
+      "sources": ["opus.cc"],
+      "include_dirs": ["<!@(pkg-config --cflags-only-I opus | sed 's/-I//g')"],
+      "libraries": ["<!@(pkg-config --libs opus)"],
+      "cflags_cc": ["-O2", "-fno-exceptions"],
+      "defines": ["NAPI_VERSION=8"]
+    },
+    {
       "target_name": "memory",
       "sources": ["memory.cc"],
       "cflags_cc": ["-O2", "-fno-exceptions"],

@@ -1,42 +1,57 @@
-// Typed wrapper over @discordjs/opus (libopus) for one stream: decode with packet-loss concealment, encode for tests.
+// Opus for one stream: decoding through our addon over Debian's libopus (native/opus.cc, into caller-owned arrays),
+// encoding (tests and benches) through @discordjs/opus.
 import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 
-interface OpusCodec {
-  encode(buf: Buffer): Buffer;
-  decode(buf: Buffer): Buffer;
-  applyDecoderCTL(ctl: number, value: number): void;
+interface NativeOpusDecoder {
+  /** Samples written at `offset`, or a negative libopus error; a null packet conceals `samples` samples. */
+  decodeInto(packet: Uint8Array | null, out: Int16Array, offset: number, samples: number): number;
+  reset(): void;
 }
+interface NativeOpusModule {
+  OpusDecoder: new (sampleRateHz: number) => NativeOpusDecoder;
+  /** libopus decoder state, bytes (opus_decoder_get_size for one channel). */
+  decoderBytes: number;
+}
+interface OpusEncoderCodec {
+  encode(buf: Buffer): Buffer;
+}
+
+// Compiled to dist/native/opus.js, the source sits at native/; look in both (as native/index.ts does).
+function load(): NativeOpusModule {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const found = [path.join(here, 'build/Release/opus.node'), path.join(here, '../../native/build/Release/opus.node')].find((p) => existsSync(p));
+  if (found === undefined) throw new Error('Opus addon not built: run `npm run setup` (native/build/Release/opus.node)');
+  return createRequire(import.meta.url)(found) as NativeOpusModule;
+}
+
+const native = load();
 const { OpusEncoder } = createRequire(import.meta.url)('@discordjs/opus') as {
-  OpusEncoder: new (rate: number, channels: number) => OpusCodec;
+  OpusEncoder: new (rate: number, channels: number) => OpusEncoderCodec;
 };
 
-const EMPTY = Buffer.alloc(0);
+/** libopus error codes decodeInto() can answer. */
+export const OPUS_BUFFER_TOO_SMALL = -2;
+
+/** The longest Opus packet, 120 ms, in samples at `sampleRateHz`. */
+export const maxPacketSamples = (sampleRateHz: number): number => (sampleRateHz * 120) / 1000;
 
 /** What a released OpusDecoder holds instead of its codec: any use throws. */
-const RELEASED: OpusCodec = {
-  encode: () => {
+const RELEASED: NativeOpusDecoder = {
+  decodeInto: () => {
     throw new Error('opus decoder used after release()');
   },
-  decode: () => {
-    throw new Error('opus decoder used after release()');
-  },
-  applyDecoderCTL: () => undefined,
+  reset: () => undefined,
 };
 
-/** A view of the decoder's Buffer as samples; copies only if the Buffer is not 2-byte aligned. */
-function asInt16(buf: Buffer): Int16Array {
-  if ((buf.byteOffset & 1) === 0) return new Int16Array(buf.buffer, buf.byteOffset, buf.byteLength >> 1);
-  return new Int16Array(new Uint8Array(buf).buffer);
-}
-
-/** libopus OPUS_RESET_STATE: the decoder forgets the previous stream (as if new). */
-const OPUS_RESET_STATE = 4028;
 /**
- * Released decoders, reset, per output rate. Rationale: each holds ~30 KB of native memory that V8 does not see, so
+ * Released decoders, reset, per output rate. Rationale: each holds ~18 KB of native memory that V8 does not see, so
  * dropped decoders wait for a full GC that a thread with a small heap seldom runs; sessions that come and go all day
  * grew the process by that much per session (churn bench). Reuse bounds it by the most decoders ever open at once.
  */
-const spare = new Map<number, OpusCodec[]>();
+const spare = new Map<number, NativeOpusDecoder[]>();
 const MAX_SPARE_PER_RATE = 4096;
 
 /** Decoders kept for reuse, over all rates (tests and metrics). */
@@ -46,16 +61,24 @@ export function spareOpusDecoders(): number {
   return n;
 }
 
+/** Native memory of one decoder's libopus state, in bytes. */
+export const OPUS_DECODER_BYTES = native.decoderBytes;
+
 /** One mono Opus decoder per stream. Opus decodes any stream at any of its rates, so the rate here is the output rate. */
 export class OpusDecoder {
-  #codec: OpusCodec;
+  #codec: NativeOpusDecoder;
   readonly #rate: number;
   /**
    * @param sampleRateHz output rate in Hz (8000, 12000, 16000, 24000 or 48000)
    */
   constructor(sampleRateHz: number) {
     this.#rate = sampleRateHz;
-    this.#codec = spare.get(sampleRateHz)?.pop() ?? new OpusEncoder(sampleRateHz, 1);
+    this.#codec = spare.get(sampleRateHz)?.pop() ?? new native.OpusDecoder(sampleRateHz);
+  }
+
+  /** Output rate in Hz. */
+  get sampleRateHz(): number {
+    return this.#rate;
   }
 
   /** Hands the native decoder back for reuse, reset; this object must not be used after. Idempotent. */
@@ -66,28 +89,42 @@ export class OpusDecoder {
     let list = spare.get(this.#rate);
     if (!list) spare.set(this.#rate, (list = []));
     if (list.length >= MAX_SPARE_PER_RATE) return;
-    codec.applyDecoderCTL(OPUS_RESET_STATE, 0);
+    codec.reset();
     list.push(codec);
   }
 
-  /** Decodes one packet into native-endian Int16 samples; throws on a corrupt packet (the decoder stays usable). */
-  decode(packet: Uint8Array): Int16Array {
-    return asInt16(this.#codec.decode(Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength)));
+  /**
+   * Decodes one packet into `out` from `offset`: the samples written, or a negative libopus error: corrupt packet
+   * (the decoder stays usable), or OPUS_BUFFER_TOO_SMALL when `out` lacks the room (up to maxPacketSamples).
+   */
+  decodeInto(packet: Uint8Array, out: Int16Array, offset: number): number {
+    return this.#codec.decodeInto(packet, out, offset, 0);
   }
 
-  /**
-   * Conceals one lost packet of `samples` samples. @discordjs/opus asks libopus for its maximum frame (120 ms at
-   * 48 kHz), so we keep the first `samples`: the part of the concealment closest to the real signal.
-   */
+  /** Conceals one lost packet of `samples` samples (a multiple of 2.5 ms) into `out` at `offset`; answers as decodeInto. */
+  concealInto(samples: number, out: Int16Array, offset: number): number {
+    return this.#codec.decodeInto(null, out, offset, samples);
+  }
+
+  /** Decodes one packet into a new array; throws on a corrupt packet (the decoder stays usable). */
+  decode(packet: Uint8Array): Int16Array {
+    const out = new Int16Array(maxPacketSamples(this.#rate));
+    const n = this.decodeInto(packet, out, 0);
+    if (n < 0) throw new Error(`opus decode failed (${n})`);
+    return out.subarray(0, n);
+  }
+
+  /** Conceals one lost packet of `samples` samples into a new array. */
   conceal(samples: number): Int16Array {
-    const out = asInt16(this.#codec.decode(EMPTY));
-    return out.subarray(0, Math.min(samples, out.length));
+    const out = new Int16Array(samples);
+    const n = this.concealInto(samples, out, 0);
+    return out.subarray(0, Math.max(0, n));
   }
 }
 
 /** One mono Opus encoder (tests and benches). */
 export class OpusEncoderStream {
-  readonly #codec: OpusCodec;
+  readonly #codec: OpusEncoderCodec;
   constructor(sampleRateHz: number) {
     this.#codec = new OpusEncoder(sampleRateHz, 1);
   }

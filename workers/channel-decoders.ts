@@ -1,6 +1,6 @@
 // One decoder per channel of a session, for each codec: bytes in, 16 kHz mono Int16 PCM out (runs in a codec shard).
 import { Lc3Decoder, LC3_MAX_FRAME_BYTES, LC3_MIN_FRAME_BYTES } from '../native/index.js';
-import { OpusDecoder } from '../native/opus.js';
+import { maxPacketSamples, OpusDecoder, OPUS_BUFFER_TOO_SMALL } from '../native/opus.js';
 import { AacFfmpegDecoder, splitAdts } from '../native/aac-ffmpeg.js';
 import { LC3_FRAME_US, LC3_FS1030_FRAME_BYTES, OUTPUT_SAMPLE_RATE_HZ, type CodecParams } from './messages.js';
 import { Resampler } from './resample.js';
@@ -63,7 +63,13 @@ class PcmDecoder implements ChannelDecoder {
   dispose(): void {}
 }
 
-/** opus / opus_fs320: one packet per message, decoded straight at 16 kHz (libopus decodes any stream at any rate). */
+/** The longest Opus packet at the output rate. */
+const MAX_PACKET_SAMPLES = maxPacketSamples(OUTPUT_SAMPLE_RATE_HZ);
+
+/**
+ * opus / opus_fs320: one packet per message, decoded straight at 16 kHz (libopus decodes any stream at any rate) into
+ * one array per batch. A packet longer than the nominal frame (Opus allows up to 120 ms) grows the array.
+ */
 class OpusChannelDecoder implements ChannelDecoder {
   readonly #decoder = new OpusDecoder(OUTPUT_SAMPLE_RATE_HZ);
   /** Samples concealed for a lost or corrupt packet: the codec's nominal frame. */
@@ -72,21 +78,26 @@ class OpusChannelDecoder implements ChannelDecoder {
     this.#frameSamples = frameSamples;
   }
   decode(messages: readonly Uint8Array[]): ChannelResult {
-    const pcm: Int16Array[] = [];
+    const nominal = this.#frameSamples;
+    let out = new Int16Array(messages.length * nominal);
+    let at = 0;
     let corruptFrames = 0;
-    for (const m of messages) {
-      if (m.length === 0) {
-        pcm.push(this.#decoder.conceal(this.#frameSamples));
-        continue;
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]!;
+      let n = m.length === 0 ? this.#decoder.concealInto(nominal, out, at) : this.#decoder.decodeInto(m, out, at);
+      if (n === OPUS_BUFFER_TOO_SMALL) {
+        const grown = new Int16Array(at + MAX_PACKET_SAMPLES + (messages.length - i - 1) * nominal);
+        grown.set(out.subarray(0, at));
+        out = grown;
+        n = this.#decoder.decodeInto(m, out, at);
       }
-      try {
-        pcm.push(this.#decoder.decode(m));
-      } catch {
+      if (n < 0) {
         corruptFrames++;
-        pcm.push(this.#decoder.conceal(this.#frameSamples));
+        n = this.#decoder.concealInto(nominal, out, at);
       }
+      at += Math.max(0, n);
     }
-    return { pcm, frames: messages.length, corruptFrames };
+    return { pcm: [at === out.length ? out : out.subarray(0, at)], frames: messages.length, corruptFrames };
   }
   end(): Int16Array {
     this.#decoder.release();

@@ -2,6 +2,7 @@
 import { spawn, execFile } from 'node:child_process';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -62,6 +63,13 @@ export async function startChild(o) {
   };
   proc.stdout?.on('data', keep);
   proc.stderr?.on('data', keep);
+  // BENCH_SERVICE_OUTPUT=<file>: the service's whole output there too (e.g. with BENCH_SERVICE_NODE_ARGS=--trace-gc).
+  const copyTo = o.name === 'service' ? process.env.BENCH_SERVICE_OUTPUT : undefined;
+  if (copyTo) {
+    const file = createWriteStream(copyTo, { flags: 'a' });
+    proc.stdout?.pipe(file);
+    proc.stderr?.pipe(file);
+  }
   const url = `http://127.0.0.1:${o.port}`;
   const deadline = Date.now() + (o.timeoutMs ?? 30_000);
   for (;;) {

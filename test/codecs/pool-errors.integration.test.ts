@@ -40,6 +40,26 @@ t.test('opus: corrupt packets are counted, concealed, and the session goes on', 
   t.ok(Math.abs(tone(out[0]!.subarray(16000 - 3200), 16000).hz - 440) < 10, 'still decoding the tone after the bad frames');
 });
 
+t.test('opus: packets longer than the nominal frame (40 and 60 ms in an opus_fs320 stream) decode whole, in any batch', async (t) => {
+  const pcm = sine(440, 16000, 1, 8000);
+  const enc = new OpusEncoderStream(16000);
+  // 20 ms packets with runs of 60 ms and 40 ms ones between them: 1 s of audio either way.
+  const sizes = [320, 960, 320, 640, 320, 960, 960, 320];
+  const messages: Uint8Array[] = [];
+  for (let at = 0, i = 0; at < pcm.length; i++) {
+    const n = Math.min(sizes[i % sizes.length]!, pcm.length - at);
+    messages.push(enc.encode(pcm.subarray(at, at + n)));
+    at += n;
+  }
+  for (const batch of [1, 4, Infinity]) {
+    const stream = pool.open({ sessionId: `opus-long-${batch}`, codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+    const out = await drive(stream, messages, batch);
+    t.equal(stream.stats.corruptFrames, 0, `batches of ${batch}: nothing corrupt`);
+    t.equal(out[0]!.length, pcm.length, `batches of ${batch}: every sample`);
+    t.ok(Math.abs(tone(out[0]!.subarray(8000), 16000).hz - 440) < 10, `batches of ${batch}: the tone`);
+  }
+});
+
 t.test('lc3_fs1030: corrupt and ragged frames are counted and the session goes on', async (t) => {
   const enc = new Lc3Encoder(10000, 16000);
   const good = frames(sine(440, 16000, 1, 8000), 160).map((f) => enc.encode(f, 30));
