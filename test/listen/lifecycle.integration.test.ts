@@ -138,3 +138,27 @@ t.test('a conversation ended where this session did not hear of it: the next seg
   c.close();
   await c.closed;
 });
+
+t.test('a live conversation deleted through the developer API stays deleted: the next segments open a new one', async (t) => {
+  const ts = await startService(t);
+  const key = bearer(await ts.devKey('u1', ['conversations:read', 'conversations:write']));
+  const c = await open(ts, { uid: 'u1', custom_stt: 'enabled' });
+  await c.ready();
+  const [first] = await say(ts, c, [LINES[0]!]);
+  const actor = ts.service.sessions.sessionsOf('u1')[0]!;
+  const deleted = actor.conversationId!;
+  const del = await ts.req(`/v1/dev/user/conversations/${deleted}`, { method: 'DELETE', headers: key });
+  t.same([del.status, del.json], [200, { success: true }], 'deleted while the session was writing to it');
+
+  // Same speaker within 3 s: in the deleted conversation this would have merged into its tail.
+  const [next] = await say(ts, c, [{ ...LINES[0]!, text: 'And one more thing.', start: 4, end: 5 }]);
+  t.not(next.id, first.id, 'a segment of its own');
+  t.not(actor.conversationId, deleted, 'the session moved on to a new conversation');
+  t.equal((await ts.req(`/v1/dev/user/conversations/${deleted}`, { headers: key })).status, 404, 'the deleted conversation did not come back');
+  const conversations = ts.service.services.conversations;
+  t.same(await conversations.segments(deleted), [], 'no segment was written under the deleted id');
+  const now = await ts.req(`/v1/dev/user/conversations/${actor.conversationId}?include_transcript=true`, { headers: key });
+  t.same(now.json.transcript_segments.map((s: { text: string }) => s.text), ['And one more thing.']);
+  c.close();
+  await c.closed;
+});
