@@ -8,12 +8,12 @@
 export class PcmChunkPool {
   /** Samples per pooled array: the engine's message length. */
   readonly samples: number;
-  readonly #max: number;
+  #max: number;
   readonly #free: Int16Array[] = [];
 
   /**
    * @param samples the message length in samples; other lengths are allocated, never pooled
-   * @param maxFree arrays kept for reuse at most (what a burst of closing streams gives back beyond it is dropped)
+   * @param maxFree arrays kept for reuse at most (what is given back beyond it is dropped); see `maxFree`
    */
   constructor(samples: number, maxFree: number) {
     this.samples = samples;
@@ -23,6 +23,21 @@ export class PcmChunkPool {
   /** Arrays waiting for reuse. */
   get free(): number {
     return this.#free.length;
+  }
+
+  /** Arrays kept for reuse at most. */
+  get maxFree(): number {
+    return this.#max;
+  }
+
+  /**
+   * Moves the cap with the load (the owner sets it from its open streams): too low a cap drops arrays a moment
+   * before they are needed again, and those die old, which is what the pool is for avoiding. Lowering it frees the
+   * spare arrays beyond the new cap at once, so a quiet node gives back what a busy spell took.
+   */
+  set maxFree(n: number) {
+    this.#max = n;
+    if (this.#free.length > n) this.#free.length = n;
   }
 
   /** An array of `samples` samples (contents undefined: the caller fills it). */

@@ -33,8 +33,13 @@ export interface ProviderAEngineOptions extends RemoteEngineOptions {
   maxBufferedS?: number;
 }
 
-/** Message arrays kept for reuse at most: 3.2 MB of 100 ms messages, what ~160 sessions' tails hold at ~2 s finals. */
-const MAX_FREE_CHUNKS = 1024;
+/**
+ * Spare message arrays kept per open stream, as seconds of audio: a stream holds its messages until a final result
+ * covers them (~1–3 s) and gives them back in bursts, so the spare count swings by about that much per stream. A fixed
+ * cap of 1,024 arrays (3.2 MB) dropped so many at 250 sessions that the collector ran 29 full collections in a
+ * 55 s run instead of 13 (test/stt/provider-a.test.ts, bench fleet --sessions 250 with --trace-gc).
+ */
+const SPARE_S_PER_STREAM = 3;
 
 export class ProviderAEngine implements SttEngine {
   readonly name = 'provider_a';
@@ -44,6 +49,7 @@ export class ProviderAEngine implements SttEngine {
   readonly #flusher: StaleFlusher;
   /** Message arrays every stream of this engine takes and gives back (engine/stt/chunk-pool.ts says why). */
   readonly #chunks: PcmChunkPool;
+  readonly #spareChunksPerStream: number;
   #closed = false;
 
   constructor(options: ProviderAEngineOptions) {
@@ -65,7 +71,13 @@ export class ProviderAEngine implements SttEngine {
     if (!(this.#o.keepAliveMs > 0 && this.#o.keepAliveMs <= 5000)) throw new RangeError('keepAliveMs must be in (0, 5000] so a pause outlives the 10 s idle rule');
     this.#sendSamples = sendSamplesOf(this.#o.sendMs);
     this.#flusher = new StaleFlusher(this.#o.scheduler, this.#o.sendMs);
-    this.#chunks = new PcmChunkPool(this.#sendSamples, MAX_FREE_CHUNKS);
+    this.#spareChunksPerStream = Math.ceil((SPARE_S_PER_STREAM * 1000) / this.#o.sendMs);
+    this.#chunks = new PcmChunkPool(this.#sendSamples, this.#spareChunksPerStream);
+  }
+
+  /** The pool's cap follows the open streams (at least one stream's worth, so a lone session recycles too). */
+  #fitPool(): void {
+    this.#chunks.maxFree = Math.max(1, this.#streams.size) * this.#spareChunksPerStream;
   }
 
   /** Nova-3's streaming languages and `multi`. */
@@ -137,9 +149,13 @@ export class ProviderAEngine implements SttEngine {
           sendSamples: this.#sendSamples,
           chunks: this.#chunks,
           flusher: this.#flusher,
-          onClosed: () => this.#streams.delete(stream),
+          onClosed: () => {
+            this.#streams.delete(stream);
+            this.#fitPool();
+          },
         });
         this.#streams.add(stream);
+        this.#fitPool();
         o.logger.debug(log, 'provider_a stream open');
         resolve(stream);
       });

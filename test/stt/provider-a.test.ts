@@ -129,6 +129,20 @@ t.test('acknowledged messages are reused, and the provider and the kept tail sti
   t.equal(engine.spareChunks, 20, 'a closed stream gives every array back: 20 arrays carried the 30 messages');
 });
 
+t.test('spare message arrays are capped by the open streams: a busy spell is kept for reuse, a quiet engine keeps one stream\'s worth', async (t) => {
+  const { fake, engine } = await setup(t);
+  const streams = await Promise.all(['a', 'b', 'c'].map((id) => engine.open({ ...opts, sessionId: id })));
+  for (const s of streams) for (const f of frames(ramp(2))) s.write(f);
+  await fake.until(() => fake.streams.length === 3 && fake.streams.every((s) => s.bytes === 2 * RATE * 2), 'all audio');
+  t.equal(engine.spareChunks, 0, 'every array is still held: no result acknowledged any audio');
+  await streams[0]!.close();
+  t.equal(engine.spareChunks, 20, 'with two streams open (cap 60) the closed stream\'s 20 arrays are all kept');
+  await streams[1]!.close();
+  t.equal(engine.spareChunks, 30, 'one stream open: 40 given back, cut to the 30 (3 s of 100 ms messages) it may keep');
+  await streams[2]!.close();
+  t.equal(engine.spareChunks, 30, 'none open: still one stream\'s worth, for the next session');
+});
+
 t.test('a rest left by a pause goes out within two send periods; under 20 ms it waits; no timer is left behind', async (t) => {
   const { clock, scheduler, fake, engine } = await setup(t);
   const stream = await engine.open(opts);
