@@ -1,8 +1,5 @@
 // Typed loader for the LC3 addon (native/lc3.cc over Debian's liblc3); the build lives in native/build/Release.
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { loadAddon } from './addon.js';
 
 interface NativeLc3Decoder {
   /** Decodes one frame (null or empty = lost frame, concealed) into `out` at `offsetSamples`; 0 decoded, 1 concealed. */
@@ -18,19 +15,8 @@ interface NativeLc3Module {
   Lc3Encoder: new (frameDurationUs: number, sampleRateHz: number) => NativeLc3Encoder;
 }
 
-// Compiled to dist/native/index.js, the source sits at native/; look in both so tests and workers find one build.
-function load(): NativeLc3Module {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const candidates = [
-    path.join(here, 'build/Release/lc3.node'),
-    path.join(here, '../../native/build/Release/lc3.node'),
-  ];
-  const found = candidates.find((p) => existsSync(p));
-  if (found === undefined) throw new Error('LC3 addon not built: run `npm run setup` (native/build/Release/lc3.node)');
-  return createRequire(import.meta.url)(found) as NativeLc3Module;
-}
 
-const lc3 = load();
+const lc3 = loadAddon<NativeLc3Module>('lc3', 'LC3');
 
 /** LC3 frame durations liblc3 supports, in microseconds. */
 export const LC3_FRAME_DURATIONS_US = [7500, 10000] as const;

@@ -1,19 +1,12 @@
 // N-API addon over Debian's liblc3: per-stream LC3 decoder and encoder objects (plain node_api.h, no node-addon-api).
-#include <node_api.h>
+#define NAPI_UTIL_ERROR "ERR_LC3_NAPI"
+#include "napi-util.h"
 #include <lc3.h>
 #include <cstdlib>
 #include <cstring>
 #include <cstdint>
 
 namespace {
-
-#define CHECK(env, call)                                   \
-  do {                                                     \
-    if ((call) != napi_ok) {                               \
-      napi_throw_error((env), "ERR_LC3_NAPI", #call);      \
-      return nullptr;                                      \
-    }                                                      \
-  } while (0)
 
 struct Codec {
   void* mem = nullptr;
@@ -30,10 +23,7 @@ void Finalize(napi_env, void* data, void*) {
   delete c;
 }
 
-napi_value Throw(napi_env env, const char* code, const char* msg) {
-  napi_throw_range_error(env, code, msg);
-  return nullptr;
-}
+const auto Throw = napi_util::ThrowRange;
 
 // Reads (dtUs, srHz) and allocates the codec memory; `encoder` picks which side.
 napi_value Construct(napi_env env, napi_callback_info info, bool encoder) {

@@ -3,24 +3,15 @@
 // Rationale: @discordjs/opus returns a new Buffer per packet (a malloc, a copy and two JS objects per 10-20 ms frame
 // on the codec thread) and keeps a 5,760-sample output buffer (11.5 KB) beside every decoder. Decoding straight into
 // the batch's output array needs neither. @discordjs/opus stays for encoding test and bench fixtures.
-#include <node_api.h>
+#define NAPI_UTIL_ERROR "ERR_OPUS_NAPI"
+#include "napi-util.h"
 #include <opus.h>
 #include <cstdint>
 
 namespace {
 
-#define CHECK(env, call)                                   \
-  do {                                                     \
-    if ((call) != napi_ok) {                               \
-      napi_throw_error((env), "ERR_OPUS_NAPI", #call);     \
-      return nullptr;                                      \
-    }                                                      \
-  } while (0)
-
-napi_value Throw(napi_env env, const char* code, const char* msg) {
-  napi_throw_range_error(env, code, msg);
-  return nullptr;
-}
+using napi_util::TypedArrayOf;
+const auto Throw = napi_util::ThrowRange;
 
 void Finalize(napi_env, void* data, void*) { opus_decoder_destroy(static_cast<OpusDecoder*>(data)); }
 
@@ -39,13 +30,7 @@ napi_value New(napi_env env, napi_callback_info info) {
   return self;
 }
 
-OpusDecoder* Self(napi_env env, napi_callback_info info, size_t* argc, napi_value* args) {
-  napi_value self;
-  if (napi_get_cb_info(env, info, argc, args, &self, nullptr) != napi_ok) return nullptr;
-  void* dec = nullptr;
-  if (napi_unwrap(env, self, &dec) != napi_ok) return nullptr;
-  return static_cast<OpusDecoder*>(dec);
-}
+const auto Self = napi_util::Unwrapped<OpusDecoder>;
 
 // decodeInto(packet: Uint8Array | null, out: Int16Array, offset: number, samples: number): samples written at
 // `offset`, or a negative libopus error (OPUS_INVALID_PACKET for a corrupt packet, OPUS_BUFFER_TOO_SMALL when the
@@ -57,31 +42,16 @@ napi_value DecodeInto(napi_env env, napi_callback_info info) {
   OpusDecoder* dec = Self(env, info, &argc, args);
   if (dec == nullptr) return Throw(env, "ERR_OPUS_ARGS", "not an OpusDecoder");
   if (argc < 4) return Throw(env, "ERR_OPUS_ARGS", "expected (packet, out, offset, samples)");
-  const unsigned char* in = nullptr;
+  void* inPtr = nullptr;
   size_t inLen = 0;
   napi_valuetype t;
   CHECK(env, napi_typeof(env, args[0], &t));
-  if (t != napi_null && t != napi_undefined) {
-    napi_typedarray_type type;
-    void* ptr;
-    napi_value ab;
-    size_t offset;
-    bool is = false;
-    if (napi_is_typedarray(env, args[0], &is) != napi_ok || !is ||
-        napi_get_typedarray_info(env, args[0], &type, &inLen, &ptr, &ab, &offset) != napi_ok || type != napi_uint8_array)
-      return Throw(env, "ERR_OPUS_ARGS", "packet must be a Uint8Array or null");
-    in = static_cast<const unsigned char*>(ptr);
-  }
-  if (inLen == 0) in = nullptr;
-  napi_typedarray_type outType;
-  size_t outLen;
-  void* outPtr;
-  napi_value outAb;
-  size_t outByteOffset;
-  bool isArray = false;
-  if (napi_is_typedarray(env, args[1], &isArray) != napi_ok || !isArray ||
-      napi_get_typedarray_info(env, args[1], &outType, &outLen, &outPtr, &outAb, &outByteOffset) != napi_ok || outType != napi_int16_array)
-    return Throw(env, "ERR_OPUS_ARGS", "out must be an Int16Array");
+  if (t != napi_null && t != napi_undefined && !TypedArrayOf(env, args[0], napi_uint8_array, &inPtr, &inLen))
+    return Throw(env, "ERR_OPUS_ARGS", "packet must be a Uint8Array or null");
+  const unsigned char* in = inLen == 0 ? nullptr : static_cast<const unsigned char*>(inPtr);
+  void* outPtr = nullptr;
+  size_t outLen = 0;
+  if (!TypedArrayOf(env, args[1], napi_int16_array, &outPtr, &outLen)) return Throw(env, "ERR_OPUS_ARGS", "out must be an Int16Array");
   int64_t at = 0;
   int32_t samples = 0;
   CHECK(env, napi_get_value_int64(env, args[2], &at));

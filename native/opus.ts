@@ -1,9 +1,7 @@
 // Opus for one stream: decoding through our addon over Debian's libopus (native/opus.cc, into caller-owned arrays),
 // encoding (tests and benches) through @discordjs/opus.
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { loadAddon } from './addon.js';
 
 interface NativeOpusDecoder {
   /** Samples written at `offset`, or a negative libopus error; a null packet conceals `samples` samples. */
@@ -19,15 +17,7 @@ interface OpusEncoderCodec {
   encode(buf: Buffer): Buffer;
 }
 
-// Compiled to dist/native/opus.js, the source sits at native/; look in both (as native/index.ts does).
-function load(): NativeOpusModule {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const found = [path.join(here, 'build/Release/opus.node'), path.join(here, '../../native/build/Release/opus.node')].find((p) => existsSync(p));
-  if (found === undefined) throw new Error('Opus addon not built: run `npm run setup` (native/build/Release/opus.node)');
-  return createRequire(import.meta.url)(found) as NativeOpusModule;
-}
-
-const native = load();
+const native = loadAddon<NativeOpusModule>('opus', 'Opus');
 const { OpusEncoder } = createRequire(import.meta.url)('@discordjs/opus') as {
   OpusEncoder: new (rate: number, channels: number) => OpusEncoderCodec;
 };

@@ -1,19 +1,12 @@
 // N-API addon over Debian's libpocketsphinx (5prealpha, "0.8" API): one decoder object per session, words with frame times.
-#include <node_api.h>
+#define NAPI_UTIL_ERROR "ERR_PS_NAPI"
+#include "napi-util.h"
 #include <pocketsphinx.h>
 #include <cstring>
 #include <cstdint>
 #include <string>
 
 namespace {
-
-#define CHECK(env, call)                                   \
-  do {                                                     \
-    if ((call) != napi_ok) {                               \
-      napi_throw_error((env), "ERR_PS_NAPI", #call);       \
-      return nullptr;                                      \
-    }                                                      \
-  } while (0)
 
 struct Decoder {
   cmd_ln_t* config = nullptr;
@@ -35,10 +28,7 @@ void Finalize(napi_env, void* data, void*) {
   delete d;
 }
 
-napi_value Throw(napi_env env, const char* code, const char* msg) {
-  napi_throw_error(env, code, msg);
-  return nullptr;
-}
+const auto Throw = napi_util::ThrowError;
 
 bool StringArg(napi_env env, napi_value v, std::string* out) {
   size_t len = 0;
@@ -49,13 +39,7 @@ bool StringArg(napi_env env, napi_value v, std::string* out) {
   return true;
 }
 
-Decoder* Self(napi_env env, napi_callback_info info, size_t* argc, napi_value* args) {
-  napi_value self;
-  if (napi_get_cb_info(env, info, argc, args, &self, nullptr) != napi_ok) return nullptr;
-  void* data = nullptr;
-  if (napi_unwrap(env, self, &data) != napi_ok) return nullptr;
-  return static_cast<Decoder*>(data);
-}
+const auto Self = napi_util::Unwrapped<Decoder>;
 
 // new PsDecoder(hmmDir, lmPath, dictPath)
 napi_value New(napi_env env, napi_callback_info info) {
@@ -86,15 +70,9 @@ napi_value Process(napi_env env, napi_callback_info info) {
   napi_value args[1];
   Decoder* d = Self(env, info, &argc, args);
   if (d == nullptr || d->ps == nullptr) return Throw(env, "ERR_PS_FREED", "decoder is freed");
-  bool is = false;
-  if (argc < 1 || napi_is_typedarray(env, args[0], &is) != napi_ok || !is) return Throw(env, "ERR_PS_ARGS", "expected an Int16Array");
-  napi_typedarray_type type;
-  size_t length;
-  void* ptr;
-  napi_value ab;
-  size_t offset;
-  CHECK(env, napi_get_typedarray_info(env, args[0], &type, &length, &ptr, &ab, &offset));
-  if (type != napi_int16_array) return Throw(env, "ERR_PS_ARGS", "expected an Int16Array");
+  void* ptr = nullptr;
+  size_t length = 0;
+  if (argc < 1 || !napi_util::TypedArrayOf(env, args[0], napi_int16_array, &ptr, &length)) return Throw(env, "ERR_PS_ARGS", "expected an Int16Array");
   if (!d->inUtt) {
     if (ps_start_utt(d->ps) < 0) return Throw(env, "ERR_PS_DECODE", "ps_start_utt failed");
     d->inUtt = true;

@@ -1,8 +1,6 @@
 // Typed loader for the PocketSphinx addon (native/pocketsphinx.cc over Debian's libpocketsphinx 5prealpha).
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { loadAddon } from './addon.js';
 
 /** One recognised word; frames are 10 ms from the start of the utterance. */
 export type PsWord = [word: string, startFrame: number, endFrame: number];
@@ -31,14 +29,6 @@ export const DEFAULT_PS_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
 /** 10 ms per frame at pocketsphinx's default -frate 100. */
 export const PS_FRAME_SAMPLES = 160;
 
-// Compiled to dist/native/pocketsphinx.js, the source sits at native/; look in both so tests and workers find one build.
-function load(): NativePsModule {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const candidates = [path.join(here, 'build/Release/pocketsphinx.node'), path.join(here, '../../native/build/Release/pocketsphinx.node')];
-  const found = candidates.find((p) => existsSync(p));
-  if (found === undefined) throw new Error('pocketsphinx addon not built: run `npm run setup` (native/build/Release/pocketsphinx.node)');
-  return createRequire(import.meta.url)(found) as NativePsModule;
-}
 
 let ps: NativePsModule | undefined;
 
@@ -47,7 +37,7 @@ let ps: NativePsModule | undefined;
  * Each decoder loads its own copy of the model (~0.3 s, some tens of MB).
  */
 export function createPsDecoder(modelDir: string = DEFAULT_PS_MODEL_DIR): NativePsDecoder {
-  ps ??= load();
+  ps ??= loadAddon<NativePsModule>('pocketsphinx', 'pocketsphinx');
   return new ps.PsDecoder(path.join(modelDir, 'en-us'), path.join(modelDir, 'en-us.lm.bin'), path.join(modelDir, 'cmudict-en-us.dict'));
 }
 
