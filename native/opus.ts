@@ -103,13 +103,6 @@ export class OpusDecoder {
     if (n < 0) throw new Error(`opus decode failed (${n})`);
     return out.subarray(0, n);
   }
-
-  /** Conceals one lost packet of `samples` samples into a new array. */
-  conceal(samples: number): Int16Array {
-    const out = new Int16Array(samples);
-    const n = this.concealInto(samples, out, 0);
-    return out.subarray(0, Math.max(0, n));
-  }
 }
 
 /** One mono Opus encoder (tests and benches). */

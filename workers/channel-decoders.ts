@@ -40,10 +40,15 @@ class PcmDecoder implements ChannelDecoder {
     this.#resampler = new Resampler(sampleRate, OUTPUT_SAMPLE_RATE_HZ);
   }
   decode(messages: readonly Uint8Array[]): ChannelResult {
-    const frames = messages.length;
-    if (messages.length === 1 && this.#carry === null && (messages[0]!.length & 1) === 0) {
-      return { pcm: messages[0]!.length > 0 ? [this.#resampler.push(s16le(messages[0]!))] : [], frames, corruptFrames: 0 };
-    }
+    // A lone message with nothing carried is read where it lies; otherwise the carry and the messages are joined.
+    const joined = this.#carry === null && messages.length === 1 ? messages[0]! : this.#join(messages);
+    const bytes = joined.length;
+    this.#carry = (bytes & 1) === 1 ? joined[bytes - 1]! : null;
+    const whole = joined.subarray(0, bytes & ~1);
+    return { pcm: whole.length > 0 ? [this.#resampler.push(s16le(whole))] : [], frames: messages.length, corruptFrames: 0 };
+  }
+  /** The carried byte, if any, then every message's bytes. */
+  #join(messages: readonly Uint8Array[]): Uint8Array {
     let bytes = this.#carry === null ? 0 : 1;
     for (const m of messages) bytes += m.length;
     const joined = new Uint8Array(bytes);
@@ -53,9 +58,7 @@ class PcmDecoder implements ChannelDecoder {
       joined.set(m, at);
       at += m.length;
     }
-    this.#carry = (bytes & 1) === 1 ? joined[bytes - 1]! : null;
-    const whole = joined.subarray(0, bytes & ~1);
-    return { pcm: whole.length > 0 ? [this.#resampler.push(s16le(whole))] : [], frames, corruptFrames: 0 };
+    return joined;
   }
   end(): Int16Array {
     return this.#resampler.flush();
