@@ -222,7 +222,7 @@ class Shard {
     windowMs: number,
   ) {
     this.#windowMs = windowMs;
-    // Async tasks (AAC waits on ffmpeg) interleave with open/close; decode tasks go one at a time (see #send).
+    // Decode tasks go one at a time (see #send); open and close go as they come.
     this.#thread = new TaskThread<CodecTask, CodecAnswer>(filename, () => {
       this.crashes++;
     });

@@ -1,4 +1,7 @@
 {
+  "variables": {
+    "have_libavcodec": "<!(test -f deps/ffmpeg/lib/libavcodec.a && echo 1 || echo 0)"
+  },
   "targets": [
     {
       "target_name": "lc3",
@@ -29,5 +32,19 @@
       "cflags_cc": ["-O2", "-fno-exceptions"],
       "defines": ["NAPI_VERSION=8"]
     }
+  ],
+  "conditions": [
+    ["have_libavcodec==1", {
+      "targets": [
+        {
+          "target_name": "aac",
+          "sources": ["aac.cc"],
+          "include_dirs": ["deps/ffmpeg/include"],
+          "libraries": ["<(module_root_dir)/deps/ffmpeg/lib/libavcodec.a", "<(module_root_dir)/deps/ffmpeg/lib/libavutil.a", "-lm", "-Wl,-Bsymbolic", "-Wl,--exclude-libs,ALL"],
+          "cflags_cc": ["-O2", "-fno-exceptions"],
+          "defines": ["NAPI_VERSION=8"]
+        }
+      ]
+    }]
   ]
 }

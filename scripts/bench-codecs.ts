@@ -1,14 +1,14 @@
 // Bench: CPU per second of audio for each codec, through the codec shards vs the decoder called in-process.
-// Run: node dist/scripts/bench-codecs.js [sessions=50] [outstanding=2] [codec,codec…] [windowMs=0]. CPU counts every thread of this process plus reaped
-// children (ffmpeg). Engine path as a live node runs it: every session pushes `messages` frames, waits for their PCM,
+// Run: node dist/scripts/bench-codecs.js [sessions=50] [outstanding=2] [codec,codec…] [windowMs=0]. CPU counts every thread of this process.
+// Engine path as a live node runs it: every session pushes `messages` frames, waits for their PCM,
 // pushes the next, all sessions at once (so one shard task serves many sessions, as under load).
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { CodecPool, type Codec, type CodecStream } from '../engine/pool.js';
 import { Lc3Decoder, Lc3Encoder } from '../native/index.js';
 import { maxPacketSamples, OpusDecoder, OpusEncoderStream } from '../native/opus.js';
+import { AacDecoder, AAC_MAX_FRAME_SAMPLES } from '../native/aac.js';
 import { Resampler } from '../workers/resample.js';
 import { aacAdts, frames, pcmMessages, speech } from '../test/helpers/codec-fixtures.js';
 
@@ -26,20 +26,10 @@ const DIRECT_ROUND_US = 400_000;
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
 
-const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
-/** CPU µs of reaped children (ffmpeg), from /proc/self/stat fields cutime and cstime (clock ticks: coarse). */
-function childMicros(): number {
-  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[13]) + Number(fields[14])) * 1e6) / CLK_TCK;
-}
 /** CPU µs of every thread of this process (getrusage RUSAGE_SELF). */
-function selfMicros(): number {
+function cpuMicros(): number {
   const u = process.cpuUsage();
   return u.user + u.system;
-}
-/** This process's threads plus reaped children. */
-function cpuMicros(): number {
-  return selfMicros() + childMicros();
 }
 
 interface Case {
@@ -49,24 +39,7 @@ interface Case {
   messages: Uint8Array[];
   /** Decodes every message in-process the cheapest direct way (into a reused array where the codec allows). */
   direct: () => void;
-  /**
-   * aac: one ffmpeg run over a single frame, whose CPU is the process's start-up. A session pays it once for hours of
-   * audio, but on the few seconds of the fixture it was most of both columns (~130 ms of CPU against ~4 ms per
-   * audio-second of steady decoding), so it is measured here and taken out of both sides, and printed beside them.
-   */
-  startup?: () => void;
-  /** Seconds of audio one direct() call decodes, when not `seconds`. */
-  directSeconds?: number;
 }
-
-/** aac: the direct run's input is the fixture this many times over (some 8 minutes of audio, so the start-up taken out is a third of the run or less). */
-const AAC_DIRECT_REPEATS = 64;
-/**
- * aac: each engine session streams the fixture this many times over. Fifty ffmpeg processes starting at once cost
- * more than the one start-up measured alone (about twice, from runs with 1× and 4× the fixture), and that excess is
- * not taken out: a longer stream makes it a smaller share.
- */
-const AAC_ENGINE_REPEATS = 4;
 
 function buildCases(): Case[] {
   const s16 = speech(dir, 16000);
@@ -81,15 +54,6 @@ function buildCases(): Case[] {
   const lc3enc48 = new Lc3Encoder(10000, 48000);
   const lc3Frames48 = frames(s48, 480).map((f) => lc3enc48.encode(f, 100));
   const adts = aacAdts(dir, s48, 48000);
-  const aacFile = path.join(dir, 'out-48000.aac');
-  const aacOneFrame = path.join(dir, 'one-frame.aac');
-  writeFileSync(aacOneFrame, adts[0]!);
-  // The direct run decodes the fixture AAC_DIRECT_REPEATS times over in one process, so its start-up (taken out below)
-  // is small beside the decoding it is compared with.
-  const aacLong = path.join(dir, 'long.aac');
-  writeFileSync(aacLong, Buffer.concat(Array.from({ length: AAC_DIRECT_REPEATS }, () => readFileSync(aacFile))));
-  const ffmpegToPcm = (input: string) =>
-    execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'aac', '-i', input, '-f', 's16le', '-ac', '1', '-ar', '16000', '-y', path.join(dir, 'aac-direct.raw')]);
   return [
     { codec: 'pcm16', rate: 16000, seconds: s16.length / 16000, messages: pcmMessages(s16, 160), direct: () => {} },
     {
@@ -113,10 +77,14 @@ function buildCases(): Case[] {
       direct: () => { const d = new Lc3Decoder(10000, 48000); const r = new Resampler(48000); const out = new Int16Array(d.frameSamples); for (const f of lc3Frames48) { d.decodeInto(f, out, 0); r.push(out); } },
     },
     {
-      codec: 'aac', rate: 48000, seconds: (AAC_ENGINE_REPEATS * s48.length) / 48000, messages: Array.from({ length: AAC_ENGINE_REPEATS }, () => adts).flat(),
-      directSeconds: (AAC_DIRECT_REPEATS * s48.length) / 48000,
-      direct: () => { ffmpegToPcm(aacLong); },
-      startup: () => { ffmpegToPcm(aacOneFrame); },
+      codec: 'aac', rate: 48000, seconds: s48.length / 48000, messages: adts,
+      direct: () => {
+        const d = new AacDecoder();
+        const r = new Resampler(48000);
+        const out = new Int16Array(AAC_MAX_FRAME_SAMPLES);
+        for (const f of adts) r.push(out.subarray(0, Math.max(0, d.decodeInto(f, out, 0))));
+        d.close();
+      },
     },
   ];
 }
@@ -153,22 +121,10 @@ async function main(): Promise<void> {
   const cases = buildCases().filter((c) => only === undefined || only.includes(c.codec));
   const pool = new CodecPool({ threads: 1, batchWindowMs: windowMs });
   const rows: string[][] = [];
-  /** Per-session process start-up taken out of both sides, per codec that has one (aac). */
-  const startups: string[] = [];
   for (const c of cases) {
     // Each side is measured ROUNDS times and the median kept. A direct round repeats the in-process decode until it
     // has used DIRECT_ROUND_US of CPU: one pass over the fixture is ~25 ms for LC3 at 16 kHz, and on this VM the
     // same 25 ms measured 599 and 1,377 µs per audio-second in two runs.
-    // The first start of a process runs cold (402 vs 155 and 145 ms in one run): one run to warm up, then ROUNDS.
-    c.startup?.();
-    const startupRuns: number[] = [];
-    for (let i = 0; c.startup !== undefined && i < ROUNDS; i++) {
-      const t0 = cpuMicros();
-      c.startup();
-      startupRuns.push(cpuMicros() - t0);
-    }
-    const startupUs = startupRuns.length > 0 ? median(startupRuns) : 0;
-    if (startupUs > 0) startups.push(`${c.codec} ${(startupUs / 1000).toFixed(0)} ms`);
     const directRuns: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const t0 = cpuMicros();
@@ -177,7 +133,7 @@ async function main(): Promise<void> {
         c.direct();
         passes++;
       } while (cpuMicros() - t0 < DIRECT_ROUND_US);
-      directRuns.push((cpuMicros() - t0 - passes * startupUs) / (passes * (c.directSeconds ?? c.seconds)));
+      directRuns.push((cpuMicros() - t0) / (passes * c.seconds));
     }
     const directPerSec = median(directRuns);
     // Engine path: `sessions` concurrent sessions, `perPush` messages outstanding each.
@@ -188,7 +144,7 @@ async function main(): Promise<void> {
       const w0 = performance.now();
       const streams = Array.from({ length: sessions }, (_, k) => pool.open({ sessionId: `${c.codec}-${i}-${k}`, codec: c.codec, sampleRate: c.rate, channels: 1 }));
       await driveAll(streams, c.messages, perPush);
-      engineRuns.push((cpuMicros() - t0 - sessions * startupUs) / (c.seconds * sessions));
+      engineRuns.push((cpuMicros() - t0) / (c.seconds * sessions));
       wallMs += performance.now() - w0;
     }
     const enginePerSec = median(engineRuns);
@@ -206,8 +162,7 @@ async function main(): Promise<void> {
   await pool.close();
   rmSync(dir, { recursive: true, force: true });
   console.log(`machine: ${cpus().length}× ${cpus()[0]?.model ?? '?'}, node ${process.version}, ${sessions} sessions/codec, ${perPush} frame(s) outstanding each, batch window ${windowMs} ms, 1 shard`);
-  const startupNote = startups.length > 0 ? `; the CPU of starting a session's decoder process (${startups.join(', ')}, measured in this run: one ffmpeg run over a single frame) is taken out of both sides, as a session pays it once for hours of audio` : '';
-  console.log(`baseline: the decoder called in-process (aac: one ffmpeg run over the fixture ${AAC_DIRECT_REPEATS} times over), repeated for at least ${DIRECT_ROUND_US / 1000} ms of CPU; each side the median of ${ROUNDS} rounds${startupNote}`);
+  console.log(`baseline: the decoder called in-process, repeated for at least ${DIRECT_ROUND_US / 1000} ms of CPU; each side the median of ${ROUNDS} rounds`);
   const head = ['codec', 'in Hz', 'direct µs/s', 'engine µs/s', 'ratio', 'x realtime (wall)'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   for (const r of [head, ...rows]) console.log(r.map((v, i) => v.padStart(widths[i]!)).join('  '));

@@ -1,7 +1,8 @@
 // One decoder per channel of a session, for each codec: bytes in, 16 kHz mono Int16 PCM out (runs in a codec shard).
 import { Lc3Decoder, LC3_MAX_FRAME_BYTES, LC3_MIN_FRAME_BYTES } from '../native/index.js';
 import { maxPacketSamples, OpusDecoder, OPUS_BUFFER_TOO_SMALL } from '../native/opus.js';
-import { AacFfmpegDecoder, splitAdts } from '../native/aac-ffmpeg.js';
+import { AacDecoder } from '../native/aac.js';
+import { splitAdts, type AdtsFrame } from '../native/adts.js';
 import { LC3_FRAME_US, LC3_FS1030_FRAME_BYTES, OUTPUT_SAMPLE_RATE_HZ, type CodecParams } from './messages.js';
 import { Resampler } from './resample.js';
 
@@ -14,9 +15,9 @@ export interface ChannelResult {
 
 export interface ChannelDecoder {
   /** Decodes this channel's messages (channel-id byte already removed). */
-  decode(messages: readonly Uint8Array[]): ChannelResult | Promise<ChannelResult>;
+  decode(messages: readonly Uint8Array[]): ChannelResult;
   /** Ends the stream and returns the PCM the decoder still holds. */
-  end(): Int16Array | Promise<Int16Array>;
+  end(): Int16Array;
   /** Frees what the decoder holds without waiting (a thread or session going away). */
   dispose(): void;
 }
@@ -159,30 +160,68 @@ class Lc3ChannelDecoder implements ChannelDecoder {
   dispose(): void {}
 }
 
-/** aac: one or more whole ADTS frames per message, decoded by an ffmpeg child process (native/aac-ffmpeg.ts). */
+/**
+ * aac: one or more whole ADTS frames per message, decoded in-process (native/aac.ts), mixed to mono and resampled
+ * from the stream's own rate (the header's, doubled by HE-AAC's SBR) to 16 kHz. A message that is not whole ADTS
+ * frames is counted and skipped (how much audio it held is unknown); a frame that fails to decode is counted and
+ * stands as its length of silence, so what follows keeps its time.
+ */
 class AacChannelDecoder implements ChannelDecoder {
-  readonly #ffmpeg = new AacFfmpegDecoder();
-  async decode(messages: readonly Uint8Array[]): Promise<ChannelResult> {
-    let frames = 0;
+  readonly #decoder = new AacDecoder();
+  #resampler: Resampler | null = null;
+  decode(messages: readonly Uint8Array[]): ChannelResult {
+    const split: AdtsFrame[][] = [];
+    let room = 0;
     let corruptFrames = 0;
     for (const m of messages) {
       const adts = splitAdts(m);
-      // Never feed ffmpeg bytes that do not parse: its ADTS parser would lose sync on the frames after.
-      if (adts === null || adts.length === 0) {
-        corruptFrames++;
-        continue;
-      }
-      frames += adts.length;
-      this.#ffmpeg.write(m, adts);
+      if (adts === null || adts.length === 0) corruptFrames++;
+      for (const f of adts ?? []) room += 2 * f.samples; // SBR doubles; nothing else makes a frame longer
+      split.push(adts ?? []);
     }
-    if (this.#ffmpeg.failure !== null) throw this.#ffmpeg.failure;
-    return { pcm: [await this.#ffmpeg.take()], frames, corruptFrames };
+    // Decoded samples gather at one rate in `out`; a change of rate (the first frame, or a stream that changes) sends
+    // what gathered through the resampler it was made for.
+    const out = new Int16Array(room);
+    const pcm: Int16Array[] = [];
+    let from = 0;
+    let at = 0;
+    let frames = 0;
+    const switchTo = (rate: number): void => {
+      if (this.#resampler?.inRate === rate) return;
+      if (this.#resampler !== null) {
+        if (at > from) pcm.push(this.#resampler.push(out.subarray(from, at)));
+        pcm.push(this.#resampler.flush());
+      }
+      from = at;
+      this.#resampler = new Resampler(rate, OUTPUT_SAMPLE_RATE_HZ);
+    };
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]!;
+      for (const f of split[i]!) {
+        frames++;
+        const n = this.#decoder.decodeInto(m.subarray(f.offset, f.offset + f.length), out, at);
+        if (n >= 0) {
+          switchTo(this.#decoder.sampleRate); // known once a frame has decoded; [at, at + n) is not yet gathered
+          at += n;
+          continue;
+        }
+        corruptFrames++;
+        const rate = this.#resampler?.inRate ?? f.sampleRate;
+        switchTo(rate);
+        const silence = Math.min(Math.round((f.samples * rate) / f.sampleRate), 2 * f.samples);
+        out.fill(0, at, at + silence);
+        at += silence;
+      }
+    }
+    if (this.#resampler !== null && at > from) pcm.push(this.#resampler.push(out.subarray(from, at)));
+    return { pcm, frames, corruptFrames };
   }
-  end(): Promise<Int16Array> {
-    return this.#ffmpeg.end();
+  end(): Int16Array {
+    this.#decoder.close();
+    return this.#resampler?.flush() ?? new Int16Array(0);
   }
   dispose(): void {
-    this.#ffmpeg.kill();
+    this.#decoder.close();
   }
 }
 

@@ -1,6 +1,6 @@
 // Codec shard worker: keeps `stream key → decoders` in this thread and answers open / decodePacked / close tasks.
 import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer } from './messages.js';
-import { createChannelDecoder, type ChannelDecoder, type ChannelResult } from './channel-decoders.js';
+import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
 import { packAnswer, readRecords, type DecodedPart } from './packing.js';
 
 interface Session {
@@ -40,8 +40,8 @@ function pcmAnswer(pcm: Int16Array[]): PcmAnswer {
   return moveAnswer<PcmAnswer>({ ok: true, pcm, frames: 0, corruptFrames: 0, recreated: false }, pcm.map((p) => p.buffer as ArrayBuffer));
 }
 
-/** Decodes one stream's messages of a task; synchronous unless a decoder is (AAC waits on ffmpeg). */
-function decodeStream(key: number, params: CodecParams, messages: readonly Uint8Array[]): DecodedPart | Promise<DecodedPart> {
+/** Decodes one stream's messages of a task. */
+function decodeStream(key: number, params: CodecParams, messages: readonly Uint8Array[]): DecodedPart {
   let session = sessions.get(key);
   // Unknown here but known to the pool: this thread replaced a crashed one. Re-create the decoders and go on.
   const recreated = session === undefined;
@@ -62,16 +62,13 @@ function decodeStream(key: number, params: CodecParams, messages: readonly Uint8
     perChannel = split;
   }
   const results = channels.map((c, i) => c.decode(perChannel[i]!));
-  const assemble = (done: readonly ChannelResult[]): DecodedPart => {
-    let frames = 0;
-    let corruptFrames = routedOut;
-    for (const r of done) {
-      frames += r.frames;
-      corruptFrames += r.corruptFrames;
-    }
-    return { pcm: done.map((r) => r.pcm), frames, corruptFrames, recreated };
-  };
-  return results.some((r) => r instanceof Promise) ? Promise.all(results).then(assemble) : assemble(results as ChannelResult[]);
+  let frames = 0;
+  let corruptFrames = routedOut;
+  for (const r of results) {
+    frames += r.frames;
+    corruptFrames += r.corruptFrames;
+  }
+  return { pcm: results.map((r) => r.pcm), frames, corruptFrames, recreated };
 }
 
 /** A decoder that threw on something other than a frame is not trusted further: drop it; the next task re-creates it. */
@@ -88,34 +85,24 @@ function packed(parts: readonly StreamResult[]): PackedAnswer {
   return moveAnswer<PackedAnswer>(answer, [answer.entries.buffer as ArrayBuffer, answer.pcm.buffer as ArrayBuffer]);
 }
 
-/**
- * Every stream of the task; one failing stream does not fail the others. Synchronous when every decoder is (no
- * promise per stream); AAC streams wait on ffmpeg concurrently.
- */
-function decodePacked(task: DecodePackedTask): PackedAnswer | Promise<PackedAnswer> {
+/** Every stream of the task; one failing stream does not fail the others. */
+function decodePacked(task: DecodePackedTask): PackedAnswer {
   const byKey = readRecords(task.records);
   const p = task.params;
-  const parts: (StreamResult | Promise<StreamResult>)[] = [];
-  let waits = false;
+  const parts: StreamResult[] = [];
   for (let i = 0; i < p.length; i += 4) {
     const key = p[i]!;
     const params: CodecParams = { codec: CODECS[p[i + 1]!]!, sampleRate: p[i + 2]!, channels: p[i + 3] as 1 | 2 };
     try {
-      const result = decodeStream(key, params, byKey.get(key) ?? []);
-      if (result instanceof Promise) {
-        waits = true;
-        parts.push(result.then((r) => ({ key, result: r }), (err: unknown) => ({ key, result: dropAfterError(key, err) })));
-      } else {
-        parts.push({ key, result });
-      }
+      parts.push({ key, result: decodeStream(key, params, byKey.get(key) ?? []) });
     } catch (err) {
       parts.push({ key, result: dropAfterError(key, err) });
     }
   }
-  return waits ? Promise.all(parts).then(packed) : packed(parts as StreamResult[]);
+  return packed(parts);
 }
 
-async function close(key: number, flush: boolean): Promise<CodecAnswer> {
+function close(key: number, flush: boolean): CodecAnswer {
   const session = sessions.get(key);
   if (session === undefined) return pcmAnswer([]);
   sessions.delete(key);
@@ -124,11 +111,11 @@ async function close(key: number, flush: boolean): Promise<CodecAnswer> {
     return pcmAnswer([]);
   }
   const pcm: Int16Array[] = [];
-  for (const c of session.channels) pcm.push(concat([await c.end()]));
+  for (const c of session.channels) pcm.push(concat([c.end()]));
   return pcmAnswer(pcm);
 }
 
-export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnswer> {
+export default function handle(task: CodecTask): CodecAnswer {
   try {
     switch (task.type) {
       case 'open': {
@@ -140,7 +127,11 @@ export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnsw
       case 'decodePacked':
         return decodePacked(task);
       case 'close':
-        return close(task.key, task.flush).catch((err: unknown) => dropAfterError(task.key, err));
+        try {
+          return close(task.key, task.flush);
+        } catch (err) {
+          return dropAfterError(task.key, err);
+        }
       case 'crash':
         // Test-only: in a worker thread process.exit ends this thread, not the process.
         process.exit(1);

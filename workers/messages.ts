@@ -11,7 +11,7 @@ export const CODEC_SAMPLE_RATES_HZ: Readonly<Record<Codec, readonly number[]>> =
   pcm16: [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000],
   opus: [8000, 12000, 16000, 24000, 48000],
   opus_fs320: [8000, 12000, 16000, 24000, 48000],
-  // The ADTS header carries the real rate; ffmpeg resamples whatever it finds.
+  // The ADTS header carries the real rate; the decoder resamples whatever it finds.
   aac: [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000],
   lc3: [8000, 16000, 24000, 32000, 48000],
   lc3_fs1030: [8000, 16000, 24000, 32000, 48000],

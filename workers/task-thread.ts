@@ -2,8 +2,8 @@
 // answers each `{ id, task }` with `{ id, answer }`, moving the buffers the handler marked (workers/messages.ts).
 //
 // Rationale: a shard is one thread with one caller, so a pool's queueing, async-resource and balancing work per task
-// is not needed; this loop is all that is. Tasks run as they arrive: an async handler (AAC waits on ffmpeg) lets the
-// next task start, as Piscina's concurrentTasksPerWorker did.
+// is not needed; this loop is all that is. Tasks run as they arrive: an async handler lets the next task start while it
+// waits, as Piscina's concurrentTasksPerWorker did.
 import { parentPort, workerData } from 'node:worker_threads';
 import { movesOf } from './messages.js';
 

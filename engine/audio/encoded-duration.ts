@@ -3,7 +3,7 @@
 // Rationale: the custom transcription client forwards the app's bytes without decoding them, yet must time segments
 // its server leaves untimed. Every codec the listen route takes states its duration in the packet or its size.
 import { LC3_FRAME_US, LC3_FS1030_FRAME_BYTES } from '../../workers/messages.js';
-import { splitAdts } from '../../native/aac-ffmpeg.js';
+import { splitAdts } from '../../native/adts.js';
 
 /** Opus frame durations in microseconds by TOC config (RFC 6716 §3.1): SILK 0–11, Hybrid 12–15, CELT 16–31. */
 function opusFrameUs(config: number): number {

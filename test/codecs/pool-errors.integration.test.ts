@@ -71,14 +71,42 @@ t.test('lc3_fs1030: corrupt and ragged frames are counted and the session goes o
   t.ok(Math.abs(tone(out[0]!.subarray(out[0]!.length - 3200), 16000).hz - 440) < 10, 'still decoding after');
 });
 
-t.test('aac: a message that is not ADTS is counted and skipped', async (t) => {
+t.test('aac: a message that is not ADTS is counted and skipped; the rest decodes as if it had not come', async (t) => {
   const adts = aacAdts(dir, sine(440, 16000, 2, 8000).map((v, i) => v + (i % 3)), 16000);
-  const messages = [...adts.slice(0, 10), garbage(200, 4), ...adts.slice(10)];
-  const stream = pool.open({ sessionId: 'aac-corrupt', codec: 'aac', sampleRate: 16000, channels: 1 });
-  const out = await drive(stream, messages, 3);
+  const clean = await drive(pool.open({ sessionId: 'aac-clean', codec: 'aac', sampleRate: 16000, channels: 1 }), adts);
+  const stream = pool.open({ sessionId: 'aac-not-adts', codec: 'aac', sampleRate: 16000, channels: 1 });
+  const out = await drive(stream, [...adts.slice(0, 10), garbage(200, 4), ...adts.slice(10)], 3);
   t.equal(stream.stats.corruptFrames, 1);
   t.equal(stream.stats.frames, adts.length);
-  t.ok(out[0]!.length >= 2 * 16000, `${out[0]!.length} samples`);
+  t.same(out, clean, 'sample for sample');
+});
+
+t.test('aac: a frame that does not decode is counted and stands as its length of silence; the stream goes on', async (t) => {
+  const adts = aacAdts(dir, sine(440, 16000, 2, 8000), 16000);
+  const clean = (await drive(pool.open({ sessionId: 'aac-clean-2', codec: 'aac', sampleRate: 16000, channels: 1 }), adts))[0]!;
+  // Frame 10 keeps its header (so its length is known) but its payload is zeros, which the decoder refuses.
+  const broken = adts.map((f, i) => (i === 10 ? f.map((v, k) => (k < 7 ? v : 0)) : f));
+  const stream = pool.open({ sessionId: 'aac-bad-payload', codec: 'aac', sampleRate: 16000, channels: 1 });
+  const out = (await drive(stream, broken, 4))[0]!;
+  t.equal(stream.stats.corruptFrames, 1);
+  t.equal(out.length, clean.length, 'the timeline keeps its length');
+  t.ok(out.subarray(10 * 1024, 11 * 1024).every((v) => v === 0), 'the lost frame is silence');
+  // MDCT frames overlap by one: from the second frame after the loss the output is the clean stream's again.
+  t.same(out.subarray(12 * 1024), clean.subarray(12 * 1024), 'decoding resumes exactly');
+  t.ok(Math.abs(tone(out.subarray(24000, 27200), 16000).hz - 440) < 10, 'the tone after the loss');
+});
+
+t.test('aac: a stereo stream is mixed down to mono', async (t) => {
+  const left = sine(440, 48000, 1, 8000);
+  const adts = aacAdts(dir, left, 48000, 2);
+  const out = await drive(pool.open({ sessionId: 'aac-stereo', codec: 'aac', sampleRate: 48000, channels: 1 }), adts, 5);
+  t.equal(out.length, 1, 'one channel out');
+  const seconds = out[0]!.length / 16000;
+  t.ok(Math.abs(seconds - 1) < 0.1, `${seconds.toFixed(3)} s`);
+  const mid = out[0]!.subarray(4000, 12000);
+  t.ok(Math.abs(tone(mid, 16000).hz - 440) < 10, 'the tone');
+  const peak = mid.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  t.ok(peak > 6000 && peak < 10000, `both channels carry the tone, so the mix keeps its level (peak ${peak})`);
 });
 
 t.test('two channels come out apart, each 16 kHz mono', async (t) => {

@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { splitAdts } from '../../native/aac-ffmpeg.js';
+import { splitAdts } from '../../native/adts.js';
 
 const SENTENCE = 'The quick brown fox jumps over the lazy dog. Wearables stream audio to the server.';
 
@@ -51,12 +51,12 @@ export function dlc3(dir: string, file: string): Int16Array {
   return new Int16Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 }
 
-/** Encodes with ffmpeg's AAC encoder to ADTS and splits the stream into frames. */
-export function aacAdts(dir: string, pcm: Int16Array, rate: number): Uint8Array[] {
+/** Encodes mono PCM with ffmpeg's AAC encoder to ADTS (copied at full level into each of `channels` channels) and splits it into frames. */
+export function aacAdts(dir: string, pcm: Int16Array, rate: number, channels = 1): Uint8Array[] {
   const raw = path.join(dir, `aac-in-${rate}.raw`);
-  const out = path.join(dir, `out-${rate}.aac`);
+  const out = path.join(dir, `out-${rate}-${channels}.aac`);
   execFileSync('sh', ['-c', 'cat > "$0"', raw], { input: new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength) });
-  execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-f', 's16le', '-ar', String(rate), '-ac', '1', '-i', raw, '-c:a', 'aac', '-b:a', '48k', '-f', 'adts', out]);
+  execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-f', 's16le', '-ar', String(rate), '-ac', '1', '-i', raw, ...(channels === 2 ? ['-af', 'pan=stereo|c0=c0|c1=c0'] : []), '-c:a', 'aac', '-b:a', '48k', '-f', 'adts', out]);
   const b = new Uint8Array(readFileSync(out));
   const frames = splitAdts(b);
   if (frames === null) throw new Error('ffmpeg wrote something that is not ADTS');
