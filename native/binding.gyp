@@ -19,6 +19,12 @@
       "defines": ["NAPI_VERSION=8"]
     },
     {
+      "target_name": "dsp",
+      "sources": ["dsp.cc"],
+      "cflags_cc": ["-O3", "-ffast-math", "-fno-exceptions"],
+      "defines": ["NAPI_VERSION=8"]
+    },
+    {
       "target_name": "memory",
       "sources": ["memory.cc"],
       "cflags_cc": ["-O2", "-fno-exceptions"],

@@ -1,4 +1,5 @@
 // The resampler keeps tones, attenuates what would alias, and is the same chunked or in one pass.
+import { loadAddon } from '../../native/addon.js';
 import t from 'tap';
 import { Resampler } from '../../workers/resample.js';
 import { concat, sine, tone } from '../helpers/codec-fixtures.js';
@@ -39,5 +40,23 @@ t.test('chunked output equals one-pass output, sample for sample', async (t) => 
     }
     parts.push(chunked.flush());
     t.same(concat(parts), whole, `${rate}`);
+  }
+});
+
+t.test('the native inner loop refuses a state that would read outside its arrays', async (t) => {
+  const { resampleRun } = loadAddon<{ resampleRun: (...args: unknown[]) => number }>('dsp', 'DSP');
+  const coeffs = new Float32Array(3 * 8);
+  const hist = new Float32Array(64);
+  const out = new Int16Array(16);
+  t.equal(resampleRun(coeffs, 8, 3, 1, hist, 64, new Int32Array([3, 0]), out), 16, 'a valid state runs');
+  for (const [why, args] of [
+    ['pos reaching before the history', [coeffs, 8, 3, 1, hist, 64, new Int32Array([2, 0]), out]],
+    ['phase past the bank', [coeffs, 8, 3, 1, hist, 64, new Int32Array([3, 3]), out]],
+    ['avail past the history', [coeffs, 8, 3, 1, hist, 65, new Int32Array([3, 0]), out]],
+    ['a bank shorter than up × taps', [coeffs, 8, 4, 1, hist, 64, new Int32Array([3, 0]), out]],
+    ['an odd tap count', [coeffs, 7, 3, 1, hist, 64, new Int32Array([3, 0]), out]],
+    ['history of the wrong type', [coeffs, 8, 3, 1, new Int16Array(64), 64, new Int32Array([3, 0]), out]],
+  ] as const) {
+    t.throws(() => resampleRun(...args), { code: 'ERR_DSP_ARGS' }, why);
   }
 });
