@@ -23,7 +23,6 @@ let lag = new Histogram();
  * @property {any} decoder
  * @property {number} samples PCM samples out so far
  * @property {number} t0 least (arrival − audio position) seen, in ms: lag = arrival − (t0 + position)
- * @property {Promise<void>} chain in-order decodes for async decoders (aac)
  */
 
 /**
@@ -65,7 +64,6 @@ uWS
       s.decoder = createChannelDecoder({ codec, sampleRate, channels: 1 });
       s.samples = 0;
       s.t0 = Infinity;
-      s.chain = Promise.resolve();
       stats.streamsOpened++;
       stats.streamsOpen++;
       ws.send(READY, false);
@@ -76,22 +74,15 @@ uWS
       const s = ws.getUserData();
       stats.frames++;
       stats.inBytes += message.byteLength;
-      const r = s.decoder.decode([new Uint8Array(message.slice(0))]);
-      if (r instanceof Promise) s.chain = s.chain.then(() => r).then((x) => counted(s, x));
-      else counted(s, r);
+      counted(s, s.decoder.decode([new Uint8Array(message.slice(0))]));
     },
     close: (ws) => {
       /** @type {Session} */
       const s = ws.getUserData();
-      // Like the service's drain: the decoder's tail (resampler, AAC) counts as delivered PCM.
-      s.chain
-        .then(() => s.decoder.end())
-        .then((tail) => counted(s, { pcm: [tail], corruptFrames: 0 }))
-        .catch(() => undefined)
-        .finally(() => {
-          s.decoder.dispose();
-          stats.streamsOpen--;
-        });
+      // Like the service's drain: the decoder's tail (the resampler's) counts as delivered PCM.
+      counted(s, { pcm: [s.decoder.end()], corruptFrames: 0 });
+      s.decoder.dispose();
+      stats.streamsOpen--;
     },
   })
   .get('/stats', (res) => json(res, snapshot()))

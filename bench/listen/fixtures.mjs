@@ -11,14 +11,14 @@ const FIXTURE_VERSION = 1;
 
 /**
  * The query each codec is opened with, how much audio one message carries, and the frames a stream's decoder keeps
- * for itself (AAC: the first frame is encoder delay, so every stream yields one frame less PCM than it was sent).
+ * for itself (none now: every codec's decoder answers each frame with its PCM).
  */
 export const CODECS = /** @type {const} */ ({
   pcm8: { sampleRate: 8000, frameMs: 10, primingFrames: 0 },
   pcm16: { sampleRate: 16000, frameMs: 10, primingFrames: 0 },
   opus: { sampleRate: 16000, frameMs: 10, primingFrames: 0 },
   opus_fs320: { sampleRate: 16000, frameMs: 20, primingFrames: 0 },
-  aac: { sampleRate: 48000, frameMs: 1024 / 48, primingFrames: 1 },
+  aac: { sampleRate: 48000, frameMs: 1024 / 48, primingFrames: 0 },
   lc3: { sampleRate: 48000, frameMs: 10, primingFrames: 0 },
   lc3_fs1030: { sampleRate: 16000, frameMs: 10, primingFrames: 0 },
 });
