@@ -7,6 +7,8 @@ export interface AudioInletOptions {
   maxBytes: number;
   /** 16 kHz mono PCM per channel, in order. */
   onPcm: (pcm: Int16Array[], info: PcmInfo) => void;
+  /** Each message as it goes to the decoder, in order (lent for the call: copy what is kept). */
+  onDecode?: (message: Uint8Array) => void;
 }
 
 export class AudioInlet {
@@ -35,6 +37,7 @@ export class AudioInlet {
     if (this.#finished) return true;
     if (this.pendingBytes + message.byteLength > this.#o.maxBytes) return false;
     if (this.#flowing) {
+      this.#o.onDecode?.(message);
       this.#o.codec.push(message);
     } else {
       this.#held.push(message.slice());
@@ -47,7 +50,10 @@ export class AudioInlet {
   start(): void {
     if (this.#flowing || this.#finished) return;
     this.#flowing = true;
-    for (const m of this.#held) this.#o.codec.push(m);
+    for (const m of this.#held) {
+      this.#o.onDecode?.(m);
+      this.#o.codec.push(m);
+    }
     this.#held = [];
     this.#heldBytes = 0;
   }

@@ -130,7 +130,7 @@ export class SessionActor {
     try {
       if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
       const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
-      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames) });
+      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames), onDecode: (m) => this.#speech?.retain(m) });
     } catch (err) {
       const reason = bad ?? (isEngineError(err) ? err.message : 'unsupported audio format');
       this.#close(CloseCode.UNSUPPORTED_DATA, reason);
@@ -317,6 +317,7 @@ export class SessionActor {
       scheduler: this.#o.scheduler,
       logger: this.#o.logger,
       ...(this.#o.usage ? { usage: { recorder: this.#o.usage, uid: this.uid, now: () => this.#o.clock.now() } } : {}),
+      audio: { codec: p.codec, sampleRate: p.sampleRate, decode: (messages) => this.#decodeKept(messages) },
       onSegments: (segs, provider, ch) => this.#loop.add(segs.map((x) => this.#raw(x, provider, ch))),
       onFailure: (f, provider) => {
         this.#draining ??= this.#failed(f, provider);
@@ -334,6 +335,32 @@ export class SessionActor {
     }
     this.#speech = speech;
     return true;
+  }
+
+  /**
+   * Decodes audio a failed provider never answered for, kept encoded, with a fresh decoder of the session's codec (one
+   * channel: the channel-id bytes were taken off).
+   */
+  async #decodeKept(messages: readonly Uint8Array[]): Promise<Int16Array> {
+    const p = this.#o.params;
+    const stream = this.#o.codecPool.open({ sessionId: `${this.sessionId}:kept`, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: 1 });
+    const chunks: Int16Array[] = [];
+    let samples = 0;
+    stream.on('pcm', (pcm) => {
+      const c = pcm[0];
+      if (c === undefined || c.length === 0) return;
+      chunks.push(c.slice()); // a view into the shard's shared answer
+      samples += c.length;
+    });
+    for (const m of messages) stream.push(m);
+    await stream.close({ flush: true });
+    const out = new Int16Array(samples);
+    let at = 0;
+    for (const c of chunks) {
+      out.set(c, at);
+      at += c.length;
+    }
+    return out;
   }
 
   /** custom_stt=enabled: the app's suggested_transcript, plus the operator's custom transcription server if configured. */

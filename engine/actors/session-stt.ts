@@ -1,5 +1,6 @@
 // A session's speech side: opens one stream per channel with fail-over, routes PCM to them, and when a stream fails
-// keeps every sample no engine acknowledged (the stream's unacknowledged tail plus whatever is still being decoded).
+// keeps every sample no engine acknowledged: the audio after the provider's last final result, held encoded as the
+// device sent it (engine/audio/encoded-tail.ts) and decoded again on failure, plus whatever was still being decoded.
 import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
 import { Outcome } from '../protocol.js';
@@ -8,6 +9,8 @@ import { openStreams } from '../stt/failover.js';
 import type { SttFailure, SttSegment, SttStream } from '../stt/types.js';
 import type { KeptAudioMeta } from '../stt/kept-audio.js';
 import { countWords, type UsageRecorder } from '../usage.js';
+import { EncodedTail, type EncodedSlice } from '../audio/encoded-tail.js';
+import { encodedDurationS } from '../audio/encoded-duration.js';
 
 export interface SessionSttOptions {
   registry: SttRegistry;
@@ -19,6 +22,13 @@ export interface SessionSttOptions {
   logger: Logger;
   /** Seconds of audio and words transcribed are recorded here (per user, provider, day) when the streams close. */
   usage?: { recorder: UsageRecorder; uid: string; now: () => number };
+  /**
+   * The session's audio as it arrives (retain() is given each message) and a fresh decoder for it: with a remote
+   * engine, the audio its final results have not yet covered is kept encoded and decoded again only if it fails.
+   */
+  audio?: { codec: string; sampleRate: number; decode: (messages: readonly Uint8Array[]) => Promise<Int16Array> };
+  /** Unanswered audio kept per channel at most, in seconds (a provider that never answers). @defaultValue 120 */
+  maxKeptS?: number;
   onSegments(segments: SttSegment[], provider: string, channel: number): void;
   onFailure(failure: SttFailure, provider: string): void;
 }
@@ -29,6 +39,8 @@ export interface KeptChannel {
   startS: number;
   chunks: Int16Array[];
   samples: number;
+  /** Encoded audio still to decode into the front of `chunks`: stream samples [from, to). */
+  replay?: EncodedSlice & { from: number; to: number };
 }
 
 const SAMPLE_RATE = 16000;
@@ -40,6 +52,10 @@ export class SessionStt {
   readonly #written: number[];
   /** Set once a stream failed: PCM goes here instead of to the engines. */
   #kept: KeptChannel[] | undefined;
+  /** Remote engines only: each channel's audio as sent, from a little before the provider's last final result. */
+  #tails: EncodedTail[] | undefined;
+  /** Seconds of audio retained per channel so far (each message's place on the timeline, without rounding drift). */
+  #retainedS: number[] = [];
   provider: string | undefined;
   fallbackFrom: string | undefined;
   /** Words in the engines' segments so far (usage). */
@@ -74,6 +90,11 @@ export class SessionStt {
     this.provider = r.engine.name;
     this.fallbackFrom = r.fallbackFrom;
     this.#streams = r.streams;
+    if (o.audio && r.streams.some((s) => s.acknowledgedSamples !== undefined)) {
+      const max = Math.round((o.maxKeptS ?? 120) * SAMPLE_RATE);
+      this.#tails = r.streams.map(() => new EncodedTail(max));
+      this.#retainedS = r.streams.map(() => 0);
+    }
     r.streams.forEach((s, ch) => {
       s.on('segments', (segs) => {
         if (this.#kept) return;
@@ -83,6 +104,28 @@ export class SessionStt {
       s.on('failure', (f) => this.#fail(f, s.provider));
     });
     return 'ok';
+  }
+
+  /**
+   * One audio message as the device sent it (two channels: channel-id byte first), in the order it goes to the
+   * decoder; copied. Kept until the provider's final results cover it (remote engines only).
+   */
+  retain(message: Uint8Array): void {
+    const tails = this.#tails;
+    const a = this.#o.audio;
+    if (tails === undefined || a === undefined || this.#kept) return;
+    let ch = 0;
+    let payload = message;
+    if (this.#o.channels === 2) {
+      const id = message[0];
+      if (id !== 0x01 && id !== 0x02) return;
+      ch = id - 1;
+      payload = message.subarray(1);
+    }
+    const before = this.#retainedS[ch]!;
+    const after = before + encodedDurationS(a.codec, a.sampleRate, 1, payload);
+    this.#retainedS[ch] = after;
+    tails[ch]!.push(payload, Math.round(after * SAMPLE_RATE) - Math.round(before * SAMPLE_RATE));
   }
 
   /** PCM of `channel`; after a failure it is kept instead. */
@@ -100,6 +143,8 @@ export class SessionStt {
     if (!s) return;
     this.#written[ch]! += pcm.length;
     s.write(pcm);
+    const acked = s.acknowledgedSamples?.();
+    if (acked !== undefined) this.#tails?.[ch]?.release(acked);
   }
 
   /** Flushes what the engines hold (nothing to do after a failure: the audio is kept). */
@@ -113,7 +158,9 @@ export class SessionStt {
    * if needed). Answers the seconds kept (0 when nothing failed or nothing was lost).
    */
   async keep(anchor: () => Promise<{ conversationId: string; offsetS: number }>, keepAudio: (meta: KeptAudioMeta, chunks: readonly Int16Array[]) => Promise<void>, who: { uid: string; sessionId: string; createdAtMs: number }): Promise<number> {
-    const kept = this.takeKept();
+    const taken = this.takeKept();
+    for (const k of taken) await this.#replay(k);
+    const kept = taken.filter((k) => k.samples > 0);
     if (kept.length === 0) return 0;
     const { conversationId, offsetS } = await anchor();
     const o = this.#o;
@@ -125,9 +172,28 @@ export class SessionStt {
 
   /** The audio kept since the failure, per channel with audio; empty when nothing failed or nothing was lost. */
   takeKept(): KeptChannel[] {
-    const kept = (this.#kept ?? []).filter((k) => k.samples > 0);
-    this.#kept = this.#kept?.map((k) => ({ ...k, chunks: [], samples: 0 }));
+    const kept = (this.#kept ?? []).filter((k) => k.samples > 0 || k.replay !== undefined);
+    this.#kept = this.#kept?.map((k) => ({ channel: k.channel, startS: k.startS, chunks: [], samples: 0 }));
     return kept;
+  }
+
+  /** Decodes a kept channel's encoded part into the front of its chunks, cut to exactly the unanswered samples. */
+  async #replay(k: KeptChannel): Promise<void> {
+    const r = k.replay;
+    const decode = this.#o.audio?.decode;
+    k.replay = undefined;
+    if (r === undefined || decode === undefined || r.messages.length === 0) return;
+    let pcm: Int16Array;
+    try {
+      pcm = await decode(r.messages);
+    } catch (err) {
+      this.#o.logger.error({ sessionId: this.#o.sessionId, channel: k.channel, err: { name: (err as Error)?.name } }, 'kept audio could not be decoded');
+      return;
+    }
+    const part = pcm.subarray(Math.min(r.from - r.startSample, pcm.length), Math.min(r.to - r.startSample, pcm.length));
+    if (part.length === 0) return;
+    k.chunks.unshift(part);
+    k.samples += part.length;
   }
 
   /** Closes the streams and records the session's usage, once. */
@@ -145,13 +211,15 @@ export class SessionStt {
 
   #fail(f: SttFailure, provider: string): void {
     if (this.#kept) return;
-    // Every channel's stream goes down with the session: keep each one's unacknowledged tail (local engines, which
-    // cannot lose audio to a network, give none).
+    // Every channel's stream goes down with the session: keep each one's audio after its last final result (local
+    // engines, which cannot lose audio to a network, report none and keep nothing from before the failure).
     this.#kept = this.#streams.map((s, channel) => {
-      const u = s.unacknowledged?.();
-      const startS = u ? u.startS : this.#written[channel]! / SAMPLE_RATE;
-      return { channel, startS, chunks: u && u.pcm.length > 0 ? [u.pcm] : [], samples: u?.pcm.length ?? 0 };
+      const written = this.#written[channel]!;
+      const acked = Math.min(s.acknowledgedSamples?.() ?? written, written);
+      const slice = acked < written ? this.#tails?.[channel]?.slice(acked, written) : undefined;
+      return { channel, startS: acked / SAMPLE_RATE, chunks: [], samples: 0, ...(slice ? { replay: { ...slice, from: acked, to: written } } : {}) };
     });
+    this.#tails = undefined;
     this.close();
     this.#o.onFailure(f, provider);
   }

@@ -1,9 +1,9 @@
-// Recycles the fixed-length PCM messages a remote stream sends and keeps until the provider acknowledges them.
+// Recycles the fixed-length PCM messages a remote stream fills and sends.
 //
-// Rationale: a stream keeps each 100 ms message (3.2 KB) for one to a few seconds, until a final result covers it, so
-// as fresh arrays they outlive V8's young generation and die in the old one: at 250 sessions some 8 MB/s of
-// promoted garbage that only a full collection frees. The process grew by tens of MiB between collections and the
-// collector's helper threads spent ~9% of a core marking it. Recycled arrays never die.
+// Rationale: a 100 ms message (3.2 KB) is filled over 100 ms, long enough for a fresh array to outlive V8's young
+// generation and die in the old one. When streams also kept each message until a final result covered it (1-3 s),
+// that was some 8 MB/s of promoted garbage at 250 sessions that only a full collection freed. Recycled arrays never
+// die.
 
 export class PcmChunkPool {
   /** Samples per pooled array: the engine's message length. */

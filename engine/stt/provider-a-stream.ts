@@ -1,8 +1,9 @@
 // One provider_a session: PCM out on a Deepgram live socket in 20–250 ms messages, final Results in as segments.
 //
 // Rationale: write() goes through a PcmBatcher (100 ms messages by default, no timer per stream). One repeating scheduler entry per stream sends KeepAlive when no audio went out during the last period, so
-// a long pause outlives Deepgram's 10 s idle rule. Audio sent but not yet covered by a final
-// result (Deepgram's `start + duration`) is kept, bounded, for unacknowledged(). A failure is reported once.
+// a long pause outlives Deepgram's 10 s idle rule. How far final results (Deepgram's `start + duration`) have covered
+// the audio is told by acknowledgedSamples(); the audio itself is kept, encoded, by the session (engine/audio/
+// encoded-tail.ts), so a message goes back to the pool as soon as the socket has it. A failure is reported once.
 import type WebSocket from 'ws';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
@@ -11,7 +12,7 @@ import type { PcmChunkPool } from './chunk-pool.js';
 import { MIN_SEND_SAMPLES, PcmBatcher } from './pcm-batcher.js';
 import type { StaleFlusher } from './stale-flusher.js';
 import { SttEmitter } from './stt-emitter.js';
-import type { SttFailure, SttStream, UnacknowledgedAudio } from './types.js';
+import type { SttFailure, SttStream } from './types.js';
 import { Outcome } from '../protocol.js';
 
 
@@ -22,13 +23,11 @@ export interface ProviderAStreamOptions {
   keepAliveMs: number;
   finalizeTimeoutMs: number;
   closeTimeoutMs: number;
-  /** Unacknowledged audio kept at most, in samples; older audio is dropped (and startS moves on). */
-  maxUnacknowledgedSamples: number;
   /** Bytes queued on the socket beyond which the provider is deemed stuck (reason send_failed). */
   maxBufferedBytes: number;
   /** Audio buffered before a message goes out, in samples: 320 (20 ms) to 4000 (250 ms). */
   sendSamples: number;
-  /** The engine's message arrays (`samples` = sendSamples): a message goes back once acknowledged or the stream closed. */
+  /** The engine's message arrays (`samples` = sendSamples): a message goes back once the socket has it. */
   chunks: PcmChunkPool;
   /** Sends a rest left by a pause. */
   flusher: StaleFlusher;
@@ -50,9 +49,6 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   /** Samples handed to the socket, and samples covered by final results. */
   #sent = 0;
   #acked = 0;
-  /** Sent, unacknowledged audio: chunks in order, `#head` the first live one. */
-  #tail: { at: number; pcm: Int16Array }[] = [];
-  #head = 0;
   #sentSinceTick = false;
   readonly #keepAlive: TimerId;
   #waiters: Waiter[] = [];
@@ -81,21 +77,9 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     this.#batcher.write(pcm);
   }
 
-  unacknowledged(): UnacknowledgedAudio {
-    const start = this.#head < this.#tail.length ? this.#tail[this.#head]!.at : this.#sent;
-    const buffered = this.#batcher.buffered();
-    const from = Math.min(Math.max(this.#acked, start), this.#sent + buffered.length);
-    const pcm = new Int16Array(this.#sent + buffered.length - from);
-    let at = 0;
-    for (let i = this.#head; i < this.#tail.length; i++) {
-      const c = this.#tail[i]!;
-      const skip = Math.max(0, from - c.at);
-      if (skip >= c.pcm.length) continue;
-      pcm.set(skip > 0 ? c.pcm.subarray(skip) : c.pcm, at);
-      at += c.pcm.length - skip;
-    }
-    pcm.set(buffered.subarray(Math.max(0, from - this.#sent)), at);
-    return { startS: from / SAMPLE_RATE_HZ, pcm };
+  /** Samples covered by final results (at most those sent): the session keeps the audio after them. */
+  acknowledgedSamples(): number {
+    return this.#acked;
   }
 
   /** Sends what is buffered and Finalize; resolves once Deepgram answered for it (from_finalize) or after finalizeTimeoutMs. */
@@ -136,18 +120,17 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     this.#state = 'closed';
     this.#batcher.stop();
     this.#ws.terminate();
-    this.#dropTail(this.#tail.length);
     this.#settle(() => true);
     this.#o.onClosed();
   }
 
   #sendAudio(pcm: Int16Array): void {
     if (this.#state !== 'open') return;
-    this.#tail.push({ at: this.#sent, pcm });
     this.#sent += pcm.length;
     this.#sentSinceTick = true;
+    // ws masks a client frame into its own buffer, so the array is free again once send() returns.
     this.#ws.send(Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
-    this.#trimTail();
+    this.#o.chunks.give(pcm);
     if (this.#ws.bufferedAmount > this.#o.maxBufferedBytes) this.#fail({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'send_failed' });
   }
 
@@ -180,34 +163,8 @@ export class ProviderAStream extends SttEmitter implements SttStream {
 
   #ack(samples: number): void {
     if (samples <= this.#acked) return;
-    this.#acked = samples;
-    let end = this.#head;
-    while (end < this.#tail.length && this.#tail[end]!.at + this.#tail[end]!.pcm.length <= samples) end++;
-    this.#dropTail(end);
+    this.#acked = Math.min(samples, this.#sent);
     this.#settle((w) => w.target <= samples);
-  }
-
-  /** Bounds memory: drops the oldest chunks beyond maxUnacknowledgedSamples. */
-  #trimTail(): void {
-    let end = this.#head;
-    while (end < this.#tail.length - 1 && this.#sent - this.#tail[end + 1]!.at >= this.#o.maxUnacknowledgedSamples) end++;
-    this.#dropTail(end);
-  }
-
-  /** Drops the tail's chunks before index `end`, handing their arrays back to the pool (ws copied each when it masked it). */
-  #dropTail(end: number): void {
-    while (this.#head < end) {
-      this.#o.chunks.give(this.#tail[this.#head]!.pcm);
-      this.#tail[this.#head++] = undefined as never;
-    }
-    this.#compact();
-  }
-
-  #compact(): void {
-    if (this.#head > 64 && this.#head * 2 > this.#tail.length) {
-      this.#tail = this.#tail.slice(this.#head);
-      this.#head = 0;
-    }
   }
 
   #settle(which: (w: Waiter) => boolean): void {

@@ -27,19 +27,9 @@ export interface ProviderAEngineOptions extends RemoteEngineOptions {
   finalizeTimeoutMs?: number;
   /** Longest wait for Deepgram to close after CloseStream. @defaultValue 3000 */
   closeTimeoutMs?: number;
-  /** Unacknowledged audio kept per stream, in seconds; older audio is dropped. @defaultValue 120 */
-  maxUnacknowledgedS?: number;
   /** Audio queued on a socket that does not drain before the stream fails with send_failed, in seconds. @defaultValue 15 */
   maxBufferedS?: number;
 }
-
-/**
- * Spare message arrays kept per open stream, as seconds of audio: a stream holds its messages until a final result
- * covers them (~1–3 s) and gives them back in bursts, so the spare count swings by about that much per stream. A fixed
- * cap of 1,024 arrays (3.2 MB) dropped so many at 250 sessions that the collector ran 29 full collections in a
- * 55 s run instead of 13 (test/stt/provider-a.test.ts, bench fleet --sessions 250 with --trace-gc).
- */
-const SPARE_S_PER_STREAM = 3;
 
 export class ProviderAEngine implements SttEngine {
   readonly name = 'provider_a';
@@ -49,7 +39,6 @@ export class ProviderAEngine implements SttEngine {
   readonly #flusher: StaleFlusher;
   /** Message arrays every stream of this engine takes and gives back (engine/stt/chunk-pool.ts says why). */
   readonly #chunks: PcmChunkPool;
-  readonly #spareChunksPerStream: number;
   #closed = false;
 
   constructor(options: ProviderAEngineOptions) {
@@ -62,7 +51,6 @@ export class ProviderAEngine implements SttEngine {
       keepAliveMs: 4000,
       finalizeTimeoutMs: 5000,
       closeTimeoutMs: 3000,
-      maxUnacknowledgedS: 120,
       maxBufferedS: 15,
       sendMs: 100,
       ...options,
@@ -71,13 +59,15 @@ export class ProviderAEngine implements SttEngine {
     if (!(this.#o.keepAliveMs > 0 && this.#o.keepAliveMs <= 5000)) throw new RangeError('keepAliveMs must be in (0, 5000] so a pause outlives the 10 s idle rule');
     this.#sendSamples = sendSamplesOf(this.#o.sendMs);
     this.#flusher = new StaleFlusher(this.#o.scheduler, this.#o.sendMs);
-    this.#spareChunksPerStream = Math.ceil((SPARE_S_PER_STREAM * 1000) / this.#o.sendMs);
-    this.#chunks = new PcmChunkPool(this.#sendSamples, this.#spareChunksPerStream);
+    this.#chunks = new PcmChunkPool(this.#sendSamples, 1);
   }
 
-  /** The pool's cap follows the open streams (at least one stream's worth, so a lone session recycles too). */
+  /**
+   * The pool's cap follows the open streams: one spare each (a stream gives its message back as it sends it and takes
+   * one for the next), at least one so a lone session recycles too.
+   */
   #fitPool(): void {
-    this.#chunks.maxFree = Math.max(1, this.#streams.size) * this.#spareChunksPerStream;
+    this.#chunks.maxFree = Math.max(1, this.#streams.size);
   }
 
   /** Nova-3's streaming languages and `multi`. */
@@ -144,7 +134,6 @@ export class ProviderAEngine implements SttEngine {
           keepAliveMs: o.keepAliveMs,
           finalizeTimeoutMs: o.finalizeTimeoutMs,
           closeTimeoutMs: o.closeTimeoutMs,
-          maxUnacknowledgedSamples: Math.round(o.maxUnacknowledgedS * SAMPLE_RATE_HZ),
           maxBufferedBytes: Math.round(o.maxBufferedS * SAMPLE_RATE_HZ * 2),
           sendSamples: this.#sendSamples,
           chunks: this.#chunks,

@@ -2,7 +2,8 @@
 //
 // Rationale: a keepalive goes out when no audio was sent for `keepaliveMs` (the provider drops a stream silent for
 // 20 s), from one scheduler entry per stream, never one timer per write. Only final tokens become segments. Audio
-// not yet covered by the provider's `final_audio_proc_ms` is kept (bounded) for unacknowledged(). A stream fails at
+// covered by the provider's `final_audio_proc_ms` is told by acknowledgedSamples() (the session keeps the rest,
+// encoded: engine/audio/encoded-tail.ts). A stream fails at
 // most once; the words already final are emitted before the failure. Logs carry ids, reasons and codes only. Audio
 // goes out through a PcmBatcher (100 ms messages by default) rather than a socket write per decoded batch.
 import WebSocket from 'ws';
@@ -14,8 +15,7 @@ import { MIN_SEND_SAMPLES, PcmBatcher } from './pcm-batcher.js';
 import { TokenSegmenter } from './provider-b-segments.js';
 import type { StaleFlusher } from './stale-flusher.js';
 import { SttEmitter } from './stt-emitter.js';
-import type { SttFailure, SttStream, UnacknowledgedAudio } from './types.js';
-import { UnacknowledgedBuffer } from './unacknowledged-buffer.js';
+import type { SttFailure, SttStream } from './types.js';
 
 export const SAMPLE_RATE_HZ = 16000;
 export const PROVIDER = 'provider_b';
@@ -28,7 +28,6 @@ export interface StreamDeps {
   keepaliveMs: number;
   finalizeTimeoutMs: number;
   finishTimeoutMs: number;
-  maxUnacknowledgedSamples: number;
   maxBufferedBytes: number;
   /** Samples per audio message, and the engine's flusher for rests left by pauses. */
   sendSamples: number;
@@ -49,7 +48,9 @@ export class ProviderBStream extends SttEmitter implements SttStream {
   readonly #deps: StreamDeps;
   readonly #onGone: () => void;
   readonly #segmenter = new TokenSegmenter();
-  readonly #unacked: UnacknowledgedBuffer;
+  /** Samples written, and samples covered by final tokens. */
+  #written = 0;
+  #acked = 0;
   readonly #batcher: PcmBatcher;
   #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
   #failure: SttFailure | undefined;
@@ -66,7 +67,6 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     this.sessionId = sessionId;
     this.#deps = deps;
     this.#onGone = onGone;
-    this.#unacked = new UnacknowledgedBuffer(SAMPLE_RATE_HZ, deps.maxUnacknowledgedSamples);
     this.#batcher = new PcmBatcher({ sendSamples: deps.sendSamples, minSamples: MIN_SEND_SAMPLES, flusher: deps.flusher, send: (pcm) => this.#sendAudio(pcm) });
     this.#lastActivityMs = deps.clock.now();
     ws.on('message', (data: Buffer, isBinary: boolean) => {
@@ -84,14 +84,10 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     return this.#failure;
   }
 
-  /**
-   * Sends 16 kHz mono PCM. A copy is kept until the provider acknowledges it (the caller's array may be a shared view).
-   * After a failure audio is still kept (not sent) for unacknowledged(); after close() it is ignored.
-   */
+  /** Sends 16 kHz mono PCM (copied: the caller's array may be a shared view). Ignored unless the stream is open. */
   write(pcm: Int16Array): void {
-    if (this.#state === 'closing' || this.#state === 'closed' || pcm.length === 0) return;
-    this.#unacked.push(pcm.slice());
-    if (this.#state !== 'open') return;
+    if (this.#state !== 'open' || pcm.length === 0) return;
+    this.#written += pcm.length;
     this.#batcher.write(pcm);
   }
 
@@ -102,9 +98,13 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     this.#lastActivityMs = this.#deps.clock.now();
   }
 
-  /** Audio written but not yet covered by final tokens, from `startS` seconds of the stream. */
-  unacknowledged(): UnacknowledgedAudio {
-    return this.#unacked.snapshot();
+  /** Samples covered by final tokens (at most those written): the session keeps the audio after them. */
+  acknowledgedSamples(): number {
+    return this.#acked;
+  }
+
+  #acknowledge(sample: number): void {
+    this.#acked = Math.max(this.#acked, Math.min(sample, this.#written));
   }
 
   /** Asks the provider to finalize what it heard; resolves once `<fin>` arrived (and its segments were emitted), or after finalizeTimeoutMs. */
@@ -144,7 +144,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     if (!wasFailed) this.emitSegments(this.#segmenter.flush());
     if (this.#ws.readyState === WebSocket.OPEN) this.#ws.close(1000);
     else if (this.#ws.readyState === WebSocket.CONNECTING) this.#ws.terminate();
-    const left = this.#unacked.snapshot().pcm.length;
+    const left = this.#written - this.#acked;
     this.#deps.logger.info({ sessionId: this.sessionId, provider: PROVIDER, unacknowledgedMs: Math.round((left * 1000) / SAMPLE_RATE_HZ) }, 'stt provider stream closed');
     this.#onGone();
   }
@@ -162,14 +162,14 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     const tokens = Array.isArray(msg.tokens) ? (msg.tokens as ProviderBToken[]) : [];
     const { segments, fins } = this.#segmenter.push(tokens);
     this.emitSegments(segments);
-    if (typeof msg.final_audio_proc_ms === 'number') this.#unacked.acknowledge(Math.floor((msg.final_audio_proc_ms * SAMPLE_RATE_HZ) / 1000));
+    if (typeof msg.final_audio_proc_ms === 'number') this.#acknowledge(Math.floor((msg.final_audio_proc_ms * SAMPLE_RATE_HZ) / 1000));
     for (let i = 0; i < fins; i++) {
       const waiter = this.#finalizers.shift();
       if (waiter) this.#settle(waiter);
     }
     if (msg.finished === true) {
       this.emitSegments(this.#segmenter.flush());
-      this.#unacked.acknowledge(this.#unacked.writtenSamples);
+      this.#acknowledge(this.#written);
       this.#finished?.();
     }
   }
@@ -177,7 +177,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
   #providerError(msg: ProviderBMessage): void {
     const failure = failureFromErrorFrame(msg);
     if (this.#state === 'open') return this.#fail(failure, Number(msg.error_code));
-    // Closing: the caller is done with the stream; what was not finalized stays in unacknowledged().
+    // Closing: the caller is done with the stream; what was not finalized stays unacknowledged.
     this.#deps.logger.warn({ sessionId: this.sessionId, provider: PROVIDER, reason: failure.reason, errorCode: Number(msg.error_code) }, 'stt provider error while closing');
     this.#finished?.();
   }

@@ -23,8 +23,6 @@ export interface ProviderBEngineOptions extends RemoteEngineOptions {
   finalizeTimeoutMs?: number;
   /** Longest wait for `finished` after the end of audio in close(), in milliseconds. @defaultValue 10000 */
   finishTimeoutMs?: number;
-  /** Most unacknowledged audio kept per stream, in milliseconds (older audio is dropped). @defaultValue 60000 */
-  maxUnacknowledgedMs?: number;
   /** Bytes queued on the socket past which the stream fails with send_failed. @defaultValue 1048576 (about 32 s of audio) */
   maxBufferedBytes?: number;
 }
@@ -54,7 +52,6 @@ export class ProviderBEngine implements SttEngine {
       keepaliveMs,
       finalizeTimeoutMs: options.finalizeTimeoutMs ?? 5000,
       finishTimeoutMs: options.finishTimeoutMs ?? 10000,
-      maxUnacknowledgedSamples: Math.round(((options.maxUnacknowledgedMs ?? 60000) * SAMPLE_RATE_HZ) / 1000),
       maxBufferedBytes: options.maxBufferedBytes ?? 1024 * 1024,
       sendSamples: sendSamplesOf(options.sendMs ?? 100),
       flusher: new StaleFlusher(options.scheduler, options.sendMs ?? 100),

@@ -36,12 +36,6 @@ export class SttOpenError extends Error {
   }
 }
 
-/** PCM the engine was given but has not yet answered for with final results, from `startS` seconds of the stream. */
-export interface UnacknowledgedAudio {
-  startS: number;
-  pcm: Int16Array;
-}
-
 export interface SttStreamEvents {
   segments(segments: SttSegment[]): void;
   failure(failure: SttFailure): void;
@@ -69,10 +63,11 @@ export interface SttStream {
    */
   write(pcm: Int16Array): void;
   /**
-   * Remote engines: the audio written but not yet covered by a final result (kept when the stream fails so the
-   * conversation can be completed later). Local engines, which cannot lose audio to a network, leave it out.
+   * Remote engines: how many samples of the stream (from its start) final results have covered. The session keeps
+   * the audio after that point, encoded (engine/audio/encoded-tail.ts), so a failed stream loses none of it. Local
+   * engines, which cannot lose audio to a network, leave it out.
    */
-  unacknowledged?(): UnacknowledgedAudio;
+  acknowledgedSamples?(): number;
   finalize(): Promise<void>;
   close(): Promise<void>;
   on<E extends keyof SttStreamEvents>(event: E, listener: SttStreamEvents[E]): this;

@@ -1,12 +1,12 @@
 // A test STT engine: records the PCM each stream receives and emits segments when the test says so.
 import { EventEmitter } from 'node:events';
-import { SttOpenError, type SttEngine, type SttFailure, type SttSegment, type SttStream, type SttStreamEvents, type SttStreamOptions, type UnacknowledgedAudio } from '../../engine/stt/types.js';
+import { SttOpenError, type SttEngine, type SttFailure, type SttSegment, type SttStream, type SttStreamEvents, type SttStreamOptions } from '../../engine/stt/types.js';
 
 export class RecordingSttStream implements SttStream {
   readonly #events = new EventEmitter();
   readonly chunks: Int16Array[] = [];
   samples = 0;
-  /** Samples the "provider" answered for; unacknowledged() returns the rest, as a remote engine would. */
+  /** Samples the "provider" answered for, as a remote engine reports them; the session keeps the audio after it. */
   acknowledged = 0;
   finalized = false;
   closed = false;
@@ -15,14 +15,8 @@ export class RecordingSttStream implements SttStream {
     this.chunks.push(pcm);
     this.samples += pcm.length;
   }
-  unacknowledged(): UnacknowledgedAudio {
-    const all = new Int16Array(this.samples);
-    let at = 0;
-    for (const c of this.chunks) {
-      all.set(c, at);
-      at += c.length;
-    }
-    return { startS: this.acknowledged / 16000, pcm: all.slice(this.acknowledged) };
+  acknowledgedSamples(): number {
+    return Math.min(this.acknowledged, this.samples);
   }
   /** Emits segments as the engine would. */
   emit(segments: SttSegment[]): void {

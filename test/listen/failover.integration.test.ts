@@ -1,13 +1,14 @@
 // Opening speech streams with retries and fail-over, and audio kept when a provider dies mid-session, over a real socket.
 import t from 'tap';
-import { readdirSync, existsSync, mkdtempSync } from 'node:fs';
+import { readdirSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
 import { advance, open, until } from '../helpers/listen.js';
 import { RecordingSttEngine } from '../fakes/recording-stt.js';
-import { sine } from '../helpers/codec-fixtures.js';
+import { concat, frames, onChannel, sine, speech } from '../helpers/codec-fixtures.js';
+import { OpusEncoderStream } from '../../native/opus.js';
 import { SttOpenError } from '../../engine/stt/types.js';
 import { backoffMs } from '../../engine/stt/failover.js';
 
@@ -127,6 +128,53 @@ t.test('a provider lost mid-session: stt_failed, 1011, and the unanswered audio 
   const segs = (r.json as any).transcript_segments;
   t.match(segs, [{ text: 'Before the drop.', speaker_id: 0, start: 0.2 }, { text: 'After the drop.', speaker_id: 1 }]);
   t.ok(segs[1].start >= 1.5 + 0.5 - 0.01 && segs[1].start <= 2.2, `kept segment placed at conversation time (${segs[1].start})`);
+});
+
+t.test('unanswered audio is kept encoded and decoded again on failure: the same samples the provider was sent', async (t) => {
+  const a = new RecordingSttEngine('provider_a');
+  const ts = await startService(t, { sttEngines: [a] });
+  const dir = mkdtempSync(path.join(tmpdir(), 'kept-opus-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const pcm = speech(dir, 16000).subarray(0, 3 * 16000);
+  // Two channels, each its own Opus stream of 20 ms packets: the wearer's speech and, on channel 2, a tone.
+  const enc1 = new OpusEncoderStream(16000);
+  const enc2 = new OpusEncoderStream(16000);
+  const ch1 = frames(pcm, 320).map((f) => onChannel(1, enc1.encode(f)));
+  const ch2 = frames(sine(300, 16000, 3, 6000), 320).map((f) => onChannel(2, enc2.encode(f)));
+  const c = await open(ts, { uid: 'u1', codec: 'opus_fs320', sample_rate: '16000', channels: '2' });
+  await c.ready();
+  ch1.forEach((m, i) => {
+    c.ws.send(m);
+    c.ws.send(ch2[i]!);
+  });
+  const [live1, live2] = a.streams;
+  await until(() => live1!.samples === 48_000 && live2!.samples === 48_000, 10_000, 'three seconds decoded on both channels');
+  const sent1 = concat(live1!.chunks);
+  const sent2 = concat(live2!.chunks);
+  live1!.acknowledged = 24_000; // answered up to 1.5 s on channel 1, 2.25 s on channel 2
+  live2!.acknowledged = 36_000;
+  await advance(ts, 600);
+  a.autoAnswer = () => [];
+  const keptStreams = a.streams.length;
+  live1!.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
+  t.same(await c.closed, { code: 1011, reason: 'transcription_service_unavailable' });
+  await until(() => a.streams.length >= keptStreams + 2 && a.streams.slice(keptStreams).every((s) => s.finalized), 20_000, 'both channels\' kept audio transcribed');
+  const got = a.streams.slice(keptStreams).map((s) => concat(s.chunks)).sort((x, y) => y.length - x.length);
+  t.same(got.map((g) => g.length), [24_000, 12_000], 'exactly the unanswered samples of each channel');
+  // A fresh decoder starts 60 ms early and has settled by the first kept sample: what it gives is what was sent.
+  const relativeError = (kept: Int16Array, sent: Int16Array): number => {
+    let err = 0;
+    let sig = 0;
+    kept.forEach((v, i) => {
+      err += (v - sent[i]!) ** 2;
+      sig += sent[i]! ** 2;
+    });
+    return Math.sqrt(err / sig);
+  };
+  const e1 = relativeError(got[0]!, sent1.subarray(24_000));
+  const e2 = relativeError(got[1]!, sent2.subarray(36_000));
+  t.ok(e1 < 0.05, `channel 1: the speech after 1.5 s (relative error ${e1.toFixed(4)})`);
+  t.ok(e2 < 0.05, `channel 2: the tone after 2.25 s (relative error ${e2.toFixed(4)})`);
 });
 
 t.test('two nodes: the listen node transcribes its own kept audio; processing on the jobs node waits for it', async (t) => {

@@ -81,7 +81,7 @@ t.test('scripted words come back as segments grouped by speaker; the query carri
   });
   t.same(s.query.getAll('keyterm'), ['Omi', 'two words'], 'key terms trimmed and de-duplicated');
   t.same([s.bytes, s.chunks, s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [2.5 * RATE * 2, 25, 3200, 3200, 0], 'one 100 ms message per five 20 ms frames (sendMs default)');
-  t.same(stream.unacknowledged!().pcm.length, 0, 'all audio acknowledged');
+  t.equal(stream.acknowledgedSamples!(), 2.5 * RATE, 'all audio acknowledged');
   t.same(failures, []);
   const logged = lines.join('');
   for (const secret of ['test-key', 'Hello', 'there', 'Bye']) t.notOk(logged.includes(secret), `logs do not contain ${secret}`);
@@ -96,12 +96,12 @@ t.test('messages are one send period long: 10 ms frames pair up, a long write is
   await fake.until(() => fake.streams[0]?.chunks === 25 + 50, 'audio');
   const s = fake.streams[0]!;
   t.same([s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [640, 640, 0], 'every message 20 ms of whole samples');
-  t.same([s.bytes, stream.unacknowledged!().pcm.length], [1.5 * RATE * 2, 1.505 * RATE], 'the 5 ms rest waits in the client');
+  t.equal(s.bytes, 1.5 * RATE * 2, 'the 5 ms rest waits in the client');
   await stream.finalize();
   t.same([s.chunks, s.bytes], [25 + 50 + 1, 1.505 * RATE * 2], 'finalize flushes the rest');
 });
 
-t.test('acknowledged messages are reused, and the provider and the kept tail still get the audio sample for sample', async (t) => {
+t.test('a message array is reused as soon as it is sent, the provider still hears every sample, and acknowledgedSamples() follows the results', async (t) => {
   const clock = new ManualClock();
   const scheduler = new Scheduler({ clock, resolutionMs: 0 });
   const fake = await startFakeDeepgram({ clock, sweepEveryMs: 0, recordAudio: true });
@@ -117,30 +117,25 @@ t.test('acknowledged messages are reused, and the provider and the kept tail sti
   const audio = ramp(3);
   for (const f of frames(audio.subarray(0, 1.5 * RATE))) stream.write(f);
   await fake.until(() => segments.length === 1, 'the first result');
-  t.equal(engine.spareChunks, 10, 'the first second (ten 100 ms messages) went back for reuse');
+  t.equal(stream.acknowledgedSamples!(), RATE, 'the first result covers the first second');
+  t.equal(engine.spareChunks, 1, 'one array carried all fifteen messages: each went back as it was sent');
   for (const f of frames(audio.subarray(1.5 * RATE))) stream.write(f);
   await fake.until(() => segments.length === 2 && fake.streams[0]!.bytes === 3 * RATE * 2, 'all audio and the second result');
   const received = Buffer.concat(fake.streams[0]!.audio);
   t.ok(received.equals(Buffer.from(audio.buffer)), 'the provider heard every sample as sent, reused arrays included');
-  const unack = stream.unacknowledged!();
-  t.equal(unack.startS, 2);
-  t.same(unack.pcm, audio.subarray(2 * RATE), 'the kept tail is the last second, sample for sample');
+  t.equal(stream.acknowledgedSamples!(), 2 * RATE, 'the second result covers two seconds');
   await stream.close();
-  t.equal(engine.spareChunks, 20, 'a closed stream gives every array back: 20 arrays carried the 30 messages');
+  t.equal(engine.spareChunks, 1, 'still the one array');
 });
 
-t.test('spare message arrays are capped by the open streams: a busy spell is kept for reuse, a quiet engine keeps one stream\'s worth', async (t) => {
+t.test('spare message arrays: none while every open stream fills one, one kept once the engine is quiet', async (t) => {
   const { fake, engine } = await setup(t);
   const streams = await Promise.all(['a', 'b', 'c'].map((id) => engine.open({ ...opts, sessionId: id })));
-  for (const s of streams) for (const f of frames(ramp(2))) s.write(f);
-  await fake.until(() => fake.streams.length === 3 && fake.streams.every((s) => s.bytes === 2 * RATE * 2), 'all audio');
-  t.equal(engine.spareChunks, 0, 'every array is still held: no result acknowledged any audio');
-  await streams[0]!.close();
-  t.equal(engine.spareChunks, 20, 'with two streams open (cap 60) the closed stream\'s 20 arrays are all kept');
-  await streams[1]!.close();
-  t.equal(engine.spareChunks, 30, 'one stream open: 40 given back, cut to the 30 (3 s of 100 ms messages) it may keep');
-  await streams[2]!.close();
-  t.equal(engine.spareChunks, 30, 'none open: still one stream\'s worth, for the next session');
+  for (const s of streams) s.write(ramp(0.05));
+  t.equal(engine.spareChunks, 0, 'three half-filled messages, three arrays in use');
+  for (const s of streams) await s.close();
+  await fake.until(() => fake.streams.length === 3 && fake.streams.every((s) => s.bytes === 0.05 * RATE * 2), 'the rests flushed');
+  t.equal(engine.spareChunks, 1, 'the cap follows the open streams down to one');
 });
 
 t.test('a rest left by a pause goes out within two send periods; under 20 ms it waits; no timer is left behind', async (t) => {
@@ -248,7 +243,7 @@ t.test('connect errors map to reasons; 429 and 503 carry Retry-After', async (t)
   t.equal(fake.streams.length, 0, 'no stream was ever opened');
 });
 
-t.test('a mid-stream drop fails once and keeps exactly the audio no result covered', async (t) => {
+t.test('a mid-stream drop fails once and tells how much audio the results covered', async (t) => {
   const { fake, engine } = await setup(t);
   fake.script({ kind: 'accept', results: [{ afterS: 1, words: [word('kept', 0, 0.2, 0.5)] }], dropAfterBytes: 2 * RATE * 2 });
   const stream = await engine.open(opts);
@@ -261,11 +256,9 @@ t.test('a mid-stream drop fails once and keeps exactly the audio no result cover
   await fake.until(() => failures.length === 1, 'the failure');
   t.same(failures, [{ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' }]);
   t.equal(segments.length, 1, 'words before the drop were delivered');
-  const unack = stream.unacknowledged!();
-  t.equal(unack.startS, 1);
-  t.same(unack.pcm, audio.subarray(RATE), 'the second second, sample for sample');
+  t.equal(stream.acknowledgedSamples!(), RATE, 'the result covered the first second: the session keeps the rest');
   stream.write(ramp(0.5));
-  t.equal(stream.unacknowledged!().pcm.length, RATE, 'writes after the failure are ignored');
+  t.equal(stream.acknowledgedSamples!(), RATE, 'writes after the failure are ignored');
   await stream.close();
   await stream.close();
   t.equal(failures.length, 1, 'one failure event');
@@ -291,7 +284,7 @@ t.test('finalize flushes the last words and resolves on from_finalize; a silent 
   stream.write(ramp(0.01));
   await stream.finalize();
   t.same(segments.map((s) => [s.speaker, s.text]), [['SPEAKER_01', 'Last.']], 'words resolved before finalize() returns');
-  t.same(stream.unacknowledged!(), { startS: 1.01, pcm: new Int16Array(0) });
+  t.equal(stream.acknowledgedSamples!(), 1.01 * RATE, 'everything written is answered for');
   await stream.finalize();
   t.same(fake.streams[0]!.controls, ['Finalize'], 'nothing unanswered: no second Finalize');
 
@@ -306,7 +299,7 @@ t.test('finalize flushes the last words and resolves on from_finalize; a silent 
   clock.advance(1);
   await scheduler.tick();
   await p;
-  t.equal(slow.unacknowledged!().pcm.length, 0.4 * RATE, 'unanswered audio stays unacknowledged');
+  t.equal(slow.acknowledgedSamples!(), 0, 'unanswered audio stays unacknowledged');
 });
 
 t.test('close sends CloseStream, waits for Metadata and the close, and is idempotent', async (t) => {

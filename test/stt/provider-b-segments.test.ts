@@ -1,7 +1,6 @@
 // provider_b token → segment rules that the fake's scripts do not reach: labels, size cut, stray tokens; the audio tail bound.
 import t from 'tap';
 import { TokenSegmenter, speakerLabel } from '../../engine/stt/provider-b-segments.js';
-import { UnacknowledgedBuffer } from '../../engine/stt/unacknowledged-buffer.js';
 
 const tok = (text: string, startMs: number, endMs: number, speaker?: string) => ({ text, start_ms: startMs, end_ms: endMs, is_final: true, speaker });
 
@@ -37,17 +36,4 @@ t.test('a segment is cut before it passes 4096 characters, and <fin> markers are
   t.equal(r.segments.length, 2);
   t.ok(r.segments.every((s) => s.text.length <= 4096));
   t.equal(r.segments.map((s) => s.words!.length).reduce((a, b) => a + b), 45, 'no word lost or split');
-});
-
-t.test('the unacknowledged tail: acknowledged audio goes, the oldest goes past the bound', async (t) => {
-  const buf = new UnacknowledgedBuffer(16000, 1000);
-  const seq = (from: number, n: number) => new Int16Array(n).map((_, i) => from + i);
-  buf.push(seq(0, 400));
-  buf.push(seq(400, 400));
-  buf.acknowledge(300);
-  t.same({ startS: buf.snapshot().startS, first: buf.snapshot().pcm[0], n: buf.snapshot().pcm.length }, { startS: 300 / 16000, first: 300, n: 500 });
-  buf.push(seq(800, 700));
-  t.same({ first: buf.snapshot().pcm[0], n: buf.snapshot().pcm.length }, { first: 500, n: 1000 }, 'bounded to 1000 samples');
-  buf.acknowledge(10_000);
-  t.same({ startS: buf.snapshot().startS, n: buf.snapshot().pcm.length }, { startS: 1500 / 16000, n: 0 }, 'never past what was written');
 });

@@ -1,0 +1,136 @@
+// The encoded audio of one channel that its speech provider has not yet answered for, as the device sent it.
+//
+// Rationale: a remote provider may fail before it finalises what it was sent, and that audio must not be lost (it is
+// kept and transcribed later). Keeping it as the 16 kHz PCM that went out cost ~64 KiB per streaming session (some
+// 2 s between final results); kept encoded (Opus at ~16 kb/s) it is ~4 KiB, and it is decoded again only when a
+// provider actually fails. Messages are copied into one growing byte array per channel (no object per message), each
+// with its place on the stream's 16 kHz timeline, read from its bytes (engine/audio/encoded-duration.ts).
+
+/** Audio kept before the first unanswered sample, so that a fresh decoder has settled by then (codecs overlap frames). */
+export const WARM_UP_SAMPLES = 960; // 60 ms at 16 kHz: three 20 ms Opus or AAC-at-48-kHz frames, six LC3 frames
+
+export interface EncodedSlice {
+  /** Stream sample (16 kHz) where the first message's audio starts. */
+  startSample: number;
+  /** Copies of the messages, in order. */
+  messages: Uint8Array[];
+}
+
+export class EncodedTail {
+  readonly #maxSamples: number;
+  /** Live bytes are `#bytes[#from, #to)`. */
+  #bytes = new Uint8Array(4096);
+  #from = 0;
+  #to = 0;
+  /**
+   * Live messages are entries [#head, #count): each one's length in bytes and the stream sample where it starts.
+   * Typed arrays, moved and grown like the bytes: a JS array per channel grew and was sliced every second, and those
+   * copies outlived the young generation (23 full collections in a 30 s, 250-session fleet run instead of ~3).
+   */
+  #lengths = new Int32Array(256);
+  #starts = new Float64Array(256);
+  #head = 0;
+  #count = 0;
+  /** Stream sample after the last message. */
+  #end = 0;
+
+  /**
+   * @param maxSamples most audio kept, in 16 kHz samples; beyond it the oldest goes (a provider that never answers
+   * cannot make a session hold audio without end)
+   */
+  constructor(maxSamples: number) {
+    this.#maxSamples = maxSamples;
+  }
+
+  /** Bytes held (tests and metrics). */
+  get bytes(): number {
+    return this.#to - this.#from;
+  }
+
+  /** Messages held. */
+  get messages(): number {
+    return this.#count - this.#head;
+  }
+
+  /** Copies `message`, which holds `samples` samples of 16 kHz stream time. */
+  push(message: Uint8Array, samples: number): void {
+    const n = message.length;
+    if (this.#to + n > this.#bytes.length) this.#makeRoom(n);
+    this.#bytes.set(message, this.#to);
+    this.#to += n;
+    if (this.#count === this.#lengths.length) this.#makeEntryRoom();
+    this.#lengths[this.#count] = n;
+    this.#starts[this.#count] = this.#end;
+    this.#count++;
+    this.#end += samples;
+    // Beyond the bound the oldest go (the last always stays).
+    while (this.#head < this.#count - 1 && this.#end - this.#starts[this.#head]! > this.#maxSamples) this.#dropHead();
+  }
+
+  /** The provider answered for everything before stream sample `sample`: drops what ends before it, but the warm-up. */
+  release(sample: number): void {
+    const keepFrom = sample - WARM_UP_SAMPLES;
+    // A message ends where the next starts; the last always stays (its end is not known to be answered for).
+    while (this.#head < this.#count - 1 && this.#starts[this.#head + 1]! <= keepFrom) this.#dropHead();
+  }
+
+  /** Copies of the messages that hold stream samples [from, to), with the warm-up before `from`. */
+  slice(from: number, to: number): EncodedSlice {
+    const messages: Uint8Array[] = [];
+    let startSample = -1;
+    let at = this.#from;
+    for (let i = this.#head; i < this.#count; i++) {
+      const start = this.#starts[i]!;
+      const next = i + 1 < this.#count ? this.#starts[i + 1]! : this.#end;
+      const len = this.#lengths[i]!;
+      if (next > from - WARM_UP_SAMPLES && start < to) {
+        if (startSample < 0) startSample = start;
+        messages.push(this.#bytes.slice(at, at + len));
+      }
+      at += len;
+    }
+    return { startSample: Math.max(0, startSample), messages };
+  }
+
+  #dropHead(): void {
+    this.#from += this.#lengths[this.#head]!;
+    this.#head++;
+  }
+
+  /** Room for one more entry: live entries move to the front; the arrays double if they are all live. */
+  #makeEntryRoom(): void {
+    const live = this.#count - this.#head;
+    if (live * 2 > this.#lengths.length) {
+      const lengths = new Int32Array(this.#lengths.length * 2);
+      const starts = new Float64Array(this.#starts.length * 2);
+      lengths.set(this.#lengths.subarray(this.#head, this.#count));
+      starts.set(this.#starts.subarray(this.#head, this.#count));
+      this.#lengths = lengths;
+      this.#starts = starts;
+    } else {
+      this.#lengths.copyWithin(0, this.#head, this.#count);
+      this.#starts.copyWithin(0, this.#head, this.#count);
+    }
+    this.#head = 0;
+    this.#count = live;
+  }
+
+  /**
+   * Room for `n` more bytes: the live bytes move to the front of an array twice their size (at least 4 KiB), a new one
+   * when the old is too small or more than twice too large (a stalled provider's backlog, since answered).
+   */
+  #makeRoom(n: number): void {
+    const live = this.#to - this.#from;
+    const size = Math.max(4096, 2 * (live + n));
+    let bytes = this.#bytes;
+    if (live + n > bytes.length || size * 2 < bytes.length) {
+      bytes = new Uint8Array(size);
+      bytes.set(this.#bytes.subarray(this.#from, this.#to));
+    } else {
+      bytes.copyWithin(0, this.#from, this.#to);
+    }
+    this.#bytes = bytes;
+    this.#from = 0;
+    this.#to = live;
+  }
+}
