@@ -177,12 +177,18 @@ export class SessionStt {
     return kept;
   }
 
-  /** Decodes a kept channel's encoded part into the front of its chunks, cut to exactly the unanswered samples. */
+  /**
+   * Decodes a kept channel's encoded part into the front of its chunks, cut to exactly the unanswered samples. Audio
+   * the bound had already dropped, or audio that cannot be decoded, is missing: `startS` then moves to where what
+   * is kept begins.
+   */
   async #replay(k: KeptChannel): Promise<void> {
     const r = k.replay;
     const decode = this.#o.audio?.decode;
     k.replay = undefined;
-    if (r === undefined || decode === undefined || r.messages.length === 0) return;
+    if (r === undefined) return;
+    k.startS = r.to / SAMPLE_RATE;
+    if (decode === undefined || r.messages.length === 0) return;
     let pcm: Int16Array;
     try {
       pcm = await decode(r.messages);
@@ -190,8 +196,10 @@ export class SessionStt {
       this.#o.logger.error({ sessionId: this.#o.sessionId, channel: k.channel, err: { name: (err as Error)?.name } }, 'kept audio could not be decoded');
       return;
     }
-    const part = pcm.subarray(Math.min(r.from - r.startSample, pcm.length), Math.min(r.to - r.startSample, pcm.length));
+    const from = Math.max(r.from, r.startSample);
+    const part = pcm.subarray(Math.min(from - r.startSample, pcm.length), Math.min(r.to - r.startSample, pcm.length));
     if (part.length === 0) return;
+    k.startS = from / SAMPLE_RATE;
     k.chunks.unshift(part);
     k.samples += part.length;
   }
