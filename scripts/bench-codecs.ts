@@ -54,11 +54,12 @@ function buildCases(): Case[] {
   const lc3enc48 = new Lc3Encoder(10000, 48000);
   const lc3Frames48 = frames(s48, 480).map((f) => lc3enc48.encode(f, 100));
   const adts = aacAdts(dir, s48, 48000);
+  const pcm8Messages = pcmMessages(s8, 80);
   return [
     { codec: 'pcm16', rate: 16000, seconds: s16.length / 16000, messages: pcmMessages(s16, 160), direct: () => {} },
     {
-      codec: 'pcm8', rate: 8000, seconds: s8.length / 8000, messages: pcmMessages(s8, 80),
-      direct: () => { const r = new Resampler(8000); for (const m of pcmMessages(s8, 80)) r.push(new Int16Array(m.buffer)); },
+      codec: 'pcm8', rate: 8000, seconds: s8.length / 8000, messages: pcm8Messages,
+      direct: () => { const r = new Resampler(8000); for (const m of pcm8Messages) r.push(new Int16Array(m.buffer)); },
     },
     {
       codec: 'opus', rate: 16000, seconds: s16.length / 16000, messages: opusPackets,
