@@ -31,8 +31,9 @@ function s16le(bytes: Uint8Array): Int16Array {
 }
 
 /**
- * pcm8 / pcm16: s16le at the session's sample rate, resampled to 16 kHz. An odd byte waits for the next message. A
- * batch's messages go through the resampler as one run (one output array per batch, not per 10 ms message).
+ * pcm8 / pcm16: s16le at the session's sample rate, resampled to 16 kHz. Each message is read where it lies (a
+ * sample split between two messages is put together; an odd byte waits for the next message), and a batch's
+ * messages go through the resampler as one run (one output array per batch, not per 10 ms message).
  */
 class PcmDecoder implements ChannelDecoder {
   readonly #resampler: Resampler;
@@ -41,25 +42,21 @@ class PcmDecoder implements ChannelDecoder {
     this.#resampler = new Resampler(sampleRate, OUTPUT_SAMPLE_RATE_HZ);
   }
   decode(messages: readonly Uint8Array[]): ChannelResult {
-    // A lone message with nothing carried is read where it lies; otherwise the carry and the messages are joined.
-    const joined = this.#carry === null && messages.length === 1 ? messages[0]! : this.#join(messages);
-    const bytes = joined.length;
-    this.#carry = (bytes & 1) === 1 ? joined[bytes - 1]! : null;
-    const whole = joined.subarray(0, bytes & ~1);
-    return { pcm: whole.length > 0 ? [this.#resampler.push(s16le(whole))] : [], frames: messages.length, corruptFrames: 0 };
-  }
-  /** The carried byte, if any, then every message's bytes. */
-  #join(messages: readonly Uint8Array[]): Uint8Array {
-    let bytes = this.#carry === null ? 0 : 1;
-    for (const m of messages) bytes += m.length;
-    const joined = new Uint8Array(bytes);
-    let at = 0;
-    if (this.#carry !== null) joined[at++] = this.#carry;
+    const runs: Int16Array[] = [];
     for (const m of messages) {
-      joined.set(m, at);
-      at += m.length;
+      let bytes = m;
+      if (this.#carry !== null && bytes.length > 0) {
+        runs.push(new Int16Array([this.#carry | (bytes[0]! << 8)])); // little-endian: the carried byte is the low one
+        this.#carry = null;
+        bytes = bytes.subarray(1);
+      }
+      if ((bytes.length & 1) === 1) {
+        this.#carry = bytes[bytes.length - 1]!;
+        bytes = bytes.subarray(0, bytes.length - 1);
+      }
+      if (bytes.length > 0) runs.push(s16le(bytes));
     }
-    return joined;
+    return { pcm: this.#resampler.pushAll(runs), frames: messages.length, corruptFrames: 0 };
   }
   end(): Int16Array {
     return this.#resampler.flush();

@@ -128,6 +128,17 @@ export class Resampler {
     return this.#run();
   }
 
+  /**
+   * Resamples consecutive chunks in one run: one output array for all of them (at equal rates, the chunks themselves,
+   * none copied).
+   */
+  pushAll(inputs: readonly Int16Array[]): Int16Array[] {
+    if (this.#bank === null) return inputs.filter((c) => c.length > 0);
+    for (const c of inputs) this.#append(c);
+    const out = this.#run();
+    return out.length > 0 ? [out] : [];
+  }
+
   /** Ends the stream: pads with silence so the held-back tail comes out. */
   flush(): Int16Array {
     if (this.#bank === null) return new Int16Array(0);
