@@ -1,7 +1,7 @@
 // Codec shard worker: keeps `stream key → decoders` in this thread and answers open / decodePacked / close tasks.
 import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer } from './messages.js';
 import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
-import { packAnswer, readRecords, type DecodedPart } from './packing.js';
+import { concatPcm, packAnswer, readRecords, type DecodedPart } from './packing.js';
 
 interface Session {
   /** One decoder per channel: index 0 = channel id 0x01, index 1 = 0x02. */
@@ -21,19 +21,6 @@ function openSession(key: number, params: CodecParams): Session {
   const session = { channels };
   sessions.set(key, session);
   return session;
-}
-
-/** Concatenates chunks into one array that owns its buffer (so it can be moved). */
-function concat(chunks: readonly Int16Array[]): Int16Array {
-  let n = 0;
-  for (const c of chunks) n += c.length;
-  const out = new Int16Array(n);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }
 
 function pcmAnswer(pcm: Int16Array[]): PcmAnswer {
@@ -111,7 +98,7 @@ function close(key: number, flush: boolean): CodecAnswer {
     return pcmAnswer([]);
   }
   const pcm: Int16Array[] = [];
-  for (const c of session.channels) pcm.push(concat([c.end()]));
+  for (const c of session.channels) pcm.push(concatPcm([c.end()]));
   return pcmAnswer(pcm);
 }
 

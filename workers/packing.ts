@@ -9,6 +9,19 @@ import type { FailAnswer, PackedAnswer } from './messages.js';
 const ENTRY_INTS = 8;
 const MAX_CHANNELS = 2;
 
+/** Concatenates chunks into one array that owns its buffer (so it can be moved). */
+export function concatPcm(chunks: readonly Int16Array[]): Int16Array {
+  let n = 0;
+  for (const c of chunks) n += c.length;
+  const out = new Int16Array(n);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
 /** Main side: stages records in one growing buffer that stays allocated between tasks. */
 export class RecordWriter {
   #bytes = new Uint8Array(16 * 1024);

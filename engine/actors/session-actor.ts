@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import type { CodecPool } from '../pool.js';
 import { checkCodecParams, type Codec } from '../../workers/messages.js';
+import { concatPcm } from '../../workers/packing.js';
 import { isEngineError } from '../errors.js';
 import { CloseCode, LISTEN, ListenMessage, SERVICE_STATUS_TEXT, ServiceStatus } from '../protocol.js';
 import type { SttFailure, SttSegment } from '../stt/types.js';
@@ -345,22 +346,12 @@ export class SessionActor {
     const p = this.#o.params;
     const stream = this.#o.codecPool.open({ sessionId: `${this.sessionId}:kept`, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: 1 });
     const chunks: Int16Array[] = [];
-    let samples = 0;
     stream.on('pcm', (pcm) => {
-      const c = pcm[0];
-      if (c === undefined || c.length === 0) return;
-      chunks.push(c.slice()); // a view into the shard's shared answer
-      samples += c.length;
+      if (pcm[0] !== undefined && pcm[0].length > 0) chunks.push(pcm[0].slice()); // a view into the shard's shared answer
     });
     for (const m of messages) stream.push(m);
     await stream.close({ flush: true });
-    const out = new Int16Array(samples);
-    let at = 0;
-    for (const c of chunks) {
-      out.set(c, at);
-      at += c.length;
-    }
-    return out;
+    return concatPcm(chunks);
   }
 
   /** custom_stt=enabled: the app's suggested_transcript, plus the operator's custom transcription server if configured. */

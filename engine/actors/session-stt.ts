@@ -54,8 +54,6 @@ export class SessionStt {
   #kept: KeptChannel[] | undefined;
   /** Remote engines only: each channel's audio as sent, from a little before the provider's last final result. */
   #tails: EncodedTail[] | undefined;
-  /** Seconds of audio retained per channel so far (each message's place on the timeline, without rounding drift). */
-  #retainedS: number[] = [];
   provider: string | undefined;
   fallbackFrom: string | undefined;
   /** Words in the engines' segments so far (usage). */
@@ -93,7 +91,6 @@ export class SessionStt {
     if (o.audio && r.streams.some((s) => s.acknowledgedSamples !== undefined)) {
       const max = Math.round((o.maxKeptS ?? 120) * SAMPLE_RATE);
       this.#tails = r.streams.map(() => new EncodedTail(max));
-      this.#retainedS = r.streams.map(() => 0);
     }
     r.streams.forEach((s, ch) => {
       s.on('segments', (segs) => {
@@ -122,10 +119,7 @@ export class SessionStt {
       ch = id - 1;
       payload = message.subarray(1);
     }
-    const before = this.#retainedS[ch]!;
-    const after = before + encodedDurationS(a.codec, a.sampleRate, 1, payload);
-    this.#retainedS[ch] = after;
-    tails[ch]!.push(payload, Math.round(after * SAMPLE_RATE) - Math.round(before * SAMPLE_RATE));
+    tails[ch]!.push(payload, encodedDurationS(a.codec, a.sampleRate, 1, payload));
   }
 
   /** PCM of `channel`; after a failure it is kept instead. */

@@ -4,10 +4,14 @@
 // kept and transcribed later). Keeping it as the 16 kHz PCM that went out cost ~64 KiB per streaming session (some
 // 2 s between final results); kept encoded (Opus at ~16 kb/s) it is ~4 KiB, and it is decoded again only when a
 // provider actually fails. Messages are copied into one growing byte array per channel (no object per message), each
-// with its place on the stream's 16 kHz timeline, read from its bytes (engine/audio/encoded-duration.ts).
+// with its place on the stream's 16 kHz timeline, from its duration (engine/audio/encoded-duration.ts reads it from the
+// bytes). Places are the running total of seconds, rounded, so frames of a fractional sample count (AAC at 48 kHz:
+// 341 1/3 samples of 16 kHz) do not drift.
 
 /** Audio kept before the first unanswered sample, so that a fresh decoder has settled by then (codecs overlap frames). */
-export const WARM_UP_SAMPLES = 960; // 60 ms at 16 kHz: three 20 ms Opus or AAC-at-48-kHz frames, six LC3 frames
+export const WARM_UP_SAMPLES = 960;
+
+const SAMPLE_RATE_HZ = 16000; // 60 ms at 16 kHz: three 20 ms Opus or AAC-at-48-kHz frames, six LC3 frames
 
 export interface EncodedSlice {
   /** Stream sample (16 kHz) where the first message's audio starts. */
@@ -31,7 +35,8 @@ export class EncodedTail {
   #starts = new Float64Array(256);
   #head = 0;
   #count = 0;
-  /** Stream sample after the last message. */
+  /** Seconds of audio pushed, and the stream sample after the last message (that total, rounded). */
+  #endS = 0;
   #end = 0;
 
   /**
@@ -52,8 +57,8 @@ export class EncodedTail {
     return this.#count - this.#head;
   }
 
-  /** Copies `message`, which holds `samples` samples of 16 kHz stream time. */
-  push(message: Uint8Array, samples: number): void {
+  /** Copies `message`, which holds `seconds` of audio. */
+  push(message: Uint8Array, seconds: number): void {
     const n = message.length;
     if (this.#to + n > this.#bytes.length) this.#makeRoom(n);
     this.#bytes.set(message, this.#to);
@@ -62,7 +67,8 @@ export class EncodedTail {
     this.#lengths[this.#count] = n;
     this.#starts[this.#count] = this.#end;
     this.#count++;
-    this.#end += samples;
+    this.#endS += seconds;
+    this.#end = Math.round(this.#endS * SAMPLE_RATE_HZ);
     // Beyond the bound the oldest go (the last always stays).
     while (this.#head < this.#count - 1 && this.#end - this.#starts[this.#head]! > this.#maxSamples) this.#dropHead();
   }

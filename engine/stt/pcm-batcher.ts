@@ -48,11 +48,6 @@ export class PcmBatcher implements StaleFlushable {
     return this.#length;
   }
 
-  /** The buffered samples (a view, valid until the next call). */
-  buffered(): Int16Array {
-    return this.#pending?.subarray(0, this.#length) ?? new Int16Array(0);
-  }
-
   /** Buffers `pcm` (copied), sending a message each time `sendSamples` are buffered. */
   write(pcm: Int16Array): void {
     const { sendSamples } = this.#o;
@@ -84,7 +79,7 @@ export class PcmBatcher implements StaleFlushable {
     else this.#o.flusher.release(this);
   }
 
-  /** Leaves the flusher for good (the stream failed or closed); what is buffered stays readable through buffered(). */
+  /** Leaves the flusher for good (the stream failed or closed). */
   stop(): void {
     this.#o.flusher.release(this);
   }

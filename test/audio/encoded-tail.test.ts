@@ -11,7 +11,7 @@ t.test('release drops what ends before the answered sample, less the warm-up; sl
   const lent = new Uint8Array(64);
   for (let i = 0; i < 100; i++) {
     lent.set(message(i));
-    tail.push(lent.subarray(0, message(i).length), 320); // 20 ms each
+    tail.push(lent.subarray(0, message(i).length), 0.02);
   }
   lent.fill(0xee);
   t.equal(tail.messages, 100);
@@ -27,23 +27,18 @@ t.test('release drops what ends before the answered sample, less the warm-up; sl
 
 t.test('beyond the bound the oldest goes; a backlog shrinks its storage once answered', async (t) => {
   const tail = new EncodedTail(16000); // 1 s
-  for (let i = 0; i < 500; i++) tail.push(new Uint8Array(200).fill(i & 0xff), 320);
+  for (let i = 0; i < 500; i++) tail.push(new Uint8Array(200).fill(i & 0xff), 0.02);
   t.equal(tail.messages, 50, 'one second of 20 ms messages');
   t.equal(tail.bytes, 50 * 200);
   tail.release(500 * 320);
   t.equal(tail.messages, 3, 'the warm-up: the last 60 ms');
-  for (let i = 0; i < 60; i++) tail.push(new Uint8Array(10), 320);
+  for (let i = 0; i < 60; i++) tail.push(new Uint8Array(10), 0.02);
   t.ok(tail.bytes < 4096, `${tail.bytes} bytes held`);
 });
 
-t.test('positions come from the caller: AAC frames of 341 1/3 samples do not drift', async (t) => {
+t.test('positions are the running total of seconds: AAC frames of 341 1/3 samples do not drift', async (t) => {
   const tail = new EncodedTail(10_000_000);
-  let seconds = 0;
-  for (let i = 0; i < 3000; i++) {
-    const before = seconds;
-    seconds += 1024 / 48000;
-    tail.push(message(i), Math.round(seconds * 16000) - Math.round(before * 16000));
-  }
+  for (let i = 0; i < 3000; i++) tail.push(message(i), 1024 / 48000);
   // Frame 2999 starts at 2999 × 1024 / 3 samples of 16 kHz time, rounded; a slice whose warm-up begins there starts
   // with it (rounding each frame to 341 samples would have put it 1,000 samples early).
   const start = Math.round((2999 * 1024) / 3);
