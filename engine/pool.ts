@@ -12,7 +12,7 @@ import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { EngineError } from './errors.js';
 import { checkCodecParams, codecIndex, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type PackedAnswer } from '../workers/messages.js';
-import { readPackedAnswer, RecordWriter } from '../workers/packing.js';
+import { eachPackedPart, RecordWriter } from '../workers/packing.js';
 import { TaskThread } from './task-thread.js';
 
 export { CODECS, CODEC_SAMPLE_RATES_HZ, OUTPUT_SAMPLE_RATE_HZ, type Codec, type CodecParams } from '../workers/messages.js';
@@ -89,6 +89,8 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   /** @internal the stream's number within its shard (records and answers name it). */
   readonly key: number;
   readonly params: Readonly<CodecParams>;
+  /** @internal the codec's number on the wire (workers/messages.ts CODECS). */
+  readonly codecIndex: number;
   readonly stats: CodecStreamStats;
   /** Resolves once the shard created the decoders; rejects with an EngineError if it could not. */
   readonly ready: Promise<void>;
@@ -108,6 +110,7 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     this.key = key;
     this.sessionId = options.sessionId;
     this.params = Object.freeze({ codec: options.codec, sampleRate: options.sampleRate, channels: options.channels });
+    this.codecIndex = codecIndex(options.codec);
     this.stats = { messages: 0, frames: 0, corruptFrames: 0, lostMessages: 0, samples: new Array<number>(options.channels).fill(0), tasks: 0, recreations: 0 };
     // Tasks reach the thread in order, so audio staged now is decoded after the decoders exist (a failed open still
     // lets it go: the thread re-creates the decoders or answers with the failure).
@@ -162,6 +165,13 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     this.emit('close');
   }
 
+  /** @internal the messages of the task in flight, now answered for: the count, and none in flight after. */
+  takeInFlight(): number {
+    const messages = this.inFlightMessages;
+    this.inFlightMessages = this.inFlightBytes = 0;
+    return messages;
+  }
+
   /** @internal this stream's part of the answer to a task (or the error that lost it). */
   settle(part: { pcm: Int16Array[]; frames: number; corruptFrames: number; recreated: boolean } | FailAnswer | Error, messages: number): void {
     if (part instanceof Error) this.#lost(new EngineError('ENG_ERR_CODEC_FAILED', { reason: 'codec thread exited' }, { cause: part }), messages);
@@ -187,7 +197,8 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     this.stats.frames += frames;
     this.stats.corruptFrames += corruptFrames;
     if (recreated) this.stats.recreations++;
-    pcm.forEach((p, i) => (this.stats.samples[i] = (this.stats.samples[i] ?? 0) + p.length));
+    const samples = this.stats.samples;
+    for (let i = 0; i < pcm.length; i++) samples[i] = (samples[i] ?? 0) + pcm[i]!.length;
     this.emit('pcm', pcm, { frames, corruptFrames, recreated, sampleRate: 16000, final });
   }
 
@@ -290,13 +301,17 @@ class Shard {
     const streams = this.#stagedStreams;
     this.#stagedStreams = [];
     const params = new Int32Array(streams.length * 4);
-    streams.forEach((s, i) => {
-      params.set([s.key, codecIndex(s.params.codec), s.params.sampleRate, s.params.channels], i * 4);
+    for (let i = 0; i < streams.length; i++) {
+      const s = streams[i]!;
+      params[i * 4] = s.key;
+      params[i * 4 + 1] = s.codecIndex;
+      params[i * 4 + 2] = s.params.sampleRate;
+      params[i * 4 + 3] = s.params.channels;
       s.inFlightMessages = s.stagedMessages;
       s.inFlightBytes = s.stagedBytes;
       s.stagedMessages = s.stagedBytes = 0;
       s.stats.tasks++;
-    });
+    }
     const records = this.#staging.take();
     this.#inFlight = true;
     this.#lastSentAt = performance.now();
@@ -311,11 +326,17 @@ class Shard {
 
   #settle(streams: CodecStream[], answer: PackedAnswer | FailAnswer | Error): void {
     this.#inFlight = false;
-    const parts = answer instanceof Error || !answer.ok ? undefined : readPackedAnswer(answer);
-    for (const s of streams) {
-      const messages = s.inFlightMessages;
-      s.inFlightMessages = s.inFlightBytes = 0;
-      s.settle(parts?.get(s.key) ?? (answer instanceof Error ? answer : answer.ok ? new Error('no answer for the stream') : answer), messages);
+    // The answer has one part per stream of the task, in the task's order (workers/decode.ts).
+    if (answer instanceof Error || !answer.ok) {
+      for (const s of streams) s.settle(answer, s.takeInFlight());
+    } else {
+      let i = 0;
+      eachPackedPart(answer, (key, part) => {
+        const s = streams[i++];
+        if (s !== undefined && s.key === key) s.settle(part, s.takeInFlight());
+      });
+      const missing = new Error('no answer for the stream');
+      for (const s of streams) if (s.inFlightMessages > 0) s.settle(missing, s.takeInFlight());
     }
     this.#kick();
   }

@@ -27,28 +27,26 @@ function pcmAnswer(pcm: Int16Array[]): PcmAnswer {
   return moveAnswer<PcmAnswer>({ ok: true, pcm, frames: 0, corruptFrames: 0, recreated: false }, pcm.map((p) => p.buffer as ArrayBuffer));
 }
 
-/** Decodes one stream's messages of a task. */
-function decodeStream(key: number, params: CodecParams, messages: readonly Uint8Array[]): DecodedPart {
+/** Decodes one stream's messages of a task; `params` makes its decoders if this thread does not have them. */
+function decodeStream(key: number, params: () => CodecParams, messages: readonly Uint8Array[]): DecodedPart {
   let session = sessions.get(key);
   // Unknown here but known to the pool: this thread replaced a crashed one. Re-create the decoders and go on.
   const recreated = session === undefined;
-  session ??= openSession(key, params);
+  session ??= openSession(key, params());
   const { channels } = session;
-  let routedOut = 0;
-  // Route each message to its channel; with two channels the first byte names it.
-  let perChannel: (readonly Uint8Array[])[];
   if (channels.length === 1) {
-    perChannel = [messages];
-  } else {
-    const split: Uint8Array[][] = channels.map(() => []);
-    for (const m of messages) {
-      const id = m[0];
-      if (id === 0x01 || id === 0x02) split[id - 1]!.push(m.subarray(1));
-      else routedOut++;
-    }
-    perChannel = split;
+    const r = channels[0]!.decode(messages);
+    return { pcm: [r.pcm], frames: r.frames, corruptFrames: r.corruptFrames, recreated };
   }
-  const results = channels.map((c, i) => c.decode(perChannel[i]!));
+  // Two channels: the first byte of each message names its channel.
+  let routedOut = 0;
+  const split: Uint8Array[][] = channels.map(() => []);
+  for (const m of messages) {
+    const id = m[0];
+    if (id === 0x01 || id === 0x02) split[id - 1]!.push(m.subarray(1));
+    else routedOut++;
+  }
+  const results = channels.map((c, i) => c.decode(split[i]!));
   let frames = 0;
   let corruptFrames = routedOut;
   for (const r of results) {
@@ -79,7 +77,7 @@ function decodePacked(task: DecodePackedTask): PackedAnswer {
   const parts: StreamResult[] = [];
   for (let i = 0; i < p.length; i += 4) {
     const key = p[i]!;
-    const params: CodecParams = { codec: CODECS[p[i + 1]!]!, sampleRate: p[i + 2]!, channels: p[i + 3] as 1 | 2 };
+    const params = (): CodecParams => ({ codec: CODECS[p[i + 1]!]!, sampleRate: p[i + 2]!, channels: p[i + 3] as 1 | 2 });
     try {
       parts.push({ key, result: decodeStream(key, params, byKey.get(key) ?? []) });
     } catch (err) {

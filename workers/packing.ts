@@ -111,27 +111,29 @@ export function packAnswer(parts: readonly { key: number; result: DecodedPart | 
   const pcm = new Int16Array(total);
   const failures: PackedAnswer['failures'] = [];
   let at = 0;
-  parts.forEach(({ key, result }, i) => {
+  for (let i = 0; i < parts.length; i++) {
+    const { key, result } = parts[i]!;
     const e = i * ENTRY_INTS;
     entries[e] = key;
     if ('ok' in result) {
       entries[e + 1] = 1;
       failures.push({ key, code: result.code, message: result.message });
-      return;
+      continue;
     }
     entries[e + 2] = result.frames;
     entries[e + 3] = result.corruptFrames;
     entries[e + 4] = result.recreated ? 1 : 0;
-    entries[e + 5] = result.pcm.length;
-    result.pcm.slice(0, MAX_CHANNELS).forEach((chunks, c) => {
+    const channels = Math.min(result.pcm.length, MAX_CHANNELS);
+    entries[e + 5] = channels;
+    for (let c = 0; c < channels; c++) {
       const start = at;
-      for (const chunk of chunks) {
+      for (const chunk of result.pcm[c]!) {
         pcm.set(chunk, at);
         at += chunk.length;
       }
       entries[e + 6 + c] = at - start;
-    });
-  });
+    }
+  }
   return { ok: true, entries, pcm, failures };
 }
 
@@ -141,16 +143,15 @@ export function packAnswer(parts: readonly { key: number; result: DecodedPart | 
  */
 export type StreamPart = { pcm: Int16Array[]; frames: number; corruptFrames: number; recreated: boolean } | FailAnswer;
 
-export function readPackedAnswer(answer: PackedAnswer): Map<number, StreamPart> {
-  const out = new Map<number, StreamPart>();
-  const failures = new Map(answer.failures.map((f) => [f.key, f]));
+/** Main side: each stream's part of a packed answer, in the answer's order (that of the task's streams). */
+export function eachPackedPart(answer: PackedAnswer, use: (key: number, part: StreamPart) => void): void {
   const { entries, pcm } = answer;
   let at = 0;
   for (let e = 0; e < entries.length; e += ENTRY_INTS) {
     const key = entries[e]!;
     if (entries[e + 1] === 1) {
-      const f = failures.get(key);
-      out.set(key, { ok: false, code: f?.code ?? 'ENG_ERR_INTERNAL', message: f?.message ?? 'decode failed' });
+      const f = answer.failures.find((x) => x.key === key);
+      use(key, { ok: false, code: f?.code ?? 'ENG_ERR_INTERNAL', message: f?.message ?? 'decode failed' });
       continue;
     }
     const channels: Int16Array[] = [];
@@ -159,7 +160,7 @@ export function readPackedAnswer(answer: PackedAnswer): Map<number, StreamPart> 
       channels.push(pcm.subarray(at, at + n));
       at += n;
     }
-    out.set(key, { pcm: channels, frames: entries[e + 2]!, corruptFrames: entries[e + 3]!, recreated: entries[e + 4] === 1 });
+    use(key, { pcm: channels, frames: entries[e + 2]!, corruptFrames: entries[e + 3]!, recreated: entries[e + 4] === 1 });
   }
-  return out;
 }
+

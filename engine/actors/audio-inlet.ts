@@ -21,7 +21,7 @@ export class AudioInlet {
 
   constructor(opts: AudioInletOptions) {
     this.#o = opts;
-    opts.codec.on('pcm', (pcm, info) => this.#o.onPcm(pcm, info));
+    opts.codec.on('pcm', opts.onPcm);
   }
 
   /** Bytes received and not yet decoded. */

@@ -412,11 +412,13 @@ export class SessionActor {
   }
 
   #onPcm(pcm: Int16Array[], corruptFrames: number): void {
-    this.stats.corruptFrames += corruptFrames;
-    pcm.forEach((channel, i) => {
-      this.stats.pcmSamples += channel.length;
+    const stats = this.stats;
+    stats.corruptFrames += corruptFrames;
+    for (let i = 0; i < pcm.length; i++) {
+      const channel = pcm[i]!;
+      stats.pcmSamples += channel.length;
       if (channel.length > 0) this.#speech?.write(i, channel);
-    });
+    }
   }
 
   #heartbeat(): void {

@@ -50,6 +50,8 @@ export class SessionStt {
   #streams: SttStream[] = [];
   /** Samples written per channel since the stream began (stream time). */
   readonly #written: number[];
+  /** Per channel, the stream's acknowledged samples when its tail was last trimmed (a trim only when they moved). */
+  readonly #released: number[];
   /** Set once a stream failed: PCM goes here instead of to the engines. */
   #kept: KeptChannel[] | undefined;
   /** Remote engines only: each channel's audio as sent, from a little before the provider's last final result. */
@@ -62,6 +64,7 @@ export class SessionStt {
   constructor(opts: SessionSttOptions) {
     this.#o = opts;
     this.#written = new Array<number>(opts.channels).fill(0);
+    this.#released = new Array<number>(opts.channels).fill(0);
   }
 
   get failed(): boolean {
@@ -137,8 +140,12 @@ export class SessionStt {
     if (!s) return;
     this.#written[ch]! += pcm.length;
     s.write(pcm);
+    // Finals move the acknowledgement every second or two; between them the tail is not touched.
     const acked = s.acknowledgedSamples?.();
-    if (acked !== undefined) this.#tails?.[ch]?.release(acked);
+    if (acked !== undefined && acked !== this.#released[ch]) {
+      this.#released[ch] = acked;
+      this.#tails?.[ch]?.release(acked);
+    }
   }
 
   /** Flushes what the engines hold (nothing to do after a failure: the audio is kept). */

@@ -6,11 +6,11 @@ import { LC3_FRAME_US, LC3_FS1030_FRAME_BYTES } from '../../workers/messages.js'
 import { splitAdts } from '../../native/adts.js';
 
 /** Opus frame durations in microseconds by TOC config (RFC 6716 §3.1): SILK 0–11, Hybrid 12–15, CELT 16–31. */
-function opusFrameUs(config: number): number {
+const OPUS_FRAME_US = Int32Array.from({ length: 32 }, (_, config) => {
   if (config < 12) return [10_000, 20_000, 40_000, 60_000][config % 4]!;
   if (config < 16) return [10_000, 20_000][config % 2]!;
   return [2_500, 5_000, 10_000, 20_000][config % 4]!;
-}
+});
 
 /** Duration of one Opus packet in microseconds; 0 when it is too short to say. */
 function opusPacketUs(p: Uint8Array): number {
@@ -22,7 +22,7 @@ function opusPacketUs(p: Uint8Array): number {
   else if (code < 3) frames = 2;
   else if (p.length >= 2) frames = p[1]! & 0x3f;
   else return 0;
-  return frames * opusFrameUs(toc >> 3);
+  return frames * OPUS_FRAME_US[toc >> 3]!;
 }
 
 /**

@@ -37,6 +37,8 @@ export class PcmBatcher implements StaleFlushable {
   /** Audio waiting for a message's worth; allocated on first use. */
   #pending: Int16Array | undefined;
   #length = 0;
+  /** Registered with the flusher (a rest waits). */
+  #held = false;
 
   constructor(o: PcmBatcherOptions) {
     if (o.pool && o.pool.samples !== o.sendSamples) throw new RangeError('pool.samples must equal sendSamples');
@@ -59,12 +61,15 @@ export class PcmBatcher implements StaleFlushable {
       off += n;
       if (this.#length === sendSamples) this.flush();
     }
-    if (this.#length > 0) this.#o.flusher.hold(this);
+    if (this.#length > 0 && !this.#held) {
+      this.#held = true;
+      this.#o.flusher.hold(this);
+    }
   }
 
   /** Sends what is buffered now, whatever its length: the buffer itself goes out (a view of it when short). */
   flush(): void {
-    this.#o.flusher.release(this);
+    this.#unhold();
     if (this.#length === 0) return;
     const pending = this.#pending!;
     const message = this.#length === pending.length ? pending : pending.subarray(0, this.#length);
@@ -76,11 +81,17 @@ export class PcmBatcher implements StaleFlushable {
   /** @internal StaleFlusher: the rest waited a whole period. */
   flushStale(): void {
     if (this.#length >= this.#o.minSamples) this.flush();
-    else this.#o.flusher.release(this);
+    else this.#unhold();
   }
 
   /** Leaves the flusher for good (the stream failed or closed). */
   stop(): void {
+    this.#unhold();
+  }
+
+  #unhold(): void {
+    if (!this.#held) return;
+    this.#held = false;
     this.#o.flusher.release(this);
   }
 }
