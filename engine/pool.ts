@@ -11,7 +11,8 @@ import { EventEmitter } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { EngineError } from './errors.js';
-import { checkCodecParams, codecIndex, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type PackedAnswer } from '../workers/messages.js';
+import { encodedDurationS } from './audio/encoded-duration.js';
+import { checkCodecParams, codecIndex, OUTPUT_SAMPLE_RATE_HZ, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type PackedAnswer } from '../workers/messages.js';
 import { eachPackedPart, RecordWriter } from '../workers/packing.js';
 import { TaskThread } from './task-thread.js';
 
@@ -28,6 +29,11 @@ export interface CodecPoolOptions {
    * @defaultValue 20
    */
   batchWindowMs?: number;
+  /**
+   * Longest a stream's staged audio is held back for its consumer (CodecStream.holdUntil()), in milliseconds.
+   * @defaultValue 100
+   */
+  maxHoldMs?: number;
   /** Worker module; tests point it at a fixture. @defaultValue dist/workers/decode.js */
   filename?: string;
 }
@@ -98,6 +104,13 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   /** @internal messages and bytes staged for the shard's next task, and those in its task in flight. */
   stagedMessages = 0;
   stagedBytes = 0;
+  /** @internal 16 kHz samples the staged messages hold (counted only while the stream is held back), and since when the oldest waits. */
+  stagedSamples = 0;
+  stagedAt = 0;
+  /** @internal the staged audio goes in the next task: enough of it is there, or nothing holds it back. */
+  due = false;
+  /** @internal samples to gather before the staged audio is due (holdUntil()). */
+  holdSamples = 0;
   inFlightMessages = 0;
   inFlightBytes = 0;
   #idleWaiters: (() => void)[] = [];
@@ -136,7 +149,19 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   push(message: Uint8Array): void {
     if (this.#state !== 'open') throw new EngineError('ENG_ERR_CODEC_STREAM_CLOSED', { sessionId: this.sessionId });
     this.stats.messages++;
-    this.#shard.stage(this, message);
+    const p = this.params;
+    this.#shard.stage(this, message, this.holdSamples > 0 ? encodedDurationS(p.codec, p.sampleRate, p.channels, message) * OUTPUT_SAMPLE_RATE_HZ : 0);
+  }
+
+  /**
+   * Holds staged audio back until it decodes to at least `samples` 16 kHz samples (or has waited the pool's
+   * `maxHoldMs`), then decodes it in one batch. A consumer that sends audio on in messages (engine/stt/pcm-batcher.ts)
+   * names what its next message lacks: the audio that completes it is decoded when it arrives, as without a hold, and
+   * the frames before it ride along instead of costing a batch each. 0 (the default): every message goes in the next task.
+   */
+  holdUntil(samples: number): void {
+    this.holdSamples = Math.max(0, samples);
+    this.#shard.checkDue(this);
   }
 
   /**
@@ -152,6 +177,7 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     }
     this.#state = 'closing';
     if (!flush) this.#shard.unstage(this);
+    else this.holdUntil(0);
     await this.ready.catch(() => undefined);
     if (this.stagedMessages > 0 || this.inFlightMessages > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
     try {
@@ -217,9 +243,14 @@ class Shard {
   readonly #staging = new RecordWriter();
   /** Streams with records in the staging area, in the order they first staged. */
   #stagedStreams: CodecStream[] = [];
+  /** Staged streams that are due. */
+  #due = 0;
+  readonly #maxHoldMs: number;
   #inFlight = false;
   #lastSentAt = -Infinity;
   #timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  /** When the pending timer fires (performance.now() time). */
+  #timerAt = 0;
   #destroyed = false;
   /** Thread exits seen (crashes); TaskThread replaces the thread. */
   crashes = 0;
@@ -231,8 +262,10 @@ class Shard {
     readonly index: number,
     filename: string,
     windowMs: number,
+    maxHoldMs: number,
   ) {
     this.#windowMs = windowMs;
+    this.#maxHoldMs = maxHoldMs;
     // Decode tasks go one at a time (see #send); open and close go as they come.
     this.#thread = new TaskThread<CodecTask, CodecAnswer>(filename, () => {
       this.crashes++;
@@ -262,12 +295,27 @@ class Shard {
     return this.#thread.run(task, transferList);
   }
 
-  /** Copies a message into the staging area; the next task takes it. */
-  stage(stream: CodecStream, message: Uint8Array): void {
-    if (stream.stagedMessages === 0) this.#stagedStreams.push(stream);
+  /** Copies a message holding `samples` of audio into the staging area; a task takes it once its stream is due. */
+  stage(stream: CodecStream, message: Uint8Array, samples: number): void {
+    if (stream.stagedMessages === 0) {
+      this.#stagedStreams.push(stream);
+      stream.stagedAt = performance.now();
+      stream.stagedSamples = 0;
+    }
     this.#staging.add(stream.key, message);
     stream.stagedMessages++;
     stream.stagedBytes += message.byteLength;
+    stream.stagedSamples += samples;
+    this.checkDue(stream);
+    // Held back: the shard's timer still has to let it go once its hold runs out.
+    if (!stream.due && stream.stagedMessages === 1) this.#kick();
+  }
+
+  /** Makes `stream` due once its staged audio is what it holds out for. */
+  checkDue(stream: CodecStream): void {
+    if (stream.due || stream.stagedMessages === 0 || stream.stagedSamples < stream.holdSamples) return;
+    stream.due = true;
+    this.#due++;
     this.#kick();
   }
 
@@ -276,30 +324,68 @@ class Shard {
     if (stream.stagedMessages === 0) return;
     this.#staging.drop(stream.key);
     this.#stagedStreams = this.#stagedStreams.filter((s) => s !== stream);
-    stream.stagedMessages = stream.stagedBytes = 0;
+    stream.stagedMessages = stream.stagedBytes = stream.stagedSamples = 0;
+    if (stream.due) this.#due--;
+    stream.due = false;
     stream.unstaged();
   }
 
+  /** When the next task may go: the window after the last, and with nothing due, once the oldest hold has run out. */
+  #nextSendAt(): number {
+    const at = this.#lastSentAt + this.#windowMs;
+    return this.#due > 0 ? at : Math.max(at, this.#stagedStreams[0]!.stagedAt + this.#maxHoldMs);
+  }
+
   /**
-   * Sends the staged records once no task is in flight and the window since the last one has passed; even then not
+   * Sends the due records once no task is in flight and the window since the last one has passed; even then not
    * synchronously but after the current event-loop turn, so every frame the transport delivers in one turn (uWS hands
    * over all sockets' messages of one poll) rides in the same task.
    */
   #kick(): void {
-    if (this.#inFlight || this.#timer !== undefined || this.#destroyed || this.#stagedStreams.length === 0) return;
-    const wait = this.#lastSentAt + this.#windowMs - performance.now();
+    if (this.#inFlight || this.#destroyed || this.#stagedStreams.length === 0) return;
+    const at = this.#nextSendAt();
+    if (this.#timer !== undefined) {
+      // A timer set for a hold running out gives way to a stream that became due sooner.
+      if (at >= this.#timerAt) return;
+      clearTimeout(this.#timer as NodeJS.Timeout);
+      clearImmediate(this.#timer as NodeJS.Immediate);
+    }
+    const wait = at - performance.now();
     const go = (): void => {
       this.#timer = undefined;
       if (this.#inFlight || this.#destroyed || this.#stagedStreams.length === 0) return;
-      if (performance.now() - this.#lastSentAt >= this.#windowMs) this.#send();
+      if (performance.now() >= this.#nextSendAt()) this.#send();
       else this.#kick();
     };
+    this.#timerAt = at;
     this.#timer = wait <= 0 ? setImmediate(go) : setTimeout(go, wait);
   }
 
+  /** The streams whose staged audio goes now (due, or held for maxHoldMs), taken off the staged list in order. */
+  #takeDue(): CodecStream[] {
+    const all = this.#stagedStreams;
+    const oldest = performance.now() - this.#maxHoldMs;
+    if (this.#due === all.length || all[all.length - 1]!.stagedAt <= oldest) {
+      this.#stagedStreams = [];
+    } else {
+      const held: CodecStream[] = [];
+      const taken: CodecStream[] = [];
+      for (const s of all) {
+        if (s.due || s.stagedAt <= oldest) taken.push(s);
+        else held.push(s);
+      }
+      this.#stagedStreams = held;
+      return taken;
+    }
+    return all;
+  }
+
   #send(): void {
-    const streams = this.#stagedStreams;
-    this.#stagedStreams = [];
+    const streams = this.#takeDue();
+    const partial = this.#stagedStreams.length > 0;
+    for (const s of streams) s.due = true; // marks what takeWhere() takes
+    const records = partial ? this.#staging.takeWhere((key) => this.#streams.get(key)?.due === true) : this.#staging.take();
+    this.#due = 0;
     const params = new Int32Array(streams.length * 4);
     for (let i = 0; i < streams.length; i++) {
       const s = streams[i]!;
@@ -309,10 +395,10 @@ class Shard {
       params[i * 4 + 3] = s.params.channels;
       s.inFlightMessages = s.stagedMessages;
       s.inFlightBytes = s.stagedBytes;
-      s.stagedMessages = s.stagedBytes = 0;
+      s.stagedMessages = s.stagedBytes = s.stagedSamples = 0;
+      s.due = false;
       s.stats.tasks++;
     }
-    const records = this.#staging.take();
     this.#inFlight = true;
     this.#lastSentAt = performance.now();
     this.tasks++;
@@ -358,8 +444,9 @@ export class CodecPool {
     const threads = options.threads ?? Math.max(1, availableParallelism() - 1);
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError('threads must be an integer ≥ 1');
     const windowMs = options.batchWindowMs ?? 20;
+    const maxHoldMs = options.maxHoldMs ?? 100;
     const filename = options.filename ?? new URL('../workers/decode.js', import.meta.url).href;
-    this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, windowMs));
+    this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, windowMs, maxHoldMs));
   }
 
   /** Number of shards (threads). */

@@ -50,6 +50,35 @@ export class RecordWriter {
     return out;
   }
 
+  /**
+   * The records whose key `take` accepts, as a buffer of their own (to be moved to the thread); the others stay
+   * staged, in order.
+   */
+  takeWhere(take: (key: number) => boolean): Uint8Array {
+    let taken = 0;
+    for (let read = 0; read < this.#used; ) {
+      const size = 8 + ((this.#words[(read >> 2) + 1]! + 3) & ~3);
+      if (take(this.#words[read >> 2]!)) taken += size;
+      read += size;
+    }
+    const out = new Uint8Array(taken);
+    let at = 0;
+    let write = 0;
+    for (let read = 0; read < this.#used; ) {
+      const size = 8 + ((this.#words[(read >> 2) + 1]! + 3) & ~3);
+      if (take(this.#words[read >> 2]!)) {
+        out.set(this.#bytes.subarray(read, read + size), at);
+        at += size;
+      } else {
+        if (write !== read) this.#bytes.copyWithin(write, read, read + size);
+        write += size;
+      }
+      read += size;
+    }
+    this.#used = write;
+    return out;
+  }
+
   /** Removes every record of `key`, keeping the others in order. */
   drop(key: number): void {
     let read = 0;

@@ -46,6 +46,11 @@ export class AudioInlet {
     return true;
   }
 
+  /** Lets the decoder gather audio until it decodes to `samples` samples (CodecStream.holdUntil()). */
+  holdUntil(samples: number): void {
+    if (!this.#finished) this.#o.codec.holdUntil(samples);
+  }
+
   /** Starts decoding (the session is READY); audio accepted before goes first. */
   start(): void {
     if (this.#flowing || this.#finished) return;

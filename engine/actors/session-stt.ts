@@ -148,6 +148,14 @@ export class SessionStt {
     }
   }
 
+  /** Samples the engines' next messages still lack, the least over channels; 0 when audio should not wait (failed, local engine). */
+  samplesUntilSend(): number {
+    if (this.#kept || this.#streams.length === 0) return 0;
+    let least = Infinity;
+    for (const s of this.#streams) least = Math.min(least, s.samplesUntilSend?.() ?? 0);
+    return least;
+  }
+
   /** Flushes what the engines hold (nothing to do after a failure: the audio is kept). */
   async finalize(): Promise<void> {
     if (this.#kept) return;

@@ -18,11 +18,11 @@ export function createSttEngines(config: Config, deps: EngineDeps): SttEngine[] 
   return config.sttProviders.map((name): SttEngine => {
     switch (name) {
       case 'provider_b':
-        return new ProviderBEngine({ url: config.providerBUrl, apiKey: config.providerBApiKey!, sendMs: config.sttSendMs, ...deps });
+        return new ProviderBEngine({ url: config.providerBUrl, apiKey: config.providerBApiKey!, sendMs: config.sttSendMs, staggerFirst: Math.random, ...deps });
       case 'local':
         return new LocalGatedEngine({ vadGate: config.vadGate });
       case 'provider_a':
-        return new ProviderAEngine({ url: config.providerAUrl, apiKey: config.providerAApiKey!, sendMs: config.sttSendMs, ...deps });
+        return new ProviderAEngine({ url: config.providerAUrl, apiKey: config.providerAApiKey!, sendMs: config.sttSendMs, staggerFirst: Math.random, ...deps });
     }
   });
 }

@@ -17,6 +17,11 @@ export function sendSamplesOf(sendMs: number): number {
   return Math.round(sendMs * 16);
 }
 
+/** A first message length between 20 ms and `sendSamples`, drawn at random (PcmBatcherOptions.firstSamples). */
+export function staggeredFirst(sendSamples: number, random: () => number = Math.random): number {
+  return MIN_SEND_SAMPLES + Math.floor(random() * (sendSamples - MIN_SEND_SAMPLES + 1));
+}
+
 export interface PcmBatcherOptions {
   /** Samples per message (a flush sends fewer). */
   sendSamples: number;
@@ -28,6 +33,13 @@ export interface PcmBatcherOptions {
    * Without one each message is a fresh array.
    */
   pool?: PcmChunkPool;
+  /**
+   * Samples of the first message (minSamples to sendSamples). Streams that start together would otherwise complete
+   * their messages together for as long as they run, and a decoder that holds audio back for them
+   * (CodecStream.holdUntil()) would have all of it to decode at once; a first message of its own length per stream
+   * spreads them. @defaultValue sendSamples
+   */
+  firstSamples?: number;
   /** Puts one message on the socket; the array (or a view of it, for a short one) is the callee's from then on. */
   send: (pcm: Int16Array) => void;
 }
@@ -39,10 +51,18 @@ export class PcmBatcher implements StaleFlushable {
   #length = 0;
   /** Registered with the flusher (a rest waits). */
   #held = false;
+  /** Samples of the message being gathered: sendSamples, but for the first. */
+  #target: number;
 
   constructor(o: PcmBatcherOptions) {
     if (o.pool && o.pool.samples !== o.sendSamples) throw new RangeError('pool.samples must equal sendSamples');
     this.#o = o;
+    this.#target = Math.min(o.sendSamples, Math.max(o.minSamples, Math.round(o.firstSamples ?? o.sendSamples)));
+  }
+
+  /** Samples the message being gathered still lacks. */
+  get samplesUntilSend(): number {
+    return this.#target - this.#length;
   }
 
   /** Samples buffered, not yet sent. */
@@ -52,14 +72,13 @@ export class PcmBatcher implements StaleFlushable {
 
   /** Buffers `pcm` (copied), sending a message each time `sendSamples` are buffered. */
   write(pcm: Int16Array): void {
-    const { sendSamples } = this.#o;
     for (let off = 0; off < pcm.length; ) {
-      const pending = (this.#pending ??= this.#o.pool?.take() ?? new Int16Array(sendSamples));
-      const n = Math.min(pcm.length - off, sendSamples - this.#length);
+      const pending = (this.#pending ??= this.#o.pool?.take() ?? new Int16Array(this.#o.sendSamples));
+      const n = Math.min(pcm.length - off, this.#target - this.#length);
       pending.set(pcm.subarray(off, off + n), this.#length);
       this.#length += n;
       off += n;
-      if (this.#length === sendSamples) this.flush();
+      if (this.#length === this.#target) this.flush();
     }
     if (this.#length > 0 && !this.#held) {
       this.#held = true;
@@ -75,6 +94,7 @@ export class PcmBatcher implements StaleFlushable {
     const message = this.#length === pending.length ? pending : pending.subarray(0, this.#length);
     this.#pending = undefined;
     this.#length = 0;
+    this.#target = this.#o.sendSamples;
     this.#o.send(message);
   }
 

@@ -27,6 +27,8 @@ export interface ProviderAStreamOptions {
   maxBufferedBytes: number;
   /** Audio buffered before a message goes out, in samples: 320 (20 ms) to 4000 (250 ms). */
   sendSamples: number;
+  /** Samples of the first message (sendSamples, or fewer to stagger streams that start together). */
+  firstSamples: number;
   /** The engine's message arrays (`samples` = sendSamples): a message goes back once the socket has it. */
   chunks: PcmChunkPool;
   /** Sends a rest left by a pause. */
@@ -65,7 +67,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     ws.on('close', (code, reason) => this.#onClose(code, reason.toString()));
     ws.on('error', (err) => o.logger.debug({ provider: this.provider, sessionId: o.sessionId, err: { name: err.name } }, 'provider_a socket error'));
     this.#keepAlive = o.scheduler.every(o.keepAliveMs, () => this.#tick());
-    this.#batcher = new PcmBatcher({ sendSamples: o.sendSamples, minSamples: MIN_SEND_SAMPLES, pool: o.chunks, flusher: o.flusher, send: (pcm) => this.#sendAudio(pcm) });
+    this.#batcher = new PcmBatcher({ sendSamples: o.sendSamples, minSamples: MIN_SEND_SAMPLES, firstSamples: o.firstSamples, pool: o.chunks, flusher: o.flusher, send: (pcm) => this.#sendAudio(pcm) });
   }
 
   /**
@@ -80,6 +82,10 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   /** Samples covered by final results (at most those sent): the session keeps the audio after them. */
   acknowledgedSamples(): number {
     return this.#acked;
+  }
+
+  samplesUntilSend(): number {
+    return this.#state === 'open' ? this.#batcher.samplesUntilSend : 0;
   }
 
   /** Sends what is buffered and Finalize; resolves once Deepgram answered for it (from_finalize) or after finalizeTimeoutMs. */

@@ -61,13 +61,14 @@ export class ProviderBStream extends SttEmitter implements SttStream {
   #closing: Promise<void> | undefined;
 
   /** @internal built by ProviderBEngine.open() once the upgrade succeeded */
-  constructor(ws: WebSocket, sessionId: string, deps: StreamDeps, onGone: () => void) {
+  /** `firstSamples`: the first message's length (deps.sendSamples, or fewer to stagger streams that start together). */
+  constructor(ws: WebSocket, sessionId: string, deps: StreamDeps, onGone: () => void, firstSamples = deps.sendSamples) {
     super();
     this.#ws = ws;
     this.sessionId = sessionId;
     this.#deps = deps;
     this.#onGone = onGone;
-    this.#batcher = new PcmBatcher({ sendSamples: deps.sendSamples, minSamples: MIN_SEND_SAMPLES, flusher: deps.flusher, send: (pcm) => this.#sendAudio(pcm) });
+    this.#batcher = new PcmBatcher({ sendSamples: deps.sendSamples, minSamples: MIN_SEND_SAMPLES, firstSamples, flusher: deps.flusher, send: (pcm) => this.#sendAudio(pcm) });
     this.#lastActivityMs = deps.clock.now();
     ws.on('message', (data: Buffer, isBinary: boolean) => {
       if (!isBinary) this.#message(data.toString('utf8'));
@@ -101,6 +102,10 @@ export class ProviderBStream extends SttEmitter implements SttStream {
   /** Samples covered by final tokens (at most those written): the session keeps the audio after them. */
   acknowledgedSamples(): number {
     return this.#acked;
+  }
+
+  samplesUntilSend(): number {
+    return this.#state === 'open' ? this.#batcher.samplesUntilSend : 0;
   }
 
   #acknowledge(sample: number): void {

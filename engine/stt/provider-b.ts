@@ -6,7 +6,7 @@
 // its official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key.
 import WebSocket from 'ws';
 import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs } from './provider-b-protocol.js';
-import { sendSamplesOf } from './pcm-batcher.js';
+import { sendSamplesOf, staggeredFirst } from './pcm-batcher.js';
 import { PROVIDER, ProviderBStream, SAMPLE_RATE_HZ, type StreamDeps } from './provider-b-stream.js';
 import { StaleFlusher } from './stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttFailure, type SttStreamOptions } from './types.js';
@@ -35,6 +35,7 @@ export class ProviderBEngine implements SttEngine {
   readonly #model: string;
   readonly #connectTimeoutMs: number;
   readonly #deps: StreamDeps;
+  readonly #staggerFirst: (() => number) | undefined;
   readonly #streams = new Set<ProviderBStream>();
   #closed = false;
 
@@ -43,6 +44,7 @@ export class ProviderBEngine implements SttEngine {
     this.#apiKey = options.apiKey;
     this.#model = options.model ?? 'stt-rt-v5';
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 10000;
+    this.#staggerFirst = options.staggerFirst;
     const keepaliveMs = options.keepaliveMs ?? 10000;
     if (!(keepaliveMs >= 1000 && keepaliveMs <= 15000)) throw new RangeError('keepaliveMs must be between 1000 and 15000 (the provider drops a stream silent for 20 s)');
     this.#deps = {
@@ -90,7 +92,8 @@ export class ProviderBEngine implements SttEngine {
       });
       ws.once('open', () => {
         ws.off('close', onClose);
-        const stream = new ProviderBStream(ws, opts.sessionId, this.#deps, () => this.#streams.delete(stream));
+        const first = this.#staggerFirst ? staggeredFirst(this.#deps.sendSamples, this.#staggerFirst) : this.#deps.sendSamples;
+        const stream = new ProviderBStream(ws, opts.sessionId, this.#deps, () => this.#streams.delete(stream), first);
         const frame = configFrame(this.#apiKey, this.#model, opts.language, SAMPLE_RATE_HZ);
         ws.send(JSON.stringify(frame), (err) => {
           const failure = stream.failure;

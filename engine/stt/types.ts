@@ -68,6 +68,11 @@ export interface SttStream {
    * engines, which cannot lose audio to a network, leave it out.
    */
   acknowledgedSamples?(): number;
+  /**
+   * Engines that send audio on in messages: samples the message being gathered still lacks (0 once the stream is not
+   * open). The session's decoder holds audio back until that much is there (engine/pool.ts CodecStream.holdUntil()).
+   */
+  samplesUntilSend?(): number;
   finalize(): Promise<void>;
   close(): Promise<void>;
   on<E extends keyof SttStreamEvents>(event: E, listener: SttStreamEvents[E]): this;
@@ -99,4 +104,11 @@ export interface RemoteEngineOptions {
    * at once; a rest left by a pause goes out within two such periods. @defaultValue 100
    */
   sendMs?: number;
+  /**
+   * Random source (as Math.random) for the length of each stream's first message, drawn between 20 ms and sendMs:
+   * streams that start together then do not complete their messages together for as long as they run (the codec
+   * shards decode a session's audio when its next message is complete: engine/pool.ts CodecStream.holdUntil()).
+   * Omitted: every message is sendMs long.
+   */
+  staggerFirst?: () => number;
 }

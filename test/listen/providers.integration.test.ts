@@ -37,7 +37,12 @@ t.test('provider_b: scripted words arrive as segments with their speakers; ready
   const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
   t.same(await c.ready(), { type: 'service_status', status: 'ready', provider: 'provider_b' });
   stream(c, 3);
-  await fake.waitFor(() => (fake.sessions[0]?.audioBytes ?? 0) >= 96_000);
+  // Each stream's first message has a length of its own (engine/stt/types.ts staggerFirst): the last rest goes out
+  // once the engine's clock has passed two send periods, unless it is under 20 ms (it waits for more audio).
+  await until(async () => {
+    await advance(ts, 100);
+    return (fake.sessions[0]?.audioBytes ?? 0) >= 96_000 - 640;
+  }, 10_000, 'all three seconds');
   t.equal(fake.sessions[0]!.config?.sample_rate, 16000, 'the provider was told the format');
   t.equal(fake.sessions[0]!.misalignedFrames, 0, 'whole samples only');
   const seen: any[] = [];
@@ -135,7 +140,10 @@ t.test('provider_a: a 12 s pause is bridged by KeepAlive, then 429 at connect is
   const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
   t.same(await c.ready(), { type: 'service_status', status: 'ready', provider: 'provider_a' });
   stream(c, 1);
-  await fake.until(() => fake.streams[0]!.bytes >= 32_000, 'first second');
+  await until(async () => {
+    await advance(ts, 100); // the rest after a first message of its own length (see above)
+    return (fake.streams[0]?.bytes ?? 0) >= 32_000 - 640;
+  }, 10_000, 'first second');
   for (let s = 0; s < 12; s++) {
     await advance(ts, 1000);
     // Let what the client sent reach the fake before its idle rule looks (socket I/O, not a timeout).

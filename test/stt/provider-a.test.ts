@@ -101,6 +101,23 @@ t.test('messages are one send period long: 10 ms frames pair up, a long write is
   t.same([s.chunks, s.bytes], [25 + 50 + 1, 1.505 * RATE * 2], 'finalize flushes the rest');
 });
 
+t.test('with staggerFirst the first message has a length of its own, then every one is a send period; samplesUntilSend says what the next lacks', async (t) => {
+  // 0.5 draws 320 + floor(0.5 * 1281) = 960 samples: 60 ms.
+  const { fake, engine } = await setup(t, { staggerFirst: () => 0.5 });
+  const stream = await engine.open(opts);
+  t.equal(stream.samplesUntilSend!(), 960, 'the first message lacks all of its 960 samples');
+  const audio = frames(ramp(1.06));
+  for (const f of audio.slice(0, 2)) stream.write(f);
+  t.equal(stream.samplesUntilSend!(), 320);
+  for (const f of audio.slice(2)) stream.write(f);
+  t.equal(stream.samplesUntilSend!(), 1600, 'after 60 ms + ten 100 ms messages nothing is left over');
+  await fake.until(() => fake.streams[0]?.chunks === 11, 'eleven messages');
+  const s = fake.streams[0]!;
+  t.same([s.bytes, s.minChunkBytes, s.maxChunkBytes], [1.06 * RATE * 2, 1920, 3200], 'one 60 ms message, then 100 ms ones');
+  await stream.close();
+  t.equal(stream.samplesUntilSend!(), 0, 'a closed stream holds nothing back');
+});
+
 t.test('a message array is reused as soon as it is sent, the provider still hears every sample, and acknowledgedSamples() follows the results', async (t) => {
   const clock = new ManualClock();
   const scheduler = new Scheduler({ clock, resolutionMs: 0 });

@@ -1,0 +1,116 @@
+// A codec stream held for its consumer (CodecStream.holdUntil): audio is decoded in one batch once it completes what the
+// consumer waits for, a held stream never delays another, an unmet hold runs out, and close() decodes what is held.
+import t from 'tap';
+import { once } from 'node:events';
+import { CodecPool, type CodecStream } from '../../engine/pool.js';
+import { OpusEncoderStream } from '../../native/opus.js';
+import { frames, sine } from '../helpers/codec-fixtures.js';
+
+/** 20 ms opus_fs320 packets of a tone. */
+function packets(n: number): Uint8Array[] {
+  const enc = new OpusEncoderStream(16000);
+  return frames(sine(440, 16000, (n * 20) / 1000, 8000), 320).map((f) => enc.encode(f));
+}
+
+/** Every PCM batch the stream emits (channel 1 lengths). */
+function batches(stream: CodecStream): number[] {
+  const out: number[] = [];
+  stream.on('pcm', (pcm) => out.push(pcm[0]!.length));
+  return out;
+}
+
+/** A stream that is never held: a task that decodes its packet has come and gone once this resolves. */
+async function roundTrip(stream: CodecStream, packet: Uint8Array): Promise<void> {
+  const got = once(stream, 'pcm');
+  stream.push(packet);
+  await got;
+}
+
+t.test('held for 100 ms, five 20 ms packets decode as one batch when the fifth arrives; tasks in between leave them', async (t) => {
+  const pool = new CodecPool({ threads: 1, maxHoldMs: 60_000 });
+  t.teardown(() => pool.close());
+  const held = pool.open({ sessionId: 'held', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+  const other = pool.open({ sessionId: 'other', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+  await Promise.all([held.ready, other.ready]);
+  const got = batches(held);
+  const p = packets(10);
+  held.holdUntil(1600);
+  for (const m of p.slice(0, 4)) {
+    held.push(m);
+    await roundTrip(other, m); // a task ran after each packet: the held stream was not in it
+  }
+  t.same(got, [], 'four packets (1,280 samples) wait');
+  t.equal(held.stats.tasks, 0);
+  const first = once(held, 'pcm');
+  held.push(p[4]!);
+  await first;
+  t.same(got, [1600], 'the fifth completes the hold: one batch of 100 ms');
+  t.equal(held.stats.tasks, 1);
+  // The consumer now lacks 320 samples: the next packet goes alone.
+  held.holdUntil(320);
+  const second = once(held, 'pcm');
+  held.push(p[5]!);
+  await second;
+  t.same(got, [1600, 320]);
+  // Without a hold every packet goes in the next task, as before.
+  held.holdUntil(0);
+  const third = once(held, 'pcm');
+  held.push(p[6]!);
+  await third;
+  t.same(got, [1600, 320, 320]);
+  t.equal(held.stats.frames, 7);
+});
+
+t.test('a held stream does not hold back a stream whose audio is due, nor does its timer', async (t) => {
+  // With an hour-long hold, a due stream that waited for the held one's timer would time the test out.
+  const pool = new CodecPool({ threads: 1, maxHoldMs: 3_600_000 });
+  t.teardown(() => pool.close());
+  const held = pool.open({ sessionId: 'held', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+  const due = pool.open({ sessionId: 'due', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+  await Promise.all([held.ready, due.ready]);
+  const got = batches(held);
+  const p = packets(6);
+  held.holdUntil(1600);
+  held.push(p[0]!); // staged first: the shard's timer now waits for this hold to run out
+  due.holdUntil(640);
+  due.push(p[1]!);
+  const done = once(due, 'pcm');
+  due.push(p[2]!); // completes its hold
+  const [pcm] = (await done) as [Int16Array[]];
+  t.equal(pcm[0]!.length, 640, 'the due stream decoded both its packets at once');
+  t.same(got, [], 'the held one still waits');
+  t.equal(held.pendingBytes, p[0]!.length, 'its packet is still staged');
+});
+
+t.test('an unmet hold runs out after maxHoldMs: what is staged is decoded anyway', async (t) => {
+  const pool = new CodecPool({ threads: 1, maxHoldMs: 30 });
+  t.teardown(() => pool.close());
+  const held = pool.open({ sessionId: 'paused', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+  await held.ready;
+  held.holdUntil(1600);
+  const p = packets(3);
+  const got = once(held, 'pcm');
+  for (const m of p) held.push(m); // the device pauses after three packets
+  const [pcm] = (await got) as [Int16Array[]];
+  t.equal(pcm[0]!.length, 960, 'three packets, in one batch');
+});
+
+t.test('close() decodes held audio at once; close without flush drops it', async (t) => {
+  const pool = new CodecPool({ threads: 1, maxHoldMs: 3_600_000 });
+  t.teardown(() => pool.close());
+  const flushed = pool.open({ sessionId: 'flushed', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+  const dropped = pool.open({ sessionId: 'dropped', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+  await Promise.all([flushed.ready, dropped.ready]);
+  const a = batches(flushed);
+  const b = batches(dropped);
+  const p = packets(2);
+  for (const s of [flushed, dropped]) {
+    s.holdUntil(1600);
+    for (const m of p) s.push(m);
+  }
+  await flushed.close();
+  t.equal(a.reduce((x, y) => x + y, 0), 640, 'both packets decoded before close() resolved');
+  await dropped.close({ flush: false });
+  t.same(b, [], 'nothing decoded');
+  t.equal(dropped.stats.lostMessages, 0, 'dropping on request is not a loss');
+});
