@@ -135,7 +135,8 @@ t.test('provider_a: a 12 s pause is bridged by KeepAlive, then 429 at connect is
   const fake = await startFakeDeepgram({ clock, sweepEveryMs: 0 });
   t.teardown(() => fake.close());
   const say = (afterS: number, word: string, start: number) => ({ afterS, words: [{ word: word.toLowerCase().replace('.', ''), punctuated_word: word, speaker: 0, start, end: start + 0.4 }] });
-  fake.script({ kind: 'accept', results: [say(1, 'Before.', 0.2), say(2, 'After.', 1.3)] });
+  // Results a little before each whole second: a rest under 20 ms may wait in the client for more audio.
+  fake.script({ kind: 'accept', results: [say(0.95, 'Before.', 0.2), say(1.95, 'After.', 1.3)] });
   const ts = await startService(t, { clock, env: { STT_PROVIDERS: 'provider_a', PROVIDER_A_URL: fake.url, PROVIDER_A_API_KEY: 'test-key' } });
   const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
   t.same(await c.ready(), { type: 'service_status', status: 'ready', provider: 'provider_a' });
