@@ -56,36 +56,32 @@ export class RecordWriter {
    */
   takeWhere(take: (key: number) => boolean): Uint8Array {
     let taken = 0;
-    for (let read = 0; read < this.#used; ) {
-      const size = 8 + ((this.#words[(read >> 2) + 1]! + 3) & ~3);
-      if (take(this.#words[read >> 2]!)) taken += size;
-      read += size;
-    }
+    for (let read = 0; read < this.#used; read += this.#sizeAt(read)) if (take(this.#words[read >> 2]!)) taken += this.#sizeAt(read);
     const out = new Uint8Array(taken);
-    let at = 0;
-    let write = 0;
-    for (let read = 0; read < this.#used; ) {
-      const size = 8 + ((this.#words[(read >> 2) + 1]! + 3) & ~3);
-      if (take(this.#words[read >> 2]!)) {
-        out.set(this.#bytes.subarray(read, read + size), at);
-        at += size;
-      } else {
-        if (write !== read) this.#bytes.copyWithin(write, read, read + size);
-        write += size;
-      }
-      read += size;
-    }
-    this.#used = write;
+    this.#remove(take, out);
     return out;
   }
 
   /** Removes every record of `key`, keeping the others in order. */
   drop(key: number): void {
-    let read = 0;
+    this.#remove((k) => k === key);
+  }
+
+  /** Bytes of the record at `at`: header and padded payload. */
+  #sizeAt(at: number): number {
+    return 8 + ((this.#words[(at >> 2) + 1]! + 3) & ~3);
+  }
+
+  /** Removes the records whose key `remove` accepts (copied into `out`, in order, when given); the rest close up. */
+  #remove(remove: (key: number) => boolean, out?: Uint8Array): void {
+    let at = 0;
     let write = 0;
-    while (read < this.#used) {
-      const size = 8 + ((this.#words[(read >> 2) + 1]! + 3) & ~3);
-      if (this.#words[read >> 2] !== key) {
+    for (let read = 0; read < this.#used; ) {
+      const size = this.#sizeAt(read);
+      if (remove(this.#words[read >> 2]!)) {
+        out?.set(this.#bytes.subarray(read, read + size), at);
+        at += size;
+      } else {
         if (write !== read) this.#bytes.copyWithin(write, read, read + size);
         write += size;
       }

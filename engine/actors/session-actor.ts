@@ -156,7 +156,7 @@ export class SessionActor {
     const { scheduler } = this.#o;
     this.#timers.push(scheduler.every(LISTEN.heartbeatIntervalMs, () => this.#heartbeat()));
     this.#timers.push(scheduler.every(LISTEN.bufferWindowMs, () => this.#tick()));
-    this.#inlet?.holdUntil(this.#speech?.samplesUntilSend() ?? 0);
+    this.#holdForSpeech();
     this.#inlet?.start();
   }
 
@@ -420,7 +420,11 @@ export class SessionActor {
       stats.pcmSamples += channel.length;
       if (channel.length > 0) this.#speech?.write(i, channel);
     }
-    // The decoder gathers what the provider's next message lacks and decodes it in one batch when it is there.
+    this.#holdForSpeech();
+  }
+
+  /** The decoder gathers what the provider's next message lacks and decodes it in one batch when it is there. */
+  #holdForSpeech(): void {
     this.#inlet?.holdUntil(this.#speech?.samplesUntilSend() ?? 0);
   }
 

@@ -17,9 +17,12 @@ export function sendSamplesOf(sendMs: number): number {
   return Math.round(sendMs * 16);
 }
 
-/** A first message length between 20 ms and `sendSamples`, drawn at random (PcmBatcherOptions.firstSamples). */
-export function staggeredFirst(sendSamples: number, random: () => number = Math.random): number {
-  return MIN_SEND_SAMPLES + Math.floor(random() * (sendSamples - MIN_SEND_SAMPLES + 1));
+/**
+ * A stream's first message length (PcmBatcherOptions.firstSamples): drawn with `random` between 20 ms and
+ * `sendSamples` (RemoteEngineOptions.staggerFirst); without it, `sendSamples`.
+ */
+export function firstMessageSamples(sendSamples: number, random: (() => number) | undefined): number {
+  return random ? MIN_SEND_SAMPLES + Math.floor(random() * (sendSamples - MIN_SEND_SAMPLES + 1)) : sendSamples;
 }
 
 export interface PcmBatcherOptions {

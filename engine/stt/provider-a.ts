@@ -10,7 +10,7 @@ import { Outcome } from '../protocol.js';
 import { NOVA3_LANGUAGES } from './deepgram-languages.js';
 import { SAMPLE_RATE_HZ, cleanKeyterms, listenUrl, openFailure, retryAfterMs } from './provider-a-protocol.js';
 import { PcmChunkPool } from './chunk-pool.js';
-import { sendSamplesOf, staggeredFirst } from './pcm-batcher.js';
+import { firstMessageSamples, sendSamplesOf } from './pcm-batcher.js';
 import { ProviderAStream } from './provider-a-stream.js';
 import { StaleFlusher } from './stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttStreamOptions } from './types.js';
@@ -136,7 +136,7 @@ export class ProviderAEngine implements SttEngine {
           closeTimeoutMs: o.closeTimeoutMs,
           maxBufferedBytes: Math.round(o.maxBufferedS * SAMPLE_RATE_HZ * 2),
           sendSamples: this.#sendSamples,
-          firstSamples: o.staggerFirst ? staggeredFirst(this.#sendSamples, o.staggerFirst) : this.#sendSamples,
+          firstSamples: firstMessageSamples(this.#sendSamples, o.staggerFirst),
           chunks: this.#chunks,
           flusher: this.#flusher,
           onClosed: () => {

@@ -6,7 +6,7 @@
 // its official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key.
 import WebSocket from 'ws';
 import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs } from './provider-b-protocol.js';
-import { sendSamplesOf, staggeredFirst } from './pcm-batcher.js';
+import { firstMessageSamples, sendSamplesOf } from './pcm-batcher.js';
 import { PROVIDER, ProviderBStream, SAMPLE_RATE_HZ, type StreamDeps } from './provider-b-stream.js';
 import { StaleFlusher } from './stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttFailure, type SttStreamOptions } from './types.js';
@@ -92,7 +92,7 @@ export class ProviderBEngine implements SttEngine {
       });
       ws.once('open', () => {
         ws.off('close', onClose);
-        const first = this.#staggerFirst ? staggeredFirst(this.#deps.sendSamples, this.#staggerFirst) : this.#deps.sendSamples;
+        const first = firstMessageSamples(this.#deps.sendSamples, this.#staggerFirst);
         const stream = new ProviderBStream(ws, opts.sessionId, this.#deps, () => this.#streams.delete(stream), first);
         const frame = configFrame(this.#apiKey, this.#model, opts.language, SAMPLE_RATE_HZ);
         ws.send(JSON.stringify(frame), (err) => {

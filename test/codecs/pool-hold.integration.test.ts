@@ -1,6 +1,6 @@
 // A codec stream held for its consumer (CodecStream.holdUntil): audio is decoded in one batch once it completes what the
 // consumer waits for, a held stream never delays another, an unmet hold runs out, and close() decodes what is held.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { once } from 'node:events';
 import { CodecPool, type CodecStream } from '../../engine/pool.js';
 import { OpusEncoderStream } from '../../native/opus.js';
@@ -19,6 +19,15 @@ function batches(stream: CodecStream): number[] {
   return out;
 }
 
+/** A one-thread pool with `maxHoldMs`, closed with the test, and an opus_fs320 stream per name, ready. */
+async function openStreams<N extends string[]>(t: Test, maxHoldMs: number, ...names: N): Promise<{ [K in keyof N]: CodecStream }> {
+  const pool = new CodecPool({ threads: 1, maxHoldMs });
+  t.teardown(() => pool.close());
+  const streams = names.map((sessionId) => pool.open({ sessionId, codec: 'opus_fs320', sampleRate: 16000, channels: 1 }));
+  await Promise.all(streams.map((s) => s.ready));
+  return streams as { [K in keyof N]: CodecStream };
+}
+
 /** A stream that is never held: a task that decodes its packet has come and gone once this resolves. */
 async function roundTrip(stream: CodecStream, packet: Uint8Array): Promise<void> {
   const got = once(stream, 'pcm');
@@ -27,11 +36,7 @@ async function roundTrip(stream: CodecStream, packet: Uint8Array): Promise<void>
 }
 
 t.test('held for 100 ms, five 20 ms packets decode as one batch when the fifth arrives; tasks in between leave them', async (t) => {
-  const pool = new CodecPool({ threads: 1, maxHoldMs: 60_000 });
-  t.teardown(() => pool.close());
-  const held = pool.open({ sessionId: 'held', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
-  const other = pool.open({ sessionId: 'other', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
-  await Promise.all([held.ready, other.ready]);
+  const [held, other] = await openStreams(t, 60_000, 'held', 'other');
   const got = batches(held);
   const p = packets(10);
   held.holdUntil(1600);
@@ -63,11 +68,7 @@ t.test('held for 100 ms, five 20 ms packets decode as one batch when the fifth a
 
 t.test('a held stream does not hold back a stream whose audio is due, nor does its timer', async (t) => {
   // With an hour-long hold, a due stream that waited for the held one's timer would time the test out.
-  const pool = new CodecPool({ threads: 1, maxHoldMs: 3_600_000 });
-  t.teardown(() => pool.close());
-  const held = pool.open({ sessionId: 'held', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
-  const due = pool.open({ sessionId: 'due', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
-  await Promise.all([held.ready, due.ready]);
+  const [held, due] = await openStreams(t, 3_600_000, 'held', 'due');
   const got = batches(held);
   const p = packets(6);
   held.holdUntil(1600);
@@ -83,10 +84,7 @@ t.test('a held stream does not hold back a stream whose audio is due, nor does i
 });
 
 t.test('an unmet hold runs out after maxHoldMs: what is staged is decoded anyway', async (t) => {
-  const pool = new CodecPool({ threads: 1, maxHoldMs: 30 });
-  t.teardown(() => pool.close());
-  const held = pool.open({ sessionId: 'paused', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
-  await held.ready;
+  const [held] = await openStreams(t, 30, 'paused');
   held.holdUntil(1600);
   const p = packets(3);
   const got = once(held, 'pcm');
@@ -96,11 +94,7 @@ t.test('an unmet hold runs out after maxHoldMs: what is staged is decoded anyway
 });
 
 t.test('close() decodes held audio at once; close without flush drops it', async (t) => {
-  const pool = new CodecPool({ threads: 1, maxHoldMs: 3_600_000 });
-  t.teardown(() => pool.close());
-  const flushed = pool.open({ sessionId: 'flushed', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
-  const dropped = pool.open({ sessionId: 'dropped', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
-  await Promise.all([flushed.ready, dropped.ready]);
+  const [flushed, dropped] = await openStreams(t, 3_600_000, 'flushed', 'dropped');
   const a = batches(flushed);
   const b = batches(dropped);
   const p = packets(2);
