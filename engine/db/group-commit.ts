@@ -15,13 +15,16 @@ interface Pending<T, R> {
 
 export class GroupCommit<T, R = void> {
   readonly #knex: Knex;
-  readonly #apply: (run: TransactionRun, op: T) => Promise<R>;
+  readonly #apply: (run: TransactionRun, ops: readonly T[]) => Promise<R[]>;
   readonly #maxOps: number;
   #queue: Pending<T, R>[] = [];
   #running = false;
 
-  /** `apply` runs one write's statements inside the shared transaction (its result is the write's); at most `maxOps` writes share one. */
-  constructor(knex: Knex, apply: (run: TransactionRun, op: T) => Promise<R>, maxOps = 64) {
+  /**
+   * `apply` runs the statements of the writes it is given inside their shared transaction and resolves to each one's
+   * result, in order (it may write them together); at most `maxOps` writes share one.
+   */
+  constructor(knex: Knex, apply: (run: TransactionRun, ops: readonly T[]) => Promise<R[]>, maxOps = 64) {
     this.#knex = knex;
     this.#apply = apply;
     this.#maxOps = maxOps;
@@ -41,11 +44,7 @@ export class GroupCommit<T, R = void> {
       while (this.#queue.length > 0) {
         const group = this.#queue.splice(0, this.#maxOps);
         try {
-          const results = await writeTransaction(this.#knex, async (run) => {
-            const out: R[] = [];
-            for (const p of group) out.push(await this.#apply(run, p.op));
-            return out;
-          });
+          const results = await writeTransaction(this.#knex, (run) => this.#apply(run, group.map((p) => p.op)));
           group.forEach((p, i) => p.resolve(results[i]!));
         } catch (err) {
           if (group.length === 1) {
@@ -54,7 +53,7 @@ export class GroupCommit<T, R = void> {
           }
           for (const p of group) {
             try {
-              p.resolve(await writeTransaction(this.#knex, (run) => this.#apply(run, p.op)));
+              p.resolve((await writeTransaction(this.#knex, (run) => this.#apply(run, [p.op])))[0]!);
             } catch (own) {
               p.reject(own);
             }

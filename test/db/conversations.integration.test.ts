@@ -55,4 +55,75 @@ for (const kind of STORES) {
     await repo.setStatus(stub.id, 'failed', NOW + 4000);
     t.equal((await repo.list('u1', { limit: 10, offset: 0, includeSegments: false })).length, 0, 'only completed ones are listed');
   });
+
+  t.test(`tail writes that queue up together, on ${kind}`, async (t) => {
+    const env = storeEnv(t, kind);
+    const store = openStore({ dataDir: t.testdir(), databaseUrl: env.DATABASE_URL, databaseSchema: env.DATABASE_SCHEMA ?? 'public' });
+    t.teardown(() => store.close());
+    await store.migrate();
+    await new UsersRepository(store.knex, UNVERSIONED).ensure('u1', NOW);
+    const repo = new ConversationsRepository(store.knex);
+    const open = () => repo.create({ userId: 'u1', status: 'in_progress', startedAt: new Date(NOW).toISOString(), finishedAt: null, source: 'omi', language: 'en', now: NOW });
+    const convs = [];
+    for (let i = 0; i < 6; i++) {
+      const c = await open();
+      await repo.appendSegments(c.id, [0, 1, 2].map((k) => ({ text: `old ${i}.${k}`, start: k, end: k + 1 })), NOW);
+      convs.push(c);
+    }
+    // Ended elsewhere while its session still writes: its write must change nothing.
+    await repo.setStatus(convs[2]!.id, 'processing', NOW + 10);
+    const texts = async (id: string) => (await repo.segments(id)).map((x) => x.text);
+    let statements = 0;
+    store.knex.on('query', () => statements++);
+
+    // The first write runs alone; the rest queue behind it and share the next transaction.
+    const first = repo.replaceInProgressSegmentsFrom(convs[0]!.id, 3, [{ text: 'first', start: 3, end: 4 }], NOW + 100);
+    const queued = [
+      repo.replaceInProgressSegmentsFrom(convs[1]!.id, 1, [{ text: 'a', start: 1, end: 2 }, { text: 'b', start: 2, end: 3 }], NOW + 101),
+      repo.replaceInProgressSegmentsFrom(convs[3]!.id, 2, [], NOW + 102),
+      repo.replaceInProgressSegmentsFrom(convs[4]!.id, 0, [{ text: 'all new', start: 0, end: 9, speaker: 'SPEAKER_02' }], NOW + 103),
+      repo.replaceSegmentsFrom(convs[5]!.id, 3, [{ text: 'appended', start: 3, end: 4 }], NOW + 104),
+    ];
+    t.equal(await first, true);
+    await Promise.all(queued);
+    t.same(await Promise.all(queued.slice(0, 3)), [true, true, true], 'every live write to an open conversation is written');
+    const together = statements;
+    t.same(await texts(convs[0]!.id), ['old 0.0', 'old 0.1', 'old 0.2', 'first']);
+    t.same(await texts(convs[1]!.id), ['old 1.0', 'a', 'b'], 'replaced from position 1');
+    t.same(await texts(convs[3]!.id), ['old 3.0', 'old 3.1'], 'an empty tail deletes from its position');
+    t.same(await texts(convs[4]!.id), ['all new']);
+    t.equal((await repo.segments(convs[4]!.id))[0]!.speakerId, 2);
+    t.same(await texts(convs[5]!.id), ['old 5.0', 'old 5.1', 'old 5.2', 'appended']);
+    for (const [i, at] of [[1, 101], [3, 102], [4, 103], [5, 104]] as const) {
+      t.equal((await repo.getById(convs[i]!.id))!.updatedAt, new Date(NOW + at).toISOString(), `conversation ${i} has its own write's time`);
+    }
+    // Two transactions of BEGIN, writes, COMMIT: the four queued writes took a handful of statements, not four each.
+    t.ok(together <= 2 * 2 + 3 + 4, `5 tail writes took ${together} statements`);
+
+    // A group with a write to an ended conversation.
+    const head = repo.replaceInProgressSegmentsFrom(convs[0]!.id, 4, [{ text: 'x', start: 4, end: 5 }], NOW + 200);
+    const mixed = [
+      repo.replaceInProgressSegmentsFrom(convs[2]!.id, 0, [{ text: 'late words', start: 0, end: 1 }], NOW + 201),
+      repo.replaceInProgressSegmentsFrom(convs[1]!.id, 3, [{ text: 'c', start: 3, end: 4 }], NOW + 202),
+      repo.replaceSegmentsFrom(convs[5]!.id, 0, [{ text: 'kept audio', start: 0, end: 4 }], NOW + 203),
+    ];
+    await head;
+    t.same(await Promise.all(mixed), [false, true, undefined], 'only the ended conversation refuses the write');
+    // A group with two writes to one conversation: in order.
+    const head2 = repo.replaceInProgressSegmentsFrom(convs[3]!.id, 2, [{ text: 'w', start: 2, end: 3 }], NOW + 300);
+    const same = [
+      repo.replaceInProgressSegmentsFrom(convs[0]!.id, 5, [{ text: 'y', start: 5, end: 6 }], NOW + 301),
+      repo.replaceInProgressSegmentsFrom(convs[4]!.id, 1, [{ text: 'v', start: 9, end: 10 }], NOW + 302),
+      repo.replaceInProgressSegmentsFrom(convs[0]!.id, 5, [{ text: 'z', start: 5, end: 6 }], NOW + 303),
+    ];
+    await head2;
+    t.same(await Promise.all(same), [true, true, true]);
+    t.same(await texts(convs[3]!.id), ['old 3.0', 'old 3.1', 'w']);
+    t.same(await texts(convs[4]!.id), ['all new', 'v']);
+    t.same(await texts(convs[2]!.id), ['old 2.0', 'old 2.1', 'old 2.2'], 'the ended conversation is untouched');
+    t.equal((await repo.getById(convs[2]!.id))!.updatedAt, new Date(NOW + 10).toISOString());
+    t.same(await texts(convs[1]!.id), ['old 1.0', 'a', 'b', 'c']);
+    t.same(await texts(convs[5]!.id), ['kept audio']);
+    t.same(await texts(convs[0]!.id), ['old 0.0', 'old 0.1', 'old 0.2', 'first', 'x', 'z'], 'the later write to one conversation wins');
+  });
 }

@@ -18,8 +18,10 @@ for (const kind of STORES) {
     store.knex.on('query', (q: { sql: string }) => {
       if (/^begin/i.test(q.sql.trim()) || q.sql === 'BEGIN;') begins.push(q.sql);
     });
-    const group = new GroupCommit<{ n: number; v: string | null }>(store.knex, async (run, op) => {
-      await run('INSERT INTO gc_items (n, v) VALUES (?, ?)', [op.n, op.v]);
+    // The group's writes go in one statement, as the transcript tail writes do: one bad row fails it for all.
+    const group = new GroupCommit<{ n: number; v: string | null }>(store.knex, async (run, ops) => {
+      await run(`INSERT INTO gc_items (n, v) VALUES ${ops.map(() => '(?, ?)').join(', ')}`, ops.flatMap((op) => [op.n, op.v]));
+      return ops.map(() => undefined);
     });
 
     const first = group.submit({ n: 1, v: 'a' });
