@@ -19,6 +19,7 @@ export const USAGE = `npm run bench -- churn [--minutes 10] [--sessions N] [--mi
   other generator and STT options as for fleet; --out FILE as usual`;
 
 const mib = (/** @type {number} */ b) => Math.round((b / 2 ** 20) * 10) / 10;
+const heapCell = (/** @type {{ heapUsed: number, heapTotal: number, external: number } | null} */ m) => (m ? `${mib(m.heapUsed)} / ${mib(m.heapTotal)} / ${mib(m.external)}` : '-');
 
 /** @param {Record<string, string | true>} options */
 export async function run(options) {
@@ -46,7 +47,7 @@ export async function run(options) {
     f.idleRss = rssBytes(pid);
     const fleet = svc.ctx.fleet;
     fleet.churn(sessions, minS, maxS);
-    /** @type {{ closed: number, rss: number }[]} */
+    /** @type {{ closed: number, rss: number, mem?: { heapUsed: number, heapTotal: number, external: number } }[]} */
     const samples = [];
     const cpu0 = treeCpuSeconds(pid);
     const gen0 = fleet.pids.reduce((s, p) => s + treeCpuSeconds(p), 0);
@@ -56,7 +57,8 @@ export async function run(options) {
       await new Promise((r) => setTimeout(r, Math.max(0, start + i * 1000 - performance.now())));
       const t = fleet.totals();
       const rss = rssBytes(pid);
-      samples.push({ closed: t.closed, rss });
+      // Every 5 s, what of it is the JS heap (a scrape of /metrics; cheap, but not free).
+      samples.push({ closed: t.closed, rss, ...(i % 5 === 0 ? { mem: await svc.service.memory() } : {}) });
       timeline.add('sessions', 'streaming', t.streaming);
       timeline.add('done', 'sessions come and gone', t.closed);
       const early = Object.values(t.unexpected).reduce((a, b) => a + b, 0);
@@ -75,9 +77,14 @@ export async function run(options) {
     f.lateCheckpoint = lastClosed >= target ? target : lastClosed;
     f.rssAfterFirst = at(first);
     f.rssAfterLate = lastClosed >= target ? at(target) : median(samples.slice(-5).map((s) => s.rss));
+    // The heap figures nearest each checkpoint (sampled every 5 s).
+    const memAt = (/** @type {number} */ k) => samples.slice(Math.max(0, samples.findIndex((s) => s.closed >= k))).find((s) => s.mem)?.mem ?? null;
+    f.memAfterFirst = memAt(first);
+    f.memAfterLate = lastClosed >= target ? memAt(target) : samples.findLast((s) => s.mem)?.mem ?? null;
     f.drain = await drain(svc.ctx, fixture);
     await new Promise((r) => setTimeout(r, 3000));
     f.rssAfterAllLeft = rssBytes(pid);
+    f.memAfterAllLeft = await svc.service.memory();
     f.liveAfterDrain = await svc.service.liveSessions();
     f.totals = f.drain.totals;
   } finally {
@@ -104,6 +111,7 @@ export async function run(options) {
         [`RSS after ${f.lateCheckpoint} came and went, MiB`, String(f.rssAfterLate ? mib(f.rssAfterLate) : '-'), ''],
         ['growth between the two', growth === null ? '-' : `${(growth * 100).toFixed(1)}%`, `≤ ${GOALS.churnRssGrowthMax * 100}%`],
         ['RSS once all left, MiB', String(mib(f.rssAfterAllLeft)), ''],
+        ['main JS heap used / committed / external, MiB: after the first, the late checkpoint, once all left', [f.memAfterFirst, f.memAfterLate, f.memAfterAllLeft].map(heapCell).join('; '), ''],
         ['sessions closed early by the server / upgrades refused', `${early} / ${JSON.stringify(f.totals.refused)}`, '0 / {}'],
         ['frames lost / provider streams left open / service sessions left', `${f.drain.lostFrames ?? '-'} / ${f.drain.streamsLeftOpen ?? '-'} / ${f.liveAfterDrain}`, '0 / 0 / 0'],
         ['server CPU / generator CPU, cores', `${f.serverCores} / ${f.generatorCores}`, ''],
@@ -113,6 +121,7 @@ export async function run(options) {
       'RSS growth first→late': [growth, '', 'lower'],
       'RSS after late checkpoint MiB': [f.rssAfterLate ? mib(f.rssAfterLate) : null, 'MiB', 'lower'],
       'RSS once all left MiB': [mib(f.rssAfterAllLeft), 'MiB', 'lower'],
+      'JS heap used once all left MiB': [mib(f.memAfterAllLeft.heapUsed), 'MiB', 'lower'],
       'server cores': [f.serverCores, 'cores', 'lower'],
     }),
     goals: [

@@ -158,6 +158,15 @@ export async function startService(o = {}) {
       const text = await (await fetch(`${child.url}/metrics`)).text();
       return Number(/^listen_sessions (\d+)/m.exec(text)?.[1] ?? NaN);
     },
+    /**
+     * The main thread's V8 heap (used, committed) and external memory from /metrics, in bytes: what of the RSS is the
+     * JS heap and what is native (decoders, sockets, malloc). The codec threads' heaps are not in it.
+     */
+    async memory() {
+      const text = await (await fetch(`${child.url}/metrics`)).text();
+      const read = (/** @type {string} */ name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+      return { heapUsed: read('nodejs_heap_size_used_bytes'), heapTotal: read('nodejs_heap_size_total_bytes'), external: read('nodejs_external_memory_bytes') };
+    },
     /** SIGTERM (graceful drain), then cleans DATA_DIR and the Redis prefix; resolves to the exit code. */
     async stop() {
       const code = await child.stop();

@@ -315,18 +315,30 @@ async function writeTails(run: TransactionRun, writes: readonly TailWrite[]): Pr
   return writes.map(() => true);
 }
 
+/**
+ * `writes` repeated at the end up to the next power of two: a statement's text depends only on its length, and every
+ * text is prepared and kept per connection (a 64-term DELETE or UPDATE is ~40 KiB of sqlite's memory; every length up
+ * to 64 was ~5 MiB per connection). A repeated term changes nothing.
+ */
+function padded(writes: readonly TailWrite[]): readonly TailWrite[] {
+  const n = 2 ** Math.ceil(Math.log2(writes.length));
+  return n === writes.length ? writes : [...writes, ...Array.from({ length: n - writes.length }, () => writes[writes.length - 1]!)];
+}
+
 /** Moves the activity time of each write's conversation to its own `now`; resolves to the rows changed. */
 function touchAll(run: TransactionRun, writes: readonly TailWrite[], onlyInProgress: boolean): Promise<number> {
-  const cases = repeat(writes.length, 'WHEN ? THEN ?', ' ');
-  const sql = `UPDATE conversations SET updated_at = CASE id ${cases} END WHERE id IN (${repeat(writes.length, '?')})${onlyInProgress ? ` AND status = '${ConversationStatus.IN_PROGRESS}'` : ''}`;
-  return run(sql, [...writes.flatMap((w) => [w.conversationId, isoNow(w.now)]), ...writes.map((w) => w.conversationId)]);
+  const terms = padded(writes);
+  const cases = repeat(terms.length, 'WHEN ? THEN ?', ' ');
+  const sql = `UPDATE conversations SET updated_at = CASE id ${cases} END WHERE id IN (${repeat(terms.length, '?')})${onlyInProgress ? ` AND status = '${ConversationStatus.IN_PROGRESS}'` : ''}`;
+  return run(sql, [...terms.flatMap((w) => [w.conversationId, isoNow(w.now)]), ...terms.map((w) => w.conversationId)]);
 }
 
 /** Deletes each write's tail from its position on and inserts its segments there (the conversations are distinct). */
 async function replaceTails(run: TransactionRun, writes: readonly TailWrite[]): Promise<void> {
+  const terms = padded(writes);
   await run(
-    `DELETE FROM conversation_segments WHERE ${repeat(writes.length, '(conversation_id = ? AND position >= ?)', ' OR ')}`,
-    writes.flatMap((w) => [w.conversationId, w.position]),
+    `DELETE FROM conversation_segments WHERE ${repeat(terms.length, '(conversation_id = ? AND position >= ?)', ' OR ')}`,
+    terms.flatMap((w) => [w.conversationId, w.position]),
   );
   await insertRows(
     run,
