@@ -1,6 +1,6 @@
 // What every bench prints and writes: the machine, the baseline, the figures and their ratio to it (STYLE point 10),
 // as a table on stdout, bench/results/<timestamp>-<scenario>.json and an HTML report with charts next to it.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, hostname, release } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,27 @@ export const RESULTS_DIR = path.join(BENCH_DIR, 'results');
  * @property {string} node
  * @property {string} os
  * @property {number[]} loadavg 1, 5 and 15 minute load averages when the bench started (a busy box makes figures noisy).
+ * @property {{ steal: number, total: number } | null} [cpuAtStart] the machine's CPU ticks when the bench started (Linux)
+ * @property {number | null} [stealPercent] share of the machine's CPU time its hypervisor gave to others during the
+ *   run: a virtual machine's CPUs that are stolen slow every process and thread alike, and make latency noisy
  */
+
+/** All CPUs' ticks from /proc/stat: the total, and the steal (time a hypervisor ran something else); null off Linux. */
+function cpuTicks() {
+  try {
+    const f = (readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+    return { steal: f[7] ?? 0, total: f.reduce((a, b) => a + b, 0) };
+  } catch {
+    return null;
+  }
+}
+
+/** Steal over the run so far, in % of all CPU time (null when not known). */
+function stealPercentSince(/** @type {Machine} */ m) {
+  const now = cpuTicks();
+  if (!m.cpuAtStart || !now || now.total <= m.cpuAtStart.total) return null;
+  return Math.round(((now.steal - m.cpuAtStart.steal) / (now.total - m.cpuAtStart.total)) * 1000) / 10;
+}
 
 /** @returns {Machine} */
 export function machine() {
@@ -34,12 +54,14 @@ export function machine() {
     node: process.version,
     os: `${process.platform} ${release()}`,
     loadavg: loadavg().map((l) => Math.round(l * 100) / 100),
+    cpuAtStart: cpuTicks(),
   };
 }
 
 /** @param {Machine} m */
 export function machineLine(m) {
-  return `machine: ${m.cpus}× ${m.cpuModel}, ${m.memoryGiB} GiB, node ${m.node}, ${m.os}, load ${m.loadavg.join(' ')}`;
+  const steal = typeof m.stealPercent === 'number' ? `, CPU stolen by the hypervisor during the run ${m.stealPercent}%` : '';
+  return `machine: ${m.cpus}× ${m.cpuModel}, ${m.memoryGiB} GiB, node ${m.node}, ${m.os}, load ${m.loadavg.join(' ')}${steal}`;
 }
 
 /**
@@ -48,7 +70,9 @@ export function machineLine(m) {
  */
 export function noiseLine(m) {
   const busy = (m.loadavg[0] ?? 0) > m.cpus * 0.5;
-  return `note: figures depend on the machine and are noisy when it is shared${busy ? ` (it was: load ${m.loadavg[0]} on ${m.cpus} CPUs)` : ''}; compare runs of one machine with \`npm run bench -- compare A.json B.json\`.`;
+  const stolen = (m.stealPercent ?? 0) >= 5;
+  const why = [busy ? `load ${m.loadavg[0]} on ${m.cpus} CPUs` : '', stolen ? `${m.stealPercent}% of the CPU time stolen by the hypervisor` : ''].filter(Boolean).join(', ');
+  return `note: figures depend on the machine and are noisy when it is shared${why ? ` (it was: ${why})` : ''}; compare runs of one machine with \`npm run bench -- compare A.json B.json\`.`;
 }
 
 /**
@@ -123,6 +147,7 @@ export function figuresOf(entries) {
  * @param {Record<string, string | true>} options
  */
 export function finish(result, options) {
+  if (result.machine.stealPercent === undefined) result.machine.stealPercent = stealPercentSince(result.machine);
   const { file, html } = writeResult(result.scenario, { ...result, finishedAt: new Date().toISOString() }, options.out);
   console.log(machineLine(result.machine));
   console.log(`baseline: ${result.baseline}`);

@@ -9,7 +9,7 @@ t.test('npm run bench -- fleet --sessions 5 --seconds 5 writes its result and re
   const out = path.join(t.testdir(), 'fleet.json');
   const run = await runBench(['fleet', '--sessions', '5', '--seconds', '5', '--baseline-seconds', '2', '--out', out]);
   t.equal(run.code, 0, run.stderr);
-  t.match(run.stdout, /^machine: /m, 'prints the machine');
+  t.match(run.stdout, /^machine: .*, CPU stolen by the hypervisor during the run [\d.]+%$/m, 'prints the machine, with the CPU time the hypervisor took');
   t.match(run.stdout, /^baseline: a bare uWebSockets\.js server/m, 'prints the baseline');
   t.match(run.stdout, /^figure\s+service\s+bare uWS \(baseline\)/m, 'ends with the table');
   t.match(run.stdout, /^goal: frames lost = 0: /m, 'prints the goals');
@@ -19,6 +19,7 @@ t.test('npm run bench -- fleet --sessions 5 --seconds 5 writes its result and re
   const r = JSON.parse(readFileSync(out, 'utf8'));
   t.match(r, { scenario: 'fleet', version: 2, options: { sessions: 5, seconds: 5, codec: 'opus_fs320' }, summary: { head: Array, rows: Array }, goals: Array });
   t.ok(['provider_a', 'custom'].includes(r.service.stt), `stt: ${r.service.stt}`);
+  t.ok(r.machine.stealPercent >= 0 && r.machine.stealPercent <= 100, `steal: ${r.machine.stealPercent}%`);
   const w = r.service.window;
   t.ok(w.framesSent >= 5 * 5 * 40, `the devices sent frames at real-time pace (${w.framesSent})`);
   t.equal(w.unexpectedCloses, 0, 'no session was closed by the server');
