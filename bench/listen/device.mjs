@@ -73,9 +73,10 @@ export class Device {
           this.state = 'open';
           stats.opened++;
         },
-        onRefused: (status) => {
+        onRefused: (status, why) => {
           this.g.connected();
-          stats.refused[status] = (stats.refused[status] ?? 0) + 1;
+          const key = status === 0 ? `0 (${why})` : String(status);
+          stats.refused[key] = (stats.refused[key] ?? 0) + 1;
         },
         onText: (text) => {
           if (text === 'ping') return;
@@ -91,8 +92,11 @@ export class Device {
           if (this.state !== 'closing') stats.unexpected[`${code} ${this.state}`] = (stats.unexpected[`${code} ${this.state}`] ?? 0) + 1;
           this.state = 'closing';
         },
-        onSocketClose: () => {
-          if (this.state !== 'closing' && this.state !== 'connecting') stats.unexpected[`1006 ${this.state}`] = (stats.unexpected[`1006 ${this.state}`] ?? 0) + 1;
+        onSocketClose: (_hadError, why) => {
+          if (this.state !== 'closing' && this.state !== 'connecting') {
+            const key = `1006 ${this.state}${why ? ` (${why})` : ''}`;
+            stats.unexpected[key] = (stats.unexpected[key] ?? 0) + 1;
+          }
           if (wasReady) stats.closed++;
           this.state = 'none';
           this.ws = undefined;

@@ -44,8 +44,10 @@ export function closeFrame(code) {
  * @property {() => void} onOpen the upgrade answered 101
  * @property {(text: string) => void} onText
  * @property {(code: number, reason: string) => void} onCloseFrame the server sent a close frame (answered already)
- * @property {(status: number) => void} onRefused the upgrade answered something else (0: no HTTP answer)
- * @property {(hadError: boolean) => void} onSocketClose the TCP connection is gone
+ * @property {(status: number, why: string) => void} onRefused the upgrade answered something else (0: no HTTP
+ *   answer; `why` then says what happened instead: the socket error's code, or the handshake timeout)
+ * @property {(hadError: boolean, why: string) => void} onSocketClose the TCP connection is gone (`why`: the socket
+ *   error's code, if any)
  */
 
 /**
@@ -61,8 +63,14 @@ export function openRawWs(o, h) {
   let sentClose = false;
   /** @type {Buffer | undefined} */
   let pending;
+  /** What ended the socket other than a close handshake: an error's code, or the handshake timeout. */
+  let why = '';
   // An upgrade nobody answers (a server too busy to accept) must not hold its slot forever: it counts as refused (0).
-  const handshakeTimer = setTimeout(() => socket.destroy(), o.handshakeTimeoutMs ?? 15_000);
+  const handshakeMs = o.handshakeTimeoutMs ?? 15_000;
+  const handshakeTimer = setTimeout(() => {
+    why = `no answer in ${handshakeMs / 1000} s`;
+    socket.destroy();
+  }, handshakeMs);
   socket.on('connect', () => {
     socket.write(
       `GET ${o.pathQuery} HTTP/1.1\r\nHost: ${o.host}:${o.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
@@ -81,7 +89,7 @@ export function openRawWs(o, h) {
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(buf.subarray(0, 16).toString('latin1'))?.[1] ?? 0);
       if (status !== 101) {
         refused = true;
-        h.onRefused(status);
+        h.onRefused(status, '');
         socket.destroy();
         return;
       }
@@ -119,11 +127,13 @@ export function openRawWs(o, h) {
     }
     if (buf.length > 0) pending = Buffer.from(buf);
   });
-  socket.on('error', () => undefined); // 'close' follows with hadError
+  socket.on('error', (/** @type {NodeJS.ErrnoException} */ err) => {
+    why ||= err.code ?? err.message; // 'close' follows with hadError
+  });
   socket.on('close', (hadError) => {
     clearTimeout(handshakeTimer);
-    if (!upgraded && !refused) h.onRefused(0);
-    h.onSocketClose(hadError);
+    if (!upgraded && !refused) h.onRefused(0, why || 'closed');
+    h.onSocketClose(hadError, why);
   });
   return {
     socket,
