@@ -147,13 +147,20 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
 
   /**
    * Queues one WebSocket message (for two channels: channel-id byte first). Its bytes are copied at once, so the
-   * caller's buffer is free when this returns. Keep-alive messages (≤ 2 bytes, SPEC) are the session layer's to drop.
+   * caller's buffer is free when this returns. `seconds`: the audio it holds (its channel's), when the caller has read
+   * it from the bytes already (encodedDurationS); else the stream reads it when it holds audio back. Keep-alive messages (≤ 2 bytes, SPEC) are the session layer's to drop.
    */
-  push(message: Uint8Array): void {
+  push(message: Uint8Array, seconds?: number): void {
     if (this.#state !== 'open') throw new EngineError('ENG_ERR_CODEC_STREAM_CLOSED', { sessionId: this.sessionId });
     this.stats.messages++;
+    this.#shard.stage(this, message, this.holdSamples > 0 ? this.#timedSeconds(message, seconds) * OUTPUT_SAMPLE_RATE_HZ : 0);
+  }
+
+  /** The seconds `message` adds to the stream's timeline: two channels' time is the first channel's. */
+  #timedSeconds(message: Uint8Array, seconds: number | undefined): number {
     const p = this.params;
-    this.#shard.stage(this, message, this.holdSamples > 0 ? encodedDurationS(p.codec, p.sampleRate, p.channels, message) * OUTPUT_SAMPLE_RATE_HZ : 0);
+    if (seconds === undefined) return encodedDurationS(p.codec, p.sampleRate, p.channels, message);
+    return p.channels === 2 && message[0] !== 0x01 ? 0 : seconds;
   }
 
   /**

@@ -7,8 +7,12 @@ export interface AudioInletOptions {
   maxBytes: number;
   /** 16 kHz mono PCM per channel, in order. */
   onPcm: (pcm: Int16Array[], info: PcmInfo) => void;
-  /** Each message as it goes to the decoder, in order (lent for the call: copy what is kept). */
-  onDecode?: (message: Uint8Array) => void;
+  /**
+   * Each message as it goes to the decoder, in order (lent for the call: copy what is kept). It may answer the seconds
+   * of audio the message holds (its channel's, for two channels) when it read them from the bytes: the codec stream
+   * then need not read them again.
+   */
+  onDecode?: (message: Uint8Array) => number | undefined;
 }
 
 export class AudioInlet {
@@ -37,8 +41,7 @@ export class AudioInlet {
     if (this.#finished) return true;
     if (this.pendingBytes + message.byteLength > this.#o.maxBytes) return false;
     if (this.#flowing) {
-      this.#o.onDecode?.(message);
-      this.#o.codec.push(message);
+      this.#o.codec.push(message, this.#o.onDecode?.(message));
     } else {
       this.#held.push(message.slice());
       this.#heldBytes += message.byteLength;
@@ -55,10 +58,7 @@ export class AudioInlet {
   start(): void {
     if (this.#flowing || this.#finished) return;
     this.#flowing = true;
-    for (const m of this.#held) {
-      this.#o.onDecode?.(m);
-      this.#o.codec.push(m);
-    }
+    for (const m of this.#held) this.#o.codec.push(m, this.#o.onDecode?.(m));
     this.#held = [];
     this.#heldBytes = 0;
   }

@@ -108,21 +108,24 @@ export class SessionStt {
 
   /**
    * One audio message as the device sent it (two channels: channel-id byte first), in the order it goes to the
-   * decoder; copied. Kept until the provider's final results cover it (remote engines only).
+   * decoder; copied. Kept until the provider's final results cover it (remote engines only). Answers the seconds of
+   * audio it holds, read from its bytes (undefined when it was not kept).
    */
-  retain(message: Uint8Array): void {
+  retain(message: Uint8Array): number | undefined {
     const tails = this.#tails;
     const a = this.#o.audio;
-    if (tails === undefined || a === undefined || this.#kept) return;
+    if (tails === undefined || a === undefined || this.#kept) return undefined;
     let ch = 0;
     let payload = message;
     if (this.#o.channels === 2) {
       const id = message[0];
-      if (id !== 0x01 && id !== 0x02) return;
+      if (id !== 0x01 && id !== 0x02) return undefined;
       ch = id - 1;
       payload = message.subarray(1);
     }
-    tails[ch]!.push(payload, encodedDurationS(a.codec, a.sampleRate, 1, payload));
+    const seconds = encodedDurationS(a.codec, a.sampleRate, 1, payload);
+    tails[ch]!.push(payload, seconds);
+    return seconds;
   }
 
   /** PCM of `channel`; after a failure it is kept instead. */
