@@ -148,7 +148,8 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   /**
    * Queues one WebSocket message (for two channels: channel-id byte first). Its bytes are copied at once, so the
    * caller's buffer is free when this returns. `seconds`: the audio it holds (its channel's), when the caller has read
-   * it from the bytes already (encodedDurationS); else the stream reads it when it holds audio back. Keep-alive messages (≤ 2 bytes, SPEC) are the session layer's to drop.
+   * it from the bytes already (encodedDurationS); else the stream reads it when it holds audio back. Keep-alive
+   * messages (≤ 2 bytes, SPEC) are the session layer's to drop.
    */
   push(message: Uint8Array, seconds?: number): void {
     if (this.#state !== 'open') throw new EngineError('ENG_ERR_CODEC_STREAM_CLOSED', { sessionId: this.sessionId });

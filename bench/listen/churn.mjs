@@ -68,8 +68,9 @@ export async function run(options) {
     f.serverCores = Math.round(((treeCpuSeconds(pid) - cpu0) / wallS) * 1000) / 1000;
     f.generatorCores = Math.round(((fleet.pids.reduce((s, p) => s + treeCpuSeconds(p), 0) - gen0) / wallS) * 1000) / 1000;
     // RSS at a checkpoint: the median of the 5 samples from the second it was passed.
+    const passed = (/** @type {number} */ k) => samples.findIndex((s) => s.closed >= k);
     const at = (/** @type {number} */ k) => {
-      const i = samples.findIndex((s) => s.closed >= k);
+      const i = passed(k);
       return i < 0 ? null : median(samples.slice(i, i + 5).map((s) => s.rss));
     };
     const lastClosed = samples.at(-1)?.closed ?? 0;
@@ -78,7 +79,10 @@ export async function run(options) {
     f.rssAfterFirst = at(first);
     f.rssAfterLate = lastClosed >= target ? at(target) : median(samples.slice(-5).map((s) => s.rss));
     // The heap figures nearest each checkpoint (sampled every 5 s).
-    const memAt = (/** @type {number} */ k) => samples.slice(Math.max(0, samples.findIndex((s) => s.closed >= k))).find((s) => s.mem)?.mem ?? null;
+    const memAt = (/** @type {number} */ k) => {
+      const i = passed(k);
+      return i < 0 ? null : (samples.slice(i).find((s) => s.mem)?.mem ?? null);
+    };
     f.memAfterFirst = memAt(first);
     f.memAfterLate = lastClosed >= target ? memAt(target) : samples.findLast((s) => s.mem)?.mem ?? null;
     f.drain = await drain(svc.ctx, fixture);

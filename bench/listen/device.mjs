@@ -22,6 +22,8 @@ const SUGGEST_EVERY_MS = 2000;
  */
 
 const rand = (/** @type {number} */ mean) => -Math.log(1 - Math.random()) * mean;
+/** Counts one more `key` in a tally of close codes or refusals. */
+const count = (/** @type {Record<string, number>} */ tally, /** @type {string} */ key) => (tally[key] = (tally[key] ?? 0) + 1);
 
 export class Device {
   /** @type {ReturnType<typeof openRawWs> | undefined} */
@@ -75,8 +77,7 @@ export class Device {
         },
         onRefused: (status, why) => {
           this.g.connected();
-          const key = status === 0 ? `0 (${why})` : String(status);
-          stats.refused[key] = (stats.refused[key] ?? 0) + 1;
+          count(stats.refused, status === 0 ? `0 (${why})` : String(status));
         },
         onText: (text) => {
           if (text === 'ping') return;
@@ -89,14 +90,11 @@ export class Device {
           } else if (text.includes('"stt_failed"')) stats.sttFailed++;
         },
         onCloseFrame: (code) => {
-          if (this.state !== 'closing') stats.unexpected[`${code} ${this.state}`] = (stats.unexpected[`${code} ${this.state}`] ?? 0) + 1;
+          if (this.state !== 'closing') count(stats.unexpected, `${code} ${this.state}`);
           this.state = 'closing';
         },
         onSocketClose: (_hadError, why) => {
-          if (this.state !== 'closing' && this.state !== 'connecting') {
-            const key = `1006 ${this.state}${why ? ` (${why})` : ''}`;
-            stats.unexpected[key] = (stats.unexpected[key] ?? 0) + 1;
-          }
+          if (this.state !== 'closing' && this.state !== 'connecting') count(stats.unexpected, `1006 ${this.state}${why ? ` (${why})` : ''}`);
           if (wasReady) stats.closed++;
           this.state = 'none';
           this.ws = undefined;

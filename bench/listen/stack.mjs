@@ -131,6 +131,15 @@ export class ProviderStats {
 }
 
 /**
+ * One scrape of `url`/metrics; answers a reader of unlabelled figures by name (NaN when absent).
+ * @param {string} url
+ */
+async function metrics(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return (/** @type {string} */ name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+}
+
+/**
  * The real service (dist/engine/index.js) in its own process, sqlite in a temp DATA_DIR, Redis under a unique prefix.
  * @param {{ env?: Record<string, string>, nodeArgs?: string[], entry?: string }} o `entry`: default dist/engine/index.js
  */
@@ -155,16 +164,14 @@ export async function startService(o = {}) {
     pid: /** @type {number} */ (child.proc.pid),
     /** `listen_sessions` from /metrics: the sessions the service holds. */
     async liveSessions() {
-      const text = await (await fetch(`${child.url}/metrics`)).text();
-      return Number(/^listen_sessions (\d+)/m.exec(text)?.[1] ?? NaN);
+      return (await metrics(child.url))('listen_sessions');
     },
     /**
      * The main thread's V8 heap (used, committed) and external memory from /metrics, in bytes: what of the RSS is the
      * JS heap and what is native (decoders, sockets, malloc). The codec threads' heaps are not in it.
      */
     async memory() {
-      const text = await (await fetch(`${child.url}/metrics`)).text();
-      const read = (/** @type {string} */ name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+      const read = await metrics(child.url);
       return { heapUsed: read('nodejs_heap_size_used_bytes'), heapTotal: read('nodejs_heap_size_total_bytes'), external: read('nodejs_external_memory_bytes') };
     },
     /** SIGTERM (graceful drain), then cleans DATA_DIR and the Redis prefix; resolves to the exit code. */

@@ -295,24 +295,20 @@ const repeat = (n: number, each: string, separator = ', '): string => Array.from
  * matches fewer rows than it names) or two writes to one conversation go statement by statement, in order.
  */
 async function writeTails(run: TransactionRun, writes: readonly TailWrite[]): Promise<boolean[]> {
-  const ids = new Set(writes.map((w) => w.conversationId));
-  if (writes.length === 1 || ids.size < writes.length) {
-    const out: boolean[] = [];
-    for (const w of writes) out.push(await writeTail(run, w));
-    return out;
+  if (writes.length > 1 && new Set(writes.map((w) => w.conversationId)).size === writes.length) {
+    const live = writes.filter((w) => w.onlyInProgress);
+    const always = writes.filter((w) => !w.onlyInProgress);
+    if (always.length > 0) await touchAll(run, always, false);
+    // Fewer rows touched than live writes: some conversation ended elsewhere and its write must change nothing. The
+    // one-by-one path below finds out which (touching the others again with the same time changes nothing).
+    if (live.length === 0 || (await touchAll(run, live, true)) === live.length) {
+      await replaceTails(run, writes);
+      return writes.map(() => true);
+    }
   }
-  const live = writes.filter((w) => w.onlyInProgress);
-  const always = writes.filter((w) => !w.onlyInProgress);
-  if (always.length > 0) await touchAll(run, always, false);
-  if (live.length > 0 && (await touchAll(run, live, true)) < live.length) {
-    // Some conversation ended elsewhere and its write must change nothing: the live writes find out which one by one.
-    const written = new Map<TailWrite, boolean>();
-    for (const w of live) written.set(w, await writeTail(run, w));
-    if (always.length > 0) await replaceTails(run, always);
-    return writes.map((w) => written.get(w) ?? true);
-  }
-  await replaceTails(run, writes);
-  return writes.map(() => true);
+  const out: boolean[] = [];
+  for (const w of writes) out.push(await writeTail(run, w));
+  return out;
 }
 
 /**

@@ -3,7 +3,7 @@ import t from 'tap';
 import { openStore } from '../../engine/db/store.js';
 import { UsersRepository } from '../../engine/db/users.js';
 import { UNVERSIONED } from '../../engine/data-versions.js';
-import { ConversationsRepository } from '../../engine/db/conversations.js';
+import { ConversationsRepository, type ConversationRecord } from '../../engine/db/conversations.js';
 import { processBuiltin } from '../../engine/processing/builtin.js';
 import { STORES, storeEnv } from '../helpers/stores.js';
 
@@ -64,7 +64,7 @@ for (const kind of STORES) {
     await new UsersRepository(store.knex, UNVERSIONED).ensure('u1', NOW);
     const repo = new ConversationsRepository(store.knex);
     const open = () => repo.create({ userId: 'u1', status: 'in_progress', startedAt: new Date(NOW).toISOString(), finishedAt: null, source: 'omi', language: 'en', now: NOW });
-    const convs = [];
+    const convs: ConversationRecord[] = [];
     for (let i = 0; i < 6; i++) {
       const c = await open();
       await repo.appendSegments(c.id, [0, 1, 2].map((k) => ({ text: `old ${i}.${k}`, start: k, end: k + 1 })), NOW);
@@ -76,17 +76,23 @@ for (const kind of STORES) {
     let statements = 0;
     store.knex.on('query', () => statements++);
 
-    // The first write runs alone; the rest queue behind it and share the next transaction.
-    const first = repo.replaceInProgressSegmentsFrom(convs[0]!.id, 3, [{ text: 'first', start: 3, end: 4 }], NOW + 100);
-    const queued = [
-      repo.replaceInProgressSegmentsFrom(convs[1]!.id, 1, [{ text: 'a', start: 1, end: 2 }, { text: 'b', start: 2, end: 3 }], NOW + 101),
-      repo.replaceInProgressSegmentsFrom(convs[3]!.id, 2, [], NOW + 102),
-      repo.replaceInProgressSegmentsFrom(convs[4]!.id, 0, [{ text: 'all new', start: 0, end: 9, speaker: 'SPEAKER_02' }], NOW + 103),
-      repo.replaceSegmentsFrom(convs[5]!.id, 3, [{ text: 'appended', start: 3, end: 4 }], NOW + 104),
-    ];
-    t.equal(await first, true);
-    await Promise.all(queued);
-    t.same(await Promise.all(queued.slice(0, 3)), [true, true, true], 'every live write to an open conversation is written');
+    type Seg = { text: string; start: number; end: number; speaker?: string };
+    const live = (i: number, position: number, segs: Seg[], at: number) => repo.replaceInProgressSegmentsFrom(convs[i]!.id, position, segs, NOW + at);
+    const always = (i: number, position: number, segs: Seg[], at: number) => repo.replaceSegmentsFrom(convs[i]!.id, position, segs, NOW + at);
+    /** `first` runs alone; `queued`, submitted while it runs, share the next transaction. Answers first's and their results. */
+    const behind = async (first: Promise<unknown>, ...queued: Promise<unknown>[]) => [await first, ...(await Promise.all(queued))];
+
+    t.same(
+      await behind(
+        live(0, 3, [{ text: 'first', start: 3, end: 4 }], 100),
+        live(1, 1, [{ text: 'a', start: 1, end: 2 }, { text: 'b', start: 2, end: 3 }], 101),
+        live(3, 2, [], 102),
+        live(4, 0, [{ text: 'all new', start: 0, end: 9, speaker: 'SPEAKER_02' }], 103),
+        always(5, 3, [{ text: 'appended', start: 3, end: 4 }], 104),
+      ),
+      [true, true, true, true, undefined],
+      'every live write to an open conversation is written',
+    );
     const together = statements;
     t.same(await texts(convs[0]!.id), ['old 0.0', 'old 0.1', 'old 0.2', 'first']);
     t.same(await texts(convs[1]!.id), ['old 1.0', 'a', 'b'], 'replaced from position 1');
@@ -101,23 +107,26 @@ for (const kind of STORES) {
     t.ok(together <= 2 * 2 + 3 + 4, `5 tail writes took ${together} statements`);
 
     // A group with a write to an ended conversation.
-    const head = repo.replaceInProgressSegmentsFrom(convs[0]!.id, 4, [{ text: 'x', start: 4, end: 5 }], NOW + 200);
-    const mixed = [
-      repo.replaceInProgressSegmentsFrom(convs[2]!.id, 0, [{ text: 'late words', start: 0, end: 1 }], NOW + 201),
-      repo.replaceInProgressSegmentsFrom(convs[1]!.id, 3, [{ text: 'c', start: 3, end: 4 }], NOW + 202),
-      repo.replaceSegmentsFrom(convs[5]!.id, 0, [{ text: 'kept audio', start: 0, end: 4 }], NOW + 203),
-    ];
-    await head;
-    t.same(await Promise.all(mixed), [false, true, undefined], 'only the ended conversation refuses the write');
+    t.same(
+      await behind(
+        live(0, 4, [{ text: 'x', start: 4, end: 5 }], 200),
+        live(2, 0, [{ text: 'late words', start: 0, end: 1 }], 201),
+        live(1, 3, [{ text: 'c', start: 3, end: 4 }], 202),
+        always(5, 0, [{ text: 'kept audio', start: 0, end: 4 }], 203),
+      ),
+      [true, false, true, undefined],
+      'only the ended conversation refuses the write',
+    );
     // A group with two writes to one conversation: in order.
-    const head2 = repo.replaceInProgressSegmentsFrom(convs[3]!.id, 2, [{ text: 'w', start: 2, end: 3 }], NOW + 300);
-    const same = [
-      repo.replaceInProgressSegmentsFrom(convs[0]!.id, 5, [{ text: 'y', start: 5, end: 6 }], NOW + 301),
-      repo.replaceInProgressSegmentsFrom(convs[4]!.id, 1, [{ text: 'v', start: 9, end: 10 }], NOW + 302),
-      repo.replaceInProgressSegmentsFrom(convs[0]!.id, 5, [{ text: 'z', start: 5, end: 6 }], NOW + 303),
-    ];
-    await head2;
-    t.same(await Promise.all(same), [true, true, true]);
+    t.same(
+      await behind(
+        live(3, 2, [{ text: 'w', start: 2, end: 3 }], 300),
+        live(0, 5, [{ text: 'y', start: 5, end: 6 }], 301),
+        live(4, 1, [{ text: 'v', start: 9, end: 10 }], 302),
+        live(0, 5, [{ text: 'z', start: 5, end: 6 }], 303),
+      ),
+      [true, true, true, true],
+    );
     t.same(await texts(convs[3]!.id), ['old 3.0', 'old 3.1', 'w']);
     t.same(await texts(convs[4]!.id), ['all new', 'v']);
     t.same(await texts(convs[2]!.id), ['old 2.0', 'old 2.1', 'old 2.2'], 'the ended conversation is untouched');
