@@ -150,6 +150,7 @@ export class Service {
         logger,
         lastUsedIntervalMs: config.keyLastUsedIntervalS * 1000,
         cacheTtlMs: config.keyCacheTtlS * 1000,
+        idTokenCacheMs: config.idTokenCacheS * 1000,
         revocationChannel: `${config.redisPrefix}:api-keys:revoked`,
       });
       await authenticator.attach(redis, subscriber);

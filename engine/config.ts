@@ -41,6 +41,11 @@ export interface Config {
   readonly idTokenTtlS: number;
   /** Tolerated clock skew when checking `exp`/`nbf`, in seconds. @defaultValue 30 */
   readonly idTokenClockToleranceS: number;
+  /**
+   * How long a verified ID token is remembered, in seconds, so a device reconnecting with it is admitted without
+   * another signature check (never past the token's `exp`; 0 turns it off). @defaultValue 300 (5 minutes)
+   */
+  readonly idTokenCacheS: number;
   /** Minimum interval between `last_used_at` writes for one API key, in seconds. @defaultValue 60 */
   readonly keyLastUsedIntervalS: number;
   /** How long a verified API key stays in the in-process cache, in seconds (revocation evicts at once). @defaultValue 60 */
@@ -112,7 +117,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 export const CONFIG_VARIABLES = [
   'HOST', 'PORT', 'ROLE', 'DATA_DIR', 'DATABASE_URL', 'DATABASE_SCHEMA', 'REDIS_URL', 'REDIS_PREFIX', 'REDIS_EMBEDDED',
   'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
-  'ID_TOKEN_CLOCK_TOLERANCE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
+  'ID_TOKEN_CLOCK_TOLERANCE_S', 'ID_TOKEN_CACHE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'MALLOC_TRIM_INTERVAL_S',
   'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'STT_SEND_MS', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
@@ -205,6 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
     idTokenAudience: audience ?? LOCAL_AUDIENCE,
     idTokenTtlS: int(env, 'ID_TOKEN_TTL_S', 3600, 60, 30 * 24 * 3600),
     idTokenClockToleranceS: int(env, 'ID_TOKEN_CLOCK_TOLERANCE_S', 30, 0, 600),
+    idTokenCacheS: int(env, 'ID_TOKEN_CACHE_S', 300, 0, 3600),
     keyLastUsedIntervalS: int(env, 'KEY_LAST_USED_INTERVAL_S', 60, 0, 86400),
     keyCacheTtlS: int(env, 'KEY_CACHE_TTL_S', 60, 0, 3600),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 100, 10 * 60_000),

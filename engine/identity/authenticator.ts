@@ -1,4 +1,5 @@
 // The one place bearer credentials are checked: ID tokens for the signed-in user, API keys (with scopes) for developers.
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 import type { Clock } from '../clock.js';
@@ -22,6 +23,55 @@ interface CacheEntry {
 }
 
 const MAX_CACHED_KEYS = 10_000;
+const MAX_REMEMBERED_TOKENS = 50_000;
+
+/**
+ * ID tokens verified in the last few minutes, by SHA-256 of the token. A device that reconnects with the token it
+ * used before is then admitted without waiting, and without another signature check. An entry ends at the token's
+ * `exp` or after the cache's lifetime, whichever is first: a signing key withdrawn from the JWKS stops working here
+ * at most that lifetime later.
+ */
+class VerifiedTokens {
+  /** Insertion order is age order; each entry ends by `until`. */
+  readonly #entries = new Map<string, { uid: string; until: number }>();
+
+  constructor(
+    readonly ttlMs: number,
+    readonly max: number,
+  ) {}
+
+  get(digest: string, now: number): string | undefined {
+    const entry = this.#entries.get(digest);
+    if (!entry) return undefined;
+    if (entry.until > now) return entry.uid;
+    this.#entries.delete(digest);
+    return undefined;
+  }
+
+  put(digest: string, uid: string, expiresAtMs: number, now: number): void {
+    if (this.ttlMs <= 0) return;
+    // Entries older than the lifetime have all ended: drop them from the old end, so the map holds at most the
+    // tokens of the last ttlMs (and never more than max).
+    for (const [oldest, entry] of this.#entries) {
+      if (entry.until > now && this.#entries.size < this.max) break;
+      this.#entries.delete(oldest);
+    }
+    this.#entries.delete(digest);
+    this.#entries.set(digest, { uid, until: Math.min(expiresAtMs, now + this.ttlMs) });
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+}
+
+function digest(token: string): string {
+  return createHash('sha256').update(token).digest('base64');
+}
 
 /** Extracts the credential of an `Authorization: Bearer <credential>` header; undefined when absent or not Bearer. */
 export function bearer(header: string | undefined): string | undefined {
@@ -39,6 +89,8 @@ export interface AuthenticatorOptions {
   readonly lastUsedIntervalMs: number;
   /** Lifetime of a cached key lookup, in milliseconds. */
   readonly cacheTtlMs: number;
+  /** How long a verified ID token is remembered, in milliseconds (never past its `exp`); 0 verifies every time. */
+  readonly idTokenCacheMs: number;
   /** Redis channel on which revocations are announced to every node. */
   readonly revocationChannel: string;
 }
@@ -46,11 +98,13 @@ export interface AuthenticatorOptions {
 export class Authenticator {
   readonly #o: AuthenticatorOptions;
   readonly #cache = new Map<string, CacheEntry>();
+  readonly #tokens: VerifiedTokens;
   #publisher: Redis | undefined;
   #subscriber: Redis | undefined;
 
   constructor(opts: AuthenticatorOptions) {
     this.#o = opts;
+    this.#tokens = new VerifiedTokens(opts.idTokenCacheMs, MAX_REMEMBERED_TOKENS);
   }
 
   /** Listens for revocations made on other nodes so their cached keys die at once here too. */
@@ -67,7 +121,33 @@ export class Authenticator {
   async idToken(header: string | undefined): Promise<Principal> {
     const token = bearer(header);
     if (!token) throw new EngineError('ENG_ERR_AUTH_NOT_AUTHENTICATED', {}, { headers: { 'www-authenticate': 'Bearer' } });
-    return { uid: await this.#o.verifier.verify(token), via: 'id_token' };
+    return { uid: await this.#verify(token), via: 'id_token' };
+  }
+
+  /**
+   * The principal of an ID token verified recently and not yet expired, at once; undefined when it has to go through
+   * idToken(). Lets the listen upgrade admit a reconnecting device inside uWS's own upgrade callback.
+   */
+  knownIdToken(header: string | undefined): Principal | undefined {
+    const token = bearer(header);
+    if (!token || this.#tokens.ttlMs <= 0) return undefined;
+    const uid = this.#tokens.get(digest(token), this.#o.clock.now());
+    return uid === undefined ? undefined : { uid, via: 'id_token' };
+  }
+
+  /** Number of ID tokens remembered as verified (for tests and metrics). */
+  get knownIdTokens(): number {
+    return this.#tokens.size;
+  }
+
+  async #verify(token: string): Promise<string> {
+    if (this.#tokens.ttlMs <= 0) return (await this.#o.verifier.verify(token)).uid;
+    const key = digest(token);
+    const known = this.#tokens.get(key, this.#o.clock.now());
+    if (known !== undefined) return known;
+    const verified = await this.#o.verifier.verify(token);
+    this.#tokens.put(key, verified.uid, verified.expiresAtMs, this.#o.clock.now());
+    return verified.uid;
   }
 
   /**
@@ -77,7 +157,7 @@ export class Authenticator {
   async apiKey(header: string | undefined, kind: KeyKind, scope: Scope | undefined, alsoIdToken = false): Promise<Principal> {
     const credential = bearer(header);
     if (!credential) throw new EngineError('ENG_ERR_AUTH_HEADER_MISSING');
-    if (alsoIdToken && !credential.startsWith('svc_')) return { uid: await this.#o.verifier.verify(credential), via: 'id_token' };
+    if (alsoIdToken && !credential.startsWith('svc_')) return { uid: await this.#verify(credential), via: 'id_token' };
     const family = parseKey(credential);
     if (family === undefined) throw new EngineError('ENG_ERR_AUTH_KEY_INVALID');
     if (family !== kind) throw new EngineError('ENG_ERR_AUTH_KEY_WRONG_KIND', { kind: family });
@@ -118,6 +198,7 @@ export class Authenticator {
 
   async close(): Promise<void> {
     this.#cache.clear();
+    this.#tokens.clear();
     if (this.#subscriber) await this.#subscriber.unsubscribe(this.#o.revocationChannel).catch(() => undefined);
   }
 }

@@ -6,9 +6,17 @@ import * as jose from 'jose';
 import type { Clock } from '../clock.js';
 import { EngineError } from '../errors.js';
 
+/** What a verified ID token vouches for. */
+export interface VerifiedIdToken {
+  /** The token's subject: the user id. */
+  readonly uid: string;
+  /** The token's `exp`, in epoch milliseconds. */
+  readonly expiresAtMs: number;
+}
+
 export interface IdTokenVerifier {
-  /** Resolves to the token's subject (the user id); throws ENG_ERR_AUTH_TOKEN_INVALID for any bad token. */
-  verify(token: string): Promise<string>;
+  /** Resolves to the token's subject and expiry; throws ENG_ERR_AUTH_TOKEN_INVALID for any bad token. */
+  verify(token: string): Promise<VerifiedIdToken>;
 }
 
 /** Algorithms accepted from a remote identity provider; `none` and HMAC are never accepted. */
@@ -27,7 +35,7 @@ async function verifyWith(
   key: jose.CryptoKey | jose.KeyObject | jose.JWTVerifyGetKey,
   algorithms: string[],
   opts: VerifyOptions,
-): Promise<string> {
+): Promise<VerifiedIdToken> {
   let payload: jose.JWTPayload;
   try {
     ({ payload } = await jose.jwtVerify(token, key as jose.JWTVerifyGetKey, {
@@ -45,7 +53,8 @@ async function verifyWith(
   if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_UID_LENGTH) {
     throw new EngineError('ENG_ERR_AUTH_TOKEN_INVALID', {}, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
   }
-  return sub;
+  // requiredClaims made jose check that exp is there and a number.
+  return { uid: sub, expiresAtMs: (payload.exp as number) * 1000 };
 }
 
 /** Verifies against a provider's JWKS endpoint; keys are fetched and cached by jose (refetched on unknown `kid`). */
@@ -112,7 +121,7 @@ export class LocalIssuer implements IdTokenVerifier {
       .sign(this.privateKey);
   }
 
-  verify(token: string): Promise<string> {
+  verify(token: string): Promise<VerifiedIdToken> {
     return verifyWith(token, this.publicKey, ['ES256'], this.opts);
   }
 }

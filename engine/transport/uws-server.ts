@@ -111,14 +111,12 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
         return;
       }
       const params = parsed.params;
-      o.authenticator.idToken(authorization || undefined).then(
-        (principal) => {
-          if (aborted) return;
-          if (principal.uid !== params.uid) {
-            reject(res, '401 Unauthorized', 'Invalid authorization token', { 'www-authenticate': 'Bearer' });
-            return;
-          }
-          const link: Link = { sessionId: randomUUID(), params, closed: false };
+      const upgrade = (afterCallback: boolean): void => {
+        const link: Link = { sessionId: randomUUID(), params, closed: false };
+        if (!afterCallback) {
+          // Inside this callback uWS has corked the socket itself and takes the upgrade as its own.
+          res.upgrade<UserData>({ link }, key, protocol, extensions, context);
+        } else {
           // uWS 20.30's cork() reads the upgraded socket as an HTTP response once its callback returns (the socket
           // shrinks in place, so it looks unchanged) and closes it, with no close frame, when the stale bytes it reads
           // say "Connection: close" (fixed upstream in uWebSockets #1929). Those bytes are freed memory that anything
@@ -128,8 +126,27 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
             o.logger.warn({ sessionId: link.sessionId }, 'listen socket closed while upgrading');
             return;
           }
-          const ws = link.ws;
-          if (ws) ws.cork(() => startSession(ws, link));
+        }
+        const ws = link.ws;
+        if (!ws) return;
+        if (afterCallback) ws.cork(() => startSession(ws, link));
+        else startSession(ws, link);
+      };
+      const unauthorized = (): void => reject(res, '401 Unauthorized', 'Invalid authorization token', { 'www-authenticate': 'Bearer' });
+
+      // A device reconnecting with a token verified a moment ago is upgraded now, the way uWS means upgrades to go;
+      // a token not seen before is verified first and upgraded in a cork() of its own.
+      const known = o.authenticator.knownIdToken(authorization || undefined);
+      if (known) {
+        if (known.uid === params.uid) upgrade(false);
+        else unauthorized();
+        return;
+      }
+      o.authenticator.idToken(authorization || undefined).then(
+        (principal) => {
+          if (aborted) return;
+          if (principal.uid === params.uid) upgrade(true);
+          else unauthorized();
         },
         (err: unknown) => {
           if (aborted) return;

@@ -86,8 +86,8 @@ export async function connect(ts: TestService, query: Record<string, string>, to
 }
 
 /** Connects and fails the test setup when the upgrade is refused. */
-export async function open(ts: TestService, query: Record<string, string>): Promise<ListenClient> {
-  const r = await connect(ts, query);
+export async function open(ts: TestService, query: Record<string, string>, token?: string): Promise<ListenClient> {
+  const r = await connect(ts, query, token);
   if (!r.client) throw new Error(`upgrade refused: ${r.status} ${r.body}`);
   return r.client;
 }

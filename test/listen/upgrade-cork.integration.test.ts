@@ -93,3 +93,30 @@ t.test('a socket closed while upgrading gets no session', async (t) => {
   c.close();
   await c.closed;
 });
+
+t.test('a device reconnecting with the token it used before is upgraded inside uWS callback, until the token expires', async (t) => {
+  const engine = new RecordingSttEngine();
+  const ts = await startService(t, { sttEngines: [engine] });
+  const token = await ts.token('u1', 120);
+  const first = await open(ts, { uid: 'u1', language: 'en' }, token);
+  await first.ready();
+  first.close();
+  await first.closed;
+  // The handshake's "Connection: close" is what uWS's cork() misreads; an upgrade uWS makes in its own callback
+  // ignores it, as it should: every reconnect with the known token gets its session.
+  for (let i = 0; i < 3; i++) {
+    const r = await upgradeWithConnectionClose(ts.service.port, '/v4/listen?uid=u1&language=en', token);
+    t.match(r.statusLine, /^HTTP\/1\.1 101 /, `reconnect ${i + 1} was accepted`);
+    t.equal(r.closed, false, `reconnect ${i + 1} stayed open`);
+    t.match(JSON.parse(r.frames[0] ?? '{}'), { type: 'service_status' }, `reconnect ${i + 1} got its session`);
+  }
+  const r = await upgradeWithConnectionClose(ts.service.port, '/v4/listen?uid=u2&language=en', token);
+  t.match(r.statusLine, /^HTTP\/1\.1 401 /, 'the known token still speaks for its own uid only');
+
+  ts.clock.advance(120_000 + 31_000); // past exp and the 30 s clock tolerance
+  const expired = await upgradeWithConnectionClose(ts.service.port, '/v4/listen?uid=u1&language=en', token);
+  t.match(expired.statusLine, /^HTTP\/1\.1 401 /, 'once the token expired it is refused');
+  const deadline = Date.now() + 5000;
+  while (ts.service.sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  t.equal(ts.service.sessions.size, 0, 'every session ended with its socket');
+});
