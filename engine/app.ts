@@ -26,7 +26,7 @@ import type { Scope } from './protocol.js';
 import { RateLimiter } from './rate-limit.js';
 import { DataVersions } from './data-versions.js';
 import { Scheduler } from './scheduler.js';
-import { startMemoryTrim } from './memory-trim.js';
+import { registerMallocMetrics, startMemoryTrim } from './memory-trim.js';
 import { CodecPool } from './pool.js';
 import type { SttEngine } from './stt/types.js';
 import { createSttEngines } from './stt/engines.js';
@@ -137,6 +137,7 @@ export class Service {
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
       startMemoryTrim({ scheduler, registry, intervalS: config.mallocTrimIntervalS });
+      registerMallocMetrics(registry);
       const apiKeys = new ApiKeysRepository(store.knex);
       const versions = new DataVersions({ redis, prefix: config.redisPrefix, logger });
       const users = new UsersRepository(store.knex, versions);

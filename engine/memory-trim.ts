@@ -4,7 +4,7 @@
 // so it runs seconds apart, never per session. Its cost and effect are metrics an operator can read.
 import client from 'prom-client';
 import type { Scheduler, TimerId } from './scheduler.js';
-import { canTrim, trimMalloc } from '../native/memory.js';
+import { canTrim, mallocStats, trimMalloc, type MallocStats } from '../native/memory.js';
 
 export interface MemoryTrimOptions {
   scheduler: Scheduler;
@@ -27,4 +27,27 @@ export function startMemoryTrim(o: MemoryTrimOptions): TimerId | undefined {
     seconds.inc(Number(process.hrtime.bigint() - t0) / 1e9);
     runs.inc({ released: String(released) });
   });
+}
+
+/**
+ * `process_malloc_bytes{state}`: native memory as malloc counts it, read at each scrape. RSS beyond the JS heap is
+ * in_use + mmapped (held by the addons, sqlite, uWS, OpenSSL) or free (kept by the arenas until a trim).
+ * Nothing is registered where malloc cannot say (no addon, not glibc).
+ */
+export function registerMallocMetrics(registry: client.Registry, stats: () => MallocStats | undefined = mallocStats): boolean {
+  if (stats() === undefined) return false;
+  new client.Gauge({
+    name: 'process_malloc_bytes',
+    help: "Native memory by malloc's own accounting: in use from the arenas, in use as mmapped chunks, free in the arenas",
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const m = stats();
+      if (!m) return;
+      this.set({ state: 'in_use' }, m.inUseBytes);
+      this.set({ state: 'mmapped' }, m.mmappedBytes);
+      this.set({ state: 'free' }, m.freeBytes);
+    },
+  });
+  return true;
 }

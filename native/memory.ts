@@ -1,8 +1,21 @@
 // Typed loader for the malloc_trim addon (native/memory.cc); absent or not glibc, trim() does nothing.
 import { loadOptionalAddon } from './addon.js';
 
+/** Where glibc's malloc memory is, summed over every arena (mallinfo2). */
+export interface MallocStats {
+  /** Bytes handed out from the arenas and not freed. */
+  inUseBytes: number;
+  /** Bytes handed out as their own mmapped chunks (large allocations); always in use. */
+  mmappedBytes: number;
+  /** Bytes free inside the arenas: kept for reuse, or already given back by malloc_trim (still counted here). */
+  freeBytes: number;
+  /** Bytes the arenas span, in use or free. */
+  arenaBytes: number;
+}
+
 interface NativeMemory {
   trim(): boolean;
+  stats(): MallocStats | undefined;
 }
 
 const addon = loadOptionalAddon<NativeMemory>('memory');
@@ -13,4 +26,9 @@ export const canTrim = addon !== undefined;
 /** Gives memory malloc keeps after free() back to the kernel; true if any was released. */
 export function trimMalloc(): boolean {
   return addon?.trim() ?? false;
+}
+
+/** malloc's own accounting, or undefined when the addon is absent or not on glibc. */
+export function mallocStats(): MallocStats | undefined {
+  return addon?.stats();
 }

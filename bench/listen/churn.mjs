@@ -19,7 +19,8 @@ export const USAGE = `npm run bench -- churn [--minutes 10] [--sessions N] [--mi
   other generator and STT options as for fleet; --out FILE as usual`;
 
 const mib = (/** @type {number} */ b) => Math.round((b / 2 ** 20) * 10) / 10;
-const heapCell = (/** @type {{ heapUsed: number, heapTotal: number, external: number } | null} */ m) => (m ? `${mib(m.heapUsed)} / ${mib(m.heapTotal)} / ${mib(m.external)}` : '-');
+const heapCell = (/** @type {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number } | null} */ m) =>
+  m ? [m.heapUsed, m.heapTotal, m.external, m.mallocInUse, m.mallocFree].map((b) => (Number.isNaN(b) ? '-' : mib(b))).join(' / ') : '-';
 
 /** @param {Record<string, string | true>} options */
 export async function run(options) {
@@ -115,7 +116,7 @@ export async function run(options) {
         [`RSS after ${f.lateCheckpoint} came and went, MiB`, String(f.rssAfterLate ? mib(f.rssAfterLate) : '-'), ''],
         ['growth between the two', growth === null ? '-' : `${(growth * 100).toFixed(1)}%`, `≤ ${GOALS.churnRssGrowthMax * 100}%`],
         ['RSS once all left, MiB', String(mib(f.rssAfterAllLeft)), ''],
-        ['main JS heap used / committed / external, MiB: after the first, the late checkpoint, once all left', [f.memAfterFirst, f.memAfterLate, f.memAfterAllLeft].map(heapCell).join('; '), ''],
+        ['main JS heap used / committed / external, malloc in use / free, MiB: after the first, the late checkpoint, once all left', [f.memAfterFirst, f.memAfterLate, f.memAfterAllLeft].map(heapCell).join('; '), ''],
         ['sessions closed early by the server / upgrades refused', `${early} / ${JSON.stringify(f.totals.refused)}`, '0 / {}'],
         ['frames lost / provider streams left open / service sessions left', `${f.drain.lostFrames ?? '-'} / ${f.drain.streamsLeftOpen ?? '-'} / ${f.liveAfterDrain}`, '0 / 0 / 0'],
         ['server CPU / generator CPU, cores', `${f.serverCores} / ${f.generatorCores}`, ''],

@@ -131,12 +131,13 @@ export class ProviderStats {
 }
 
 /**
- * One scrape of `url`/metrics; answers a reader of unlabelled figures by name (NaN when absent).
+ * One scrape of `url`/metrics; answers a reader of one series by its name and labels as printed, e.g.
+ * `process_malloc_bytes{state="free"}` (NaN when absent).
  * @param {string} url
  */
 async function metrics(url) {
   const text = await (await fetch(`${url}/metrics`)).text();
-  return (/** @type {string} */ name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+  return (/** @type {string} */ series) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
 }
 
 /**
@@ -167,12 +168,19 @@ export async function startService(o = {}) {
       return (await metrics(child.url))('listen_sessions');
     },
     /**
-     * The main thread's V8 heap (used, committed) and external memory from /metrics, in bytes: what of the RSS is the
-     * JS heap and what is native (decoders, sockets, malloc). The codec threads' heaps are not in it.
+     * Where the RSS is, from /metrics, in bytes: the main thread's V8 heap (used, committed) and external memory, and
+     * malloc's own accounting over every thread (in use, including mmapped chunks; free but kept in its arenas). The
+     * codec threads' V8 heaps are in neither.
      */
     async memory() {
       const read = await metrics(child.url);
-      return { heapUsed: read('nodejs_heap_size_used_bytes'), heapTotal: read('nodejs_heap_size_total_bytes'), external: read('nodejs_external_memory_bytes') };
+      return {
+        heapUsed: read('nodejs_heap_size_used_bytes'),
+        heapTotal: read('nodejs_heap_size_total_bytes'),
+        external: read('nodejs_external_memory_bytes'),
+        mallocInUse: read('process_malloc_bytes{state="in_use"}') + read('process_malloc_bytes{state="mmapped"}'),
+        mallocFree: read('process_malloc_bytes{state="free"}'),
+      };
     },
     /** SIGTERM (graceful drain), then cleans DATA_DIR and the Redis prefix; resolves to the exit code. */
     async stop() {

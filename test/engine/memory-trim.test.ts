@@ -4,7 +4,7 @@ import vm from 'node:vm';
 import client from 'prom-client';
 import { ManualClock } from '../../engine/clock.js';
 import { Scheduler } from '../../engine/scheduler.js';
-import { startMemoryTrim } from '../../engine/memory-trim.js';
+import { registerMallocMetrics, startMemoryTrim } from '../../engine/memory-trim.js';
 import { canTrim, trimMalloc } from '../../native/memory.js';
 
 t.test('trims every interval on the scheduler and counts runs and time; 0 turns it off', async (t) => {
@@ -44,4 +44,18 @@ t.test('the native trim gives freed memory back to the kernel', async (t) => {
   t.ok(before - after > 20 * 1024 * 1024, `RSS ${(before / 2 ** 20).toFixed(0)} MiB → ${(after / 2 ** 20).toFixed(0)} MiB`);
   t.equal(kept.length, 512, 'the kept buffers are intact');
   t.ok(kept.every((b) => b[0] === 1 && b[16 * 1024 - 1] === 1));
+});
+
+t.test("malloc's accounting is on /metrics and follows native allocations", async (t) => {
+  const registry = new client.Registry();
+  t.equal(registerMallocMetrics(registry), true, 'glibc: the gauge is registered');
+  const inUse = async () => Number(/process_malloc_bytes\{state="in_use"\} (\d+)/.exec(await registry.metrics())?.[1]);
+  const before = await inUse();
+  // 16 MiB in 4 KiB buffers: below malloc's mmap threshold, so they come from the arenas.
+  const held = Array.from({ length: 4096 }, () => Buffer.alloc(4096, 1));
+  const during = await inUse();
+  t.ok(during - before >= 15 * 1024 * 1024, `in use ${(before / 2 ** 20).toFixed(1)} → ${(during / 2 ** 20).toFixed(1)} MiB`);
+  t.match(await registry.metrics(), /process_malloc_bytes\{state="mmapped"\} \d+\nprocess_malloc_bytes\{state="free"\} \d+/);
+  t.equal(held.length, 4096);
+  t.equal(registerMallocMetrics(new client.Registry(), () => undefined), false, 'nothing registered where malloc cannot say');
 });
