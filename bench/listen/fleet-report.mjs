@@ -62,6 +62,21 @@ export const atMost = (value, max) => (typeof value === 'number' ? value <= max 
  */
 export const steadyRssMiB = (w) => w.rssMedianMiB ?? w.rssMiB;
 
+/**
+ * Per session, in KiB, how much each part of the memory grew from the idle service to the end of the window.
+ * @param {Record<string, number> | undefined} idle
+ * @param {Record<string, number> | undefined} end
+ * @param {number} sessions
+ */
+function memoryPerSession(idle, end, sessions) {
+  if (!idle || !end) return '-';
+  const d = (/** @type {string} */ k) => {
+    const grew = (end[k] ?? NaN) - (idle[k] ?? NaN);
+    return Number.isNaN(grew) ? '-' : v(kib(grew, sessions));
+  };
+  return `${d('heapUsed')} / ${d('heapTotal')}, ${d('external')}, ${d('mallocInUse')} / ${d('mallocFree')}`;
+}
+
 /** @param {any} a */
 export function fleetResult(a) {
   const { figures: f, sessions } = a;
@@ -89,6 +104,7 @@ export function fleetResult(a) {
       ['server RSS idle / with the sessions (median, max), MiB', `${v(Math.round(f.idleRss / 2 ** 20))} / ${v(steadyRssMiB(w))}, ${v(w.rssMaxMiB)}`, b ? `- / ${v(steadyRssMiB(b))}, ${v(b.rssMaxMiB)}` : '-', '', ''],
       ['RSS per idle session, KiB', v(rssPerIdle), '-', '', ''],
       ['RSS per streaming session beyond idle (median, max), KiB', `${v(rssPerSession)}, ${v(rssPerSessionMax)}`, '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
+      ['  of it: JS heap used / committed, external, malloc in use / free, KiB (at the window\'s end)', memoryPerSession(f.idleMem, f.windowMem, sessions), '-', '', ''],
       ['generator CPU, cores (µs per session-second)', `${v(w.generatorCores)} (${v(w.generatorCpuUsPerSessionS)})`, b ? `${v(b.generatorCores)} (${v(b.generatorCpuUsPerSessionS)})` : '-', '', ''],
       ['generator lateness p50 / p95 / p99 / max, ms', pct(w.lateness), pct(b?.lateness), '', ''],
       ['sessions closed early', v(w.unexpectedCloses), v(b?.unexpectedCloses), '', '0'],

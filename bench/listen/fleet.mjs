@@ -112,6 +112,7 @@ export async function run(options) {
       await new Promise((r) => setTimeout(r, 500));
       figures.idleCores = await coresOver(pid, 2);
       figures.idleRss = rssBytes(pid);
+      figures.idleMem = await svc.service.memory();
       // Phase 1: every device connects and waits, ready, sending keep-alives only.
       const fleet = svc.ctx.fleet;
       fleet.open(sessions, false);
@@ -126,6 +127,7 @@ export async function run(options) {
       await fleet.waitFor((t) => t.streaming >= sessions, 10_000, `${sessions} streaming sessions`);
       await new Promise((r) => setTimeout(r, 2000));
       figures.window = await observe(svc.ctx, { seconds, label: `service: ${sessions} sessions streaming`, sessions });
+      figures.windowMem = await svc.service.memory();
       figures.drain = await drain(svc.ctx, fixture);
       figures.liveAfterDrain = await svc.service.liveSessions();
     } finally {
