@@ -34,6 +34,7 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
                       seconds, for the bare server then the service, with the same generator
   --from N --max N    first and largest N of the ramp (default 100 and 3000)
   --hold S            seconds each ramp step must hold (default 60)
+  --service-first     ramp the service before the bare server (default: the bare server first)
   --generators N      generator processes (default: one per 700 devices)
   --pause-every S     mean seconds of audio between two pauses of a device, keep-alives only meanwhile (default 0: none)
   --pause-seconds S   mean pause length (default 5)
@@ -86,16 +87,34 @@ export async function run(options) {
       const max = num(options, 'max', 3000);
       const hold = num(options, 'hold', 60);
       const rampOpts = { from, max, holdS: hold, settleS: 3 };
-      const bare = await bareTarget({ ...common, devices: max });
-      const limit = await ramp(bare.ctx, { ...rampOpts, sessionsWanted: (n) => bare.ctx.fleet.open(n, true) });
-      const bareDrain = await drain(bare.ctx, fixture);
-      await bare.stop();
-      const svc = await serviceTarget({ ...common, devices: max, stt, nodeArgs });
-      await new Promise((r) => setTimeout(r, 1000));
-      const idleRss = rssBytes(svc.service.pid);
-      const fleet = await ramp(svc.ctx, { ...rampOpts, sessionsWanted: (n) => svc.ctx.fleet.open(n, true) });
-      const svcDrain = await drain(svc.ctx, fixture);
-      const exitCode = await svc.stop();
+      const rampBare = async () => {
+        const bare = await bareTarget({ ...common, devices: max });
+        const limit = await ramp(bare.ctx, { ...rampOpts, sessionsWanted: (n) => bare.ctx.fleet.open(n, true) });
+        const bareDrain = await drain(bare.ctx, fixture);
+        await bare.stop();
+        return { limit, bareDrain };
+      };
+      const rampService = async () => {
+        const svc = await serviceTarget({ ...common, devices: max, stt, nodeArgs });
+        await new Promise((r) => setTimeout(r, 1000));
+        const idleRss = rssBytes(svc.service.pid);
+        const fleet = await ramp(svc.ctx, { ...rampOpts, sessionsWanted: (n) => svc.ctx.fleet.open(n, true) });
+        const svcDrain = await drain(svc.ctx, fixture);
+        const exitCode = await svc.stop();
+        return { svc, idleRss, fleet, svcDrain, exitCode };
+      };
+      // The order matters on a shared VM (the second ramp runs on a box the first one kept saturated for minutes).
+      let bareSide;
+      let svcSide;
+      if (options['service-first']) {
+        svcSide = await rampService();
+        bareSide = await rampBare();
+      } else {
+        bareSide = await rampBare();
+        svcSide = await rampService();
+      }
+      const { limit, bareDrain } = bareSide;
+      const { svc, idleRss, fleet, svcDrain, exitCode } = svcSide;
       return rampResult({ m, options, codec, fixture, stt: svc.stt, note: svc.note, limit, fleet, bareDrain, svcDrain, idleRss, exitCode, sampler, timeline, profileDir });
     }
 
