@@ -37,8 +37,7 @@ napi_value Stats(napi_env env, napi_callback_info) {
   // arenas (kept, or returned to the kernel by trim but still counted as arena space).
   if (!SetNumber(env, result, "inUseBytes", static_cast<double>(mi.uordblks)) ||
       !SetNumber(env, result, "mmappedBytes", static_cast<double>(mi.hblkhd)) ||
-      !SetNumber(env, result, "freeBytes", static_cast<double>(mi.fordblks)) ||
-      !SetNumber(env, result, "arenaBytes", static_cast<double>(mi.arena)))
+      !SetNumber(env, result, "freeBytes", static_cast<double>(mi.fordblks)))
     return nullptr;
 #else
   if (napi_get_undefined(env, &result) != napi_ok) return nullptr;

@@ -9,8 +9,6 @@ export interface MallocStats {
   mmappedBytes: number;
   /** Bytes free inside the arenas: kept for reuse, or already given back by malloc_trim (still counted here). */
   freeBytes: number;
-  /** Bytes the arenas span, in use or free. */
-  arenaBytes: number;
 }
 
 interface NativeMemory {

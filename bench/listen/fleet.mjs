@@ -104,17 +104,9 @@ export async function run(options) {
         return { svc, idleRss, fleet, svcDrain, exitCode };
       };
       // The order matters on a shared VM (the second ramp runs on a box the first one kept saturated for minutes).
-      let bareSide;
-      let svcSide;
-      if (options['service-first']) {
-        svcSide = await rampService();
-        bareSide = await rampBare();
-      } else {
-        bareSide = await rampBare();
-        svcSide = await rampService();
-      }
-      const { limit, bareDrain } = bareSide;
-      const { svc, idleRss, fleet, svcDrain, exitCode } = svcSide;
+      const serviceFirst = options['service-first'] ? await rampService() : undefined;
+      const { limit, bareDrain } = await rampBare();
+      const { svc, idleRss, fleet, svcDrain, exitCode } = serviceFirst ?? (await rampService());
       return rampResult({ m, options, codec, fixture, stt: svc.stt, note: svc.note, limit, fleet, bareDrain, svcDrain, idleRss, exitCode, sampler, timeline, profileDir });
     }
 

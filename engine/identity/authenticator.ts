@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js';
 import { EngineError } from '../errors.js';
 import type { ApiKeyRecord, ApiKeysRepository } from '../db/api-keys.js';
 import type { KeyKind, Scope } from '../protocol.js';
-import type { IdTokenVerifier } from './id-tokens.js';
+import type { IdTokenVerifier, VerifiedIdToken } from './id-tokens.js';
 import { hashKey, parseKey } from './key-format.js';
 
 export interface Principal {
@@ -32,7 +32,7 @@ const MAX_REMEMBERED_TOKENS = 50_000;
  * at most that lifetime later.
  */
 class VerifiedTokens {
-  /** Insertion order is age order; each entry ends by `until`. */
+  /** By the token's SHA-256; insertion order is age order; each entry ends by `until`. */
   readonly #entries = new Map<string, { uid: string; until: number }>();
 
   constructor(
@@ -40,15 +40,18 @@ class VerifiedTokens {
     readonly max: number,
   ) {}
 
-  get(digest: string, now: number): string | undefined {
-    const entry = this.#entries.get(digest);
+  /** The uid of `token` if it was verified within the lifetime and has not expired (no hashing when off). */
+  get(token: string, now: number): string | undefined {
+    if (this.ttlMs <= 0 || this.#entries.size === 0) return undefined;
+    const key = digest(token);
+    const entry = this.#entries.get(key);
     if (!entry) return undefined;
     if (entry.until > now) return entry.uid;
-    this.#entries.delete(digest);
+    this.#entries.delete(key);
     return undefined;
   }
 
-  put(digest: string, uid: string, expiresAtMs: number, now: number): void {
+  put(token: string, verified: VerifiedIdToken, now: number): void {
     if (this.ttlMs <= 0) return;
     // Entries older than the lifetime have all ended: drop them from the old end, so the map holds at most the
     // tokens of the last ttlMs (and never more than max).
@@ -56,8 +59,9 @@ class VerifiedTokens {
       if (entry.until > now && this.#entries.size < this.max) break;
       this.#entries.delete(oldest);
     }
-    this.#entries.delete(digest);
-    this.#entries.set(digest, { uid, until: Math.min(expiresAtMs, now + this.ttlMs) });
+    const key = digest(token);
+    this.#entries.delete(key);
+    this.#entries.set(key, { uid: verified.uid, until: Math.min(verified.expiresAtMs, now + this.ttlMs) });
   }
 
   get size(): number {
@@ -130,23 +134,20 @@ export class Authenticator {
    */
   knownIdToken(header: string | undefined): Principal | undefined {
     const token = bearer(header);
-    if (!token || this.#tokens.ttlMs <= 0) return undefined;
-    const uid = this.#tokens.get(digest(token), this.#o.clock.now());
+    const uid = token === undefined ? undefined : this.#tokens.get(token, this.#o.clock.now());
     return uid === undefined ? undefined : { uid, via: 'id_token' };
   }
 
-  /** Number of ID tokens remembered as verified (for tests and metrics). */
+  /** Number of ID tokens remembered as verified (for tests). */
   get knownIdTokens(): number {
     return this.#tokens.size;
   }
 
   async #verify(token: string): Promise<string> {
-    if (this.#tokens.ttlMs <= 0) return (await this.#o.verifier.verify(token)).uid;
-    const key = digest(token);
-    const known = this.#tokens.get(key, this.#o.clock.now());
+    const known = this.#tokens.get(token, this.#o.clock.now());
     if (known !== undefined) return known;
     const verified = await this.#o.verifier.verify(token);
-    this.#tokens.put(key, verified.uid, verified.expiresAtMs, this.#o.clock.now());
+    this.#tokens.put(token, verified, this.#o.clock.now());
     return verified.uid;
   }
 

@@ -113,24 +113,24 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
       const params = parsed.params;
       const upgrade = (afterCallback: boolean): void => {
         const link: Link = { sessionId: randomUUID(), params, closed: false };
+        const upgradeNow = (): void => res.upgrade<UserData>({ link }, key, protocol, extensions, context);
         if (!afterCallback) {
           // Inside this callback uWS has corked the socket itself and takes the upgrade as its own.
-          res.upgrade<UserData>({ link }, key, protocol, extensions, context);
-        } else {
-          // uWS 20.30's cork() reads the upgraded socket as an HTTP response once its callback returns (the socket
-          // shrinks in place, so it looks unchanged) and closes it, with no close frame, when the stale bytes it reads
-          // say "Connection: close" (fixed upstream in uWebSockets #1929). Those bytes are freed memory that anything
-          // allocated inside the callback may reuse, so `open` only records the socket and the session starts after.
-          res.cork(() => res.upgrade<UserData>({ link }, key, protocol, extensions, context));
-          if (link.closed) {
-            o.logger.warn({ sessionId: link.sessionId }, 'listen socket closed while upgrading');
-            return;
-          }
+          upgradeNow();
+          if (link.ws) startSession(link.ws, link);
+          return;
+        }
+        // uWS 20.30's cork() reads the upgraded socket as an HTTP response once its callback returns (the socket
+        // shrinks in place, so it looks unchanged) and closes it, with no close frame, when the stale bytes it reads
+        // say "Connection: close" (fixed upstream in uWebSockets #1929). Those bytes are freed memory that anything
+        // allocated inside the callback may reuse, so `open` only records the socket and the session starts after.
+        res.cork(upgradeNow);
+        if (link.closed) {
+          o.logger.warn({ sessionId: link.sessionId }, 'listen socket closed while upgrading');
+          return;
         }
         const ws = link.ws;
-        if (!ws) return;
-        if (afterCallback) ws.cork(() => startSession(ws, link));
-        else startSession(ws, link);
+        if (ws) ws.cork(() => startSession(ws, link));
       };
       const unauthorized = (): void => reject(res, '401 Unauthorized', 'Invalid authorization token', { 'www-authenticate': 'Bearer' });
 
