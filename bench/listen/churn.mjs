@@ -1,12 +1,12 @@
 // Churn: devices connect, stream 5–30 s (pausing now and then like devices do) and leave, continuously, against the
 // real service; its RSS after 10,000 sessions have come and gone must be within 10% of its RSS after the first 100.
-import { ProcSampler, median, rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
+import { ProcSampler, median, rssBytes, settledRss, treeCpuSeconds } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { figuresOf, finish, machine } from '../lib/report.mjs';
 import { loadFixture } from './fixtures.mjs';
 import { Timeline, drain } from './measure.mjs';
 import { serviceTarget } from './targets.mjs';
-import { fleetOptions, num } from './fleet.mjs';
+import { fleetOptions, idleSettleOptions, num } from './fleet.mjs';
 import { GOALS } from './fleet-report.mjs';
 
 export const USAGE = `npm run bench -- churn [--minutes 10] [--sessions N] [--min 5] [--max 30] [--codec opus_fs320] [--stt auto]
@@ -16,7 +16,7 @@ export const USAGE = `npm run bench -- churn [--minutes 10] [--sessions N] [--mi
   --first K       the early RSS checkpoint: after K sessions came and went (default 100)
   --target K      the late checkpoint (default 10000; if not reached, the end of the run)
   --pause-every S --pause-seconds S   device pauses, keep-alives only (default 15 and 3)
-  other generator and STT options as for fleet; --out FILE as usual`;
+  other generator and STT options as for fleet, and --idle-settle; --out FILE as usual`;
 
 const mib = (/** @type {number} */ b) => Math.round((b / 2 ** 20) * 10) / 10;
 const heapCell = (/** @type {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number } | null} */ m) =>
@@ -29,6 +29,7 @@ export async function run(options) {
   const minS = num(options, 'min', 5);
   const maxS = Math.max(minS, num(options, 'max', 30));
   const first = Math.round(num(options, 'first', 100));
+  const idleSettle = idleSettleOptions(options);
   const target = Math.round(num(options, 'target', 10_000));
   // Each session also spends ~0.5 s connecting and waiting to reconnect; 10% margin.
   const sessions = Math.round(num(options, 'sessions', Math.ceil(((target * ((minS + maxS) / 2 + 0.5)) / seconds) * 1.1)));
@@ -44,8 +45,8 @@ export async function run(options) {
   const f = { sessions, seconds, minS, maxS };
   let exitCode = null;
   try {
-    await new Promise((r) => setTimeout(r, 1500));
-    f.idleRss = rssBytes(pid);
+    progress.phase('service: idle RSS settling', idleSettle.maxS);
+    f.idleRss = await settledRss(pid, { ...idleSettle, onSample: (left) => progress.update(idleSettle.maxS - left) });
     const fleet = svc.ctx.fleet;
     fleet.churn(sessions, minS, maxS);
     /** @type {{ closed: number, rss: number, mem?: { heapUsed: number, heapTotal: number, external: number } }[]} */

@@ -5,11 +5,11 @@ import { ProcSampler } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { machine } from '../lib/report.mjs';
 import { loadFixture } from './fixtures.mjs';
-import { Timeline, drain, observe, ramp } from './measure.mjs';
+import { RampSearch, Timeline, drain, observe, ramp, rampTogether } from './measure.mjs';
 import { bareTarget, serviceTarget } from './targets.mjs';
 import { fleetResult } from './fleet-report.mjs';
 import { rampResult } from './ramp-report.mjs';
-import { rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
+import { rssBytes, settledRss, treeCpuSeconds } from '../lib/procstat.mjs';
 
 /**
  * CPU cores `pid` uses over the next `seconds` (an idle baseline).
@@ -31,15 +31,19 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
                       provider_a: require it; custom: custom_stt=enabled (no STT stage); local: the default engine
   --baseline-seconds S  the same load against the bare uWS server for S seconds, for the CPU ratio (default 5; 0: skip)
   --ramp              capacity search instead: the largest N with p99 frame latency < 100 ms and no loss for --hold
-                      seconds, for the bare server then the service, with the same generator
+                      seconds, of the bare server and of the service with the same generator, taking turns step by
+                      step (each target's sessions closed while the other steps) so both see the same host
   --from N --max N    first and largest N of the ramp (default 100 and 3000)
   --hold S            seconds each ramp step must hold (default 60)
-  --service-first     ramp the service before the bare server (default: the bare server first)
+  --sequential        the whole bare ramp first, then the service's (the order of earlier runs)
+  --service-first     the whole service ramp first, then the bare server's
   --generators N      generator processes (default: one per 700 devices)
   --pause-every S     mean seconds of audio between two pauses of a device, keep-alives only meanwhile (default 0: none)
   --pause-seconds S   mean pause length (default 5)
   --burst K           frames a device sends together, as a phone forwarding BLE packets (default 1)
   --keepalive S       keep-alive interval of every device (default 10)
+  --idle-settle S     least seconds the idle service's RSS is watched before it counts as idle (default 20: its
+                      RSS falls by a quarter in its first 16 s); per-session memory is measured from it
   --profile           run the service under node --cpu-prof (profile in bench/results/profiles/)
   --out FILE          result file (default bench/results/<timestamp>-fleet.json; the HTML report goes beside it)`;
 
@@ -54,6 +58,12 @@ export function num(options, name, fallback) {
   const n = Number(v);
   if (v === true || !Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a number ≥ 0`);
   return n;
+}
+
+/** @param {Record<string, string | true>} options */
+export function idleSettleOptions(options) {
+  const minS = num(options, 'idle-settle', 20);
+  return { minS, maxS: Math.max(minS, 45) };
 }
 
 /** @param {Record<string, string | true>} options */
@@ -79,6 +89,7 @@ export async function run(options) {
   const progress = new Progress('fleet', 1);
   sampler.start();
   const common = { fixture, sampler, timeline, progress, fleet: fleetOptions(options) };
+  const idleSettle = idleSettleOptions(options);
   const profileDir = options.profile ? `bench/results/profiles/${new Date().toISOString().replace(/[:.]/g, '-')}` : undefined;
   const nodeArgs = profileDir ? ['--cpu-prof', '--cpu-prof-interval=5000', `--cpu-prof-dir=${profileDir}`] : [];
   try {
@@ -87,27 +98,59 @@ export async function run(options) {
       const max = num(options, 'max', 3000);
       const hold = num(options, 'hold', 60);
       const rampOpts = { from, max, holdS: hold, settleS: 3 };
-      const rampBare = async () => {
-        const bare = await bareTarget({ ...common, devices: max });
-        const limit = await ramp(bare.ctx, { ...rampOpts, sessionsWanted: (n) => bare.ctx.fleet.open(n, true) });
-        const bareDrain = await drain(bare.ctx, fixture);
-        await bare.stop();
-        return { limit, bareDrain };
+      const order = options['service-first'] ? 'service-first' : options.sequential ? 'bare-first' : 'interleaved';
+      const wanted = (/** @type {import('./measure.mjs').Ctx} */ ctx) => ({ ...rampOpts, sessionsWanted: (/** @type {number} */ n) => ctx.fleet.open(n, true) });
+      /** The stacks running now (a ramp that throws leaves them up), and the service's idle RSS. */
+      /** @type {{ bare?: Awaited<ReturnType<typeof bareTarget>>, svc?: Awaited<ReturnType<typeof serviceTarget>>, idleRss: number }} */
+      const up = { idleRss: NaN };
+      /** @type {any} what rampResult reports */
+      const out = {};
+      const startBare = async () => (up.bare = await bareTarget({ ...common, devices: max }));
+      const startSvc = async () => {
+        const v = (up.svc = await serviceTarget({ ...common, devices: max, stt, nodeArgs }));
+        progress.phase('service: idle RSS settling', idleSettle.maxS);
+        up.idleRss = await settledRss(v.service.pid, { ...idleSettle, onSample: (left) => progress.update(idleSettle.maxS - left) });
+        return v;
       };
-      const rampService = async () => {
-        const svc = await serviceTarget({ ...common, devices: max, stt, nodeArgs });
-        await new Promise((r) => setTimeout(r, 1000));
-        const idleRss = rssBytes(svc.service.pid);
-        const fleet = await ramp(svc.ctx, { ...rampOpts, sessionsWanted: (n) => svc.ctx.fleet.open(n, true) });
-        const svcDrain = await drain(svc.ctx, fixture);
-        const exitCode = await svc.stop();
-        return { svc, idleRss, fleet, svcDrain, exitCode };
+      // Closing a target's sessions settles what it lost over its whole ramp; then it stops.
+      const stopBare = async (/** @type {NonNullable<typeof up.bare>} */ b) => {
+        out.bareDrain = await drain(b.ctx, fixture);
+        up.bare = undefined;
+        await b.stop();
       };
-      // The order matters on a shared VM (the second ramp runs on a box the first one kept saturated for minutes).
-      const serviceFirst = options['service-first'] ? await rampService() : undefined;
-      const { limit, bareDrain } = await rampBare();
-      const { svc, idleRss, fleet, svcDrain, exitCode } = serviceFirst ?? (await rampService());
-      return rampResult({ m, options, codec, fixture, stt: svc.stt, note: svc.note, limit, fleet, bareDrain, svcDrain, idleRss, exitCode, sampler, timeline, profileDir });
+      const stopSvc = async (/** @type {NonNullable<typeof up.svc>} */ v) => {
+        out.svcDrain = await drain(v.ctx, fixture);
+        up.svc = undefined;
+        out.exitCode = await v.stop();
+      };
+      try {
+        if (order === 'interleaved') {
+          // Both stacks up at once, idle but for the one stepping.
+          const b = await startBare();
+          const v = await startSvc();
+          [out.limit, out.fleet] = await rampTogether([new RampSearch(b.ctx, wanted(b.ctx)), new RampSearch(v.ctx, wanted(v.ctx))], { quietS: 5 });
+          await stopBare(b);
+          await stopSvc(v);
+          out.svc = v;
+        } else {
+          // One after the other: the second ramp runs on a box the first one kept saturated for minutes.
+          for (const which of order === 'service-first' ? ['service', 'bare'] : ['bare', 'service']) {
+            if (which === 'bare') {
+              const b = await startBare();
+              out.limit = await ramp(b.ctx, wanted(b.ctx));
+              await stopBare(b);
+            } else {
+              const v = (out.svc = await startSvc());
+              out.fleet = await ramp(v.ctx, wanted(v.ctx));
+              await stopSvc(v);
+            }
+          }
+        }
+        return rampResult({ m, options, codec, fixture, stt: out.svc.stt, note: out.svc.note, order, ...out, idleRss: up.idleRss, sampler, timeline, profileDir });
+      } finally {
+        await up.bare?.stop();
+        await up.svc?.stop();
+      }
     }
 
     const sessions = Math.round(num(options, 'sessions', 100));
@@ -120,9 +163,9 @@ export async function run(options) {
     /** @type {any} */
     const figures = { stt: svc.stt, note: svc.note };
     try {
-      await new Promise((r) => setTimeout(r, 500));
+      progress.phase('service: idle RSS settling', idleSettle.maxS);
+      figures.idleRss = await settledRss(pid, { ...idleSettle, onSample: (left) => progress.update(idleSettle.maxS - left) });
       figures.idleCores = await coresOver(pid, 2);
-      figures.idleRss = rssBytes(pid);
       figures.idleMem = await svc.service.memory();
       // Phase 1: every device connects and waits, ready, sending keep-alives only.
       const fleet = svc.ctx.fleet;

@@ -222,18 +222,34 @@ export async function drain(ctx, codec) {
 }
 
 /**
- * The capacity search: grows the number of streaming sessions until a step fails (p99 frame latency ≥ 100 ms, a
+ * One capacity search: grows the number of streaming sessions until a step fails (p99 frame latency ≥ 100 ms, a
  * session closed, or audio piling up), then bisects; each step holds `holdS` seconds. Capacity = the largest passing N.
- * @param {Ctx} ctx
- * @param {{ from: number, max: number, holdS: number, settleS: number, sessionsWanted: (n: number) => void }} o
+ * `step()` runs one step and answers whether the search is over, so two searches can take turns (`rampTogether`).
  */
-export async function ramp(ctx, o) {
+export class RampSearch {
   /** @type {any[]} */
-  const steps = [];
-  let lo = 0;
-  let hi = Infinity;
-  let n = o.from;
-  for (;;) {
+  steps = [];
+  lo = 0;
+  hi = Infinity;
+  done = false;
+  /**
+   * @param {Ctx} ctx
+   * @param {{ from: number, max: number, holdS: number, settleS: number, sessionsWanted: (n: number) => void }} o
+   */
+  constructor(ctx, o) {
+    this.ctx = ctx;
+    this.o = o;
+    this.n = o.from;
+  }
+
+  get result() {
+    return { capacity: this.lo, firstFail: Number.isFinite(this.hi) ? this.hi : null, steps: this.steps };
+  }
+
+  /** Runs the next step at `this.n` sessions and picks the one after it; sets `done` when the search is over. */
+  async step() {
+    const { ctx, o } = this;
+    const n = this.n;
     o.sessionsWanted(n);
     ctx.progress.phase(`${ctx.target}: opening ${n} sessions`, n);
     let opened = true;
@@ -248,12 +264,15 @@ export async function ramp(ctx, o) {
     /** @type {string[]} */
     let why;
     for (let attempt = 0; ; attempt++) {
+      const startedS = ctx.timeline.now();
       w = await observe(ctx, {
         seconds: o.holdS,
         label: `${ctx.target}: ${n} sessions${attempt > 0 ? ' (held again)' : ''}`,
         sessions: n,
         failFast: (x) => x.unexpected > 0 || x.behindMs > 1000,
       });
+      // When the window ran, in the run's seconds (the ramps' turns can be read off them).
+      w = { ...w, startedS, endedS: ctx.timeline.now() };
       const p99High = w.lag.p99 === null || w.lag.p99 >= RAMP_P99_MS;
       why = [
         opened ? '' : `not all ${n} streaming`,
@@ -266,28 +285,71 @@ export async function ramp(ctx, o) {
       // does that to a server far from saturation (measured: a bare server failing at 0.85 of its 2 cores). Such a
       // step is held once more and counts only if it fails again; saturation (a backlog, closes) fails at once.
       if (attempt > 0 || !(p99High && why.length === 1 && w.lag.p99 !== null)) break;
-      steps.push({ ...w, pass: false, why: why.join(', '), opened, heldAgain: true });
+      this.steps.push({ ...w, pass: false, why: why.join(', '), opened, heldAgain: true });
       ctx.progress.log(`${ctx.target}: ${n} sessions p99 ${w.lag.p99} ms with no backlog (server ${w.serverCores} cores): held once more`);
       await new Promise((r) => setTimeout(r, o.settleS * 1000));
     }
     const pass = why.length === 0;
-    steps.push({ ...w, pass, why: why.join(', '), opened });
+    this.steps.push({ ...w, pass, why: why.join(', '), opened });
     ctx.progress.log(`${ctx.target}: ${n} sessions ${pass ? 'pass' : `FAIL: ${why.join(', ')}`} (p99 ${w.lag.p99} ms, server ${w.serverCores} cores, generator ${w.generatorCores} cores, closed early ${w.unexpectedCloses})`);
-    if (pass) lo = Math.max(lo, n);
-    else hi = Math.min(hi, n);
-    if (pass && n >= o.max) break;
-    if (hi === Infinity) n = Math.min(o.max, Math.ceil((n * 1.5) / 50) * 50);
-    else {
-      const grain = Math.max(25, Math.round(lo * 0.04));
-      if (hi - lo <= grain) break;
-      n = lo + Math.round((hi - lo) / 2 / 25) * 25 || lo + Math.ceil((hi - lo) / 2);
-      if (n <= lo || n >= hi) break;
+    if (pass) this.lo = Math.max(this.lo, n);
+    else this.hi = Math.min(this.hi, n);
+    this.done = this.#next(pass);
+    return pass;
+  }
+
+  /** Picks the next N after a step at `this.n`; answers true when there is none. */
+  #next(/** @type {boolean} */ pass) {
+    const { lo, hi, o } = this;
+    if (pass && this.n >= o.max) return true;
+    if (hi === Infinity) {
+      this.n = Math.min(o.max, Math.ceil((this.n * 1.5) / 50) * 50);
+      return false;
     }
+    const grain = Math.max(25, Math.round(lo * 0.04));
+    if (hi - lo <= grain) return true;
+    const n = lo + Math.round((hi - lo) / 2 / 25) * 25 || lo + Math.ceil((hi - lo) / 2);
+    this.n = n;
+    return n <= lo || n >= hi;
+  }
+}
+
+/**
+ * The capacity search of one target, step after step.
+ * @param {Ctx} ctx
+ * @param {ConstructorParameters<typeof RampSearch>[1]} o
+ */
+export async function ramp(ctx, o) {
+  const search = new RampSearch(ctx, o);
+  while (!search.done) {
+    const pass = await search.step();
     // A failed step leaves a backlog: shed load and let it recover before the next (smaller) step.
-    if (!pass) {
-      o.sessionsWanted(Math.min(n, lo));
+    if (!pass && !search.done) {
+      o.sessionsWanted(Math.min(search.n, search.lo));
       await new Promise((r) => setTimeout(r, 5000));
     }
   }
-  return { capacity: lo, firstFail: Number.isFinite(hi) ? hi : null, steps };
+  return search.result;
+}
+
+/**
+ * Two capacity searches taking turns step by step, each target's sessions closed while the other one steps, so that
+ * both see the same state of a shared host (ramped one after the other, whichever went second cost 10-45% more per
+ * session on this VM with no steal reported). The order within a round alternates. Each search ends on its own.
+ * @param {RampSearch[]} searches
+ * @param {{ quietS: number }} o seconds to wait after closing one target's sessions before the other steps
+ */
+export async function rampTogether(searches, o) {
+  for (let round = 0; searches.some((s) => !s.done); round++) {
+    const order = round % 2 === 0 ? searches : [...searches].reverse();
+    for (const s of order) {
+      if (s.done) continue;
+      await s.step();
+      s.o.sessionsWanted(0);
+      s.ctx.progress.phase(`${s.ctx.target}: closing sessions`, 1);
+      await s.ctx.fleet.waitFor((t) => t.streaming + t.connecting + t.open + t.ready === 0, 60_000, `${s.ctx.target}: every session closed`).catch(() => {});
+      await new Promise((r) => setTimeout(r, o.quietS * 1000));
+    }
+  }
+  return searches.map((s) => s.result);
 }

@@ -10,6 +10,13 @@ import { GOALS, LATENCY_NOTE, atMost, charts, kib, pct, profileTables, ratio, st
 const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : s.heldAgain ? `over, held again: ${s.why ?? ''}` : `FAIL: ${s.why ?? ''}`, pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.lateness?.p99), v(steadyRssMiB(s)), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
 const STEP_HEAD = ['sessions', '', 'latency p50/p95/p99/max ms', 'server cores', 'server µs/session-s', 'generator cores', 'generator late p99 ms', 'RSS MiB (median)', 'closed early', 'behind ms/session'];
 
+/** How the two searches shared the run, by --ramp order. */
+const ORDER_NOTES = /** @type {Record<string, string>} */ ({
+  interleaved: 'the two searches took turns step by step (the order alternating each round), each target\'s sessions closed while the other stepped, so both met the same state of the host',
+  'bare-first': 'the bare server was ramped first, then the service (--sequential)',
+  'service-first': 'the service was ramped first, then the bare server (--service-first)',
+});
+
 /** @param {any} a */
 export function rampResult(a) {
   const { limit, fleet } = a;
@@ -55,7 +62,7 @@ export function rampResult(a) {
     version: 2,
     startedAt: new Date(Date.now() - a.timeline.now() * 1000).toISOString(),
     machine: a.m,
-    options: { ramp: true, codec: a.codec, stt: a.stt, raw: a.options },
+    options: { ramp: true, order: a.order, codec: a.codec, stt: a.stt, raw: a.options },
     audio: { codec: a.codec, sampleRate: a.fixture.sampleRate, frameMs: a.fixture.frameMs, loopSeconds: a.fixture.seconds, what: a.fixture.what },
     baseline: 'the limit: a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), ramped with the same generator in the same run',
     summary,
@@ -72,7 +79,7 @@ export function rampResult(a) {
       'RSS per streaming session KiB': [rssPerSession, 'KiB', 'lower'],
     }),
     goals: fleet.steps.length ? goals : [],
-    notes: [a.note, LATENCY_NOTE, `a step passes when p99 frame latency < ${RAMP_P99_MS} ms for its whole hold, no session is closed, and less than 250 ms of audio per session is still on its way`, 'generator CPU is in the step tables: it shares the machine with the server'].filter(Boolean),
+    notes: [a.note, ORDER_NOTES[a.order], LATENCY_NOTE, `a step passes when p99 frame latency < ${RAMP_P99_MS} ms for its whole hold, no session is closed, and less than 250 ms of audio per session is still on its way`, 'generator CPU is in the step tables: it shares the machine with the server'].filter(Boolean),
     charts: charts(a.timeline, a.sampler),
     limit,
     fleet,

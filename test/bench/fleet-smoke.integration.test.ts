@@ -7,7 +7,7 @@ import { runBench } from '../helpers/bench.js';
 
 t.test('npm run bench -- fleet --sessions 5 --seconds 5 writes its result and report', async (t) => {
   const out = path.join(t.testdir(), 'fleet.json');
-  const run = await runBench(['fleet', '--sessions', '5', '--seconds', '5', '--baseline-seconds', '2', '--out', out]);
+  const run = await runBench(['fleet', '--sessions', '5', '--seconds', '5', '--baseline-seconds', '2', '--idle-settle', '2', '--out', out]);
   t.equal(run.code, 0, run.stderr);
   t.match(run.stdout, /^machine: .*, CPU stolen by the hypervisor during the run [\d.]+%$/m, 'prints the machine, with the CPU time the hypervisor took');
   t.match(run.stdout, /^baseline: a bare uWebSockets\.js server/m, 'prints the baseline');

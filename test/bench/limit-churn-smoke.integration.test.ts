@@ -11,7 +11,7 @@ t.test('limit (fixed load) and churn run end to end', async (t) => {
   const l = JSON.parse(readFileSync(path.join(dir, 'limit.json'), 'utf8'));
   t.match(l, { scenario: 'limit', window: { sessions: 5, serverCpuUsPerSessionS: Number, generatorCpuUsPerSessionS: Number }, drain: { lostFrames: Number } });
 
-  const churn = await runBench(['churn', '--seconds', '8', '--sessions', '5', '--min', '1', '--max', '2', '--first', '3', '--target', '10', '--out', path.join(dir, 'churn.json')]);
+  const churn = await runBench(['churn', '--seconds', '8', '--sessions', '5', '--min', '1', '--max', '2', '--first', '3', '--target', '10', '--idle-settle', '2', '--out', path.join(dir, 'churn.json')]);
   t.equal(churn.code, 0, churn.stderr);
   const c = JSON.parse(readFileSync(path.join(dir, 'churn.json'), 'utf8'));
   t.match(c, { scenario: 'churn', goals: Array, service: { idleRss: Number, exitCode: 0 } });

@@ -1,0 +1,23 @@
+// The capacity ramp of the fleet bench still runs end to end (one step each for the bare server and the service, taking
+// turns), with its result file; the figures themselves are not asserted.
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { runBench } from '../helpers/bench.js';
+
+t.test('npm run bench -- fleet --ramp: the bare server and the service take turns', async (t) => {
+  const out = path.join(t.testdir(), 'ramp.json');
+  const run = await runBench(['fleet', '--ramp', '--from', '2', '--max', '2', '--hold', '2', '--idle-settle', '2', '--out', out]);
+  t.equal(run.code, 0, run.stderr);
+  t.match(run.stdout, /^capacity, sessions \(largest passing step\)\s+2\s+2\s+1\s/m, 'both held 2 sessions');
+  const r = JSON.parse(readFileSync(out, 'utf8'));
+  t.match(r, { scenario: 'fleet', options: { ramp: true, order: 'interleaved' }, limit: { capacity: 2 }, fleet: { capacity: 2 } });
+  const [bare] = r.limit.steps;
+  const [svc] = r.fleet.steps;
+  t.ok(bare.endedS <= svc.startedS, `the service's step (from ${svc.startedS} s) began after the bare server's ended (${bare.endedS} s)`);
+  t.equal(bare.sessions, 2);
+  t.equal(svc.sessions, 2);
+  t.equal(r.drains.bare.lostFrames, 0, 'the bare server lost no frame');
+  if (r.options.stt === 'provider_a') t.equal(r.drains.service.lostFrames, 0, 'the service lost no frame, its sessions closed between turns included');
+  t.match(r.notes.join('\n'), /took turns step by step/);
+});
