@@ -211,7 +211,13 @@ export class Service {
       for (const route of [...allRoutes(services), ...(opts.extraRoutes?.(services) ?? [])]) http.add(route);
       http.add(openApiRoute(() => http.routes as readonly Route<unknown>[]));
       if (runsListen) {
-        const pool = (codecPool = new CodecPool(config.codecThreads > 0 ? { threads: config.codecThreads } : {}));
+        const decodeDelay = new client.Histogram({
+          name: 'listen_decode_delay_seconds',
+          help: "Per decode task: how long its longest-waiting live audio waited, from complete for its consumer (a provider message's worth) to decoded PCM back on the main thread. The engine's own share of a frame's delay; it climbs as a node nears saturation.",
+          buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+          registers: [registry],
+        });
+        const pool = (codecPool = new CodecPool({ ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}), onTaskDelay: (s) => decodeDelay.observe(s) }));
         attachListen(http.app, {
           authenticator,
           registry: actors,

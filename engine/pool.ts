@@ -39,6 +39,13 @@ export interface CodecPoolOptions {
   maxHoldMs?: number;
   /** Worker module; tests point it at a fixture. @defaultValue dist/workers/decode.js */
   filename?: string;
+  /**
+   * Called as each decode task is answered, with how long its longest-waiting audio waited, in seconds: from the
+   * moment it was due (complete for its consumer, or held for `maxHoldMs`) to its PCM back on this thread. The
+   * engine's own share of a live frame's delay; an operator's sign of a node near saturation (the /metrics histogram
+   * listen_decode_delay_seconds).
+   */
+  onTaskDelay?: (seconds: number) => void;
 }
 
 export interface CodecStreamOptions extends CodecParams {
@@ -112,6 +119,8 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   stagedAt = 0;
   /** @internal the staged audio goes in the next task: enough of it is there, or nothing holds it back. */
   due = false;
+  /** @internal when it became due (performance.now() time). */
+  dueAt = 0;
   /** @internal samples to gather before the staged audio is due (holdUntil()). */
   holdSamples = 0;
   inFlightMessages = 0;
@@ -274,6 +283,7 @@ class Shard {
     filename: string,
     windowMs: number,
     maxHoldMs: number,
+    readonly onTaskDelay: ((seconds: number) => void) | undefined,
   ) {
     this.#windowMs = windowMs;
     this.#maxHoldMs = maxHoldMs;
@@ -326,6 +336,7 @@ class Shard {
   checkDue(stream: CodecStream): void {
     if (stream.due || stream.stagedMessages === 0 || stream.stagedSamples < stream.holdSamples) return;
     stream.due = true;
+    stream.dueAt = performance.now();
     this.#due++;
     this.#kick();
   }
@@ -394,7 +405,12 @@ class Shard {
   #send(): void {
     const streams = this.#takeDue();
     const partial = this.#stagedStreams.length > 0;
-    for (const s of streams) s.due = true; // marks what takeWhere() takes
+    // When the longest-waiting audio of the task became due (a held stream: when its hold ran out).
+    let dueSince = Infinity;
+    for (const s of streams) {
+      dueSince = Math.min(dueSince, s.due ? s.dueAt : s.stagedAt + this.#maxHoldMs);
+      s.due = true; // marks what takeWhere() takes
+    }
     const records = partial ? this.#staging.takeWhere((key) => this.#streams.get(key)?.due === true) : this.#staging.take();
     this.#due = 0;
     const params = new Int32Array(streams.length * 4);
@@ -415,7 +431,10 @@ class Shard {
     this.tasks++;
     this.batches += streams.length;
     this.run({ type: 'decodePacked', params, records }, [records.buffer as ArrayBuffer, params.buffer]).then(
-      (answer) => this.#settle(streams, answer as PackedAnswer | FailAnswer),
+      (answer) => {
+        this.onTaskDelay?.((performance.now() - dueSince) / 1000);
+        this.#settle(streams, answer as PackedAnswer | FailAnswer);
+      },
       // The thread died with the task (a new one is starting): these batches are lost, the sessions are not.
       (err: unknown) => this.#settle(streams, err instanceof Error ? err : new Error(String(err))),
     );
@@ -457,7 +476,7 @@ export class CodecPool {
     const windowMs = options.batchWindowMs ?? 20;
     const maxHoldMs = options.maxHoldMs ?? 100;
     const filename = options.filename ?? new URL('../workers/decode.js', import.meta.url).href;
-    this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, windowMs, maxHoldMs));
+    this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, windowMs, maxHoldMs, options.onTaskDelay));
   }
 
   /** Number of shards (threads). */

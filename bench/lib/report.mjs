@@ -22,6 +22,7 @@ export const RESULTS_DIR = path.join(BENCH_DIR, 'results');
  * @property {string} os
  * @property {number[]} loadavg 1, 5 and 15 minute load averages when the bench started (a busy box makes figures noisy).
  * @property {{ steal: number, total: number } | null} [cpuAtStart] the machine's CPU ticks when the bench started (Linux)
+ * @property {{ syscallUs: number, loopbackMessageUs: number }} [calibration] the box's speed at the start (calibrate.mjs)
  * @property {number | null} [stealPercent] share of the machine's CPU time its hypervisor gave to others during the
  *   run: a virtual machine's CPUs that are stolen slow every process and thread alike, and make latency noisy
  */
@@ -61,7 +62,8 @@ export function machine() {
 /** @param {Machine} m */
 export function machineLine(m) {
   const steal = typeof m.stealPercent === 'number' ? `, CPU stolen by the hypervisor during the run ${m.stealPercent}%` : '';
-  return `machine: ${m.cpus}× ${m.cpuModel}, ${m.memoryGiB} GiB, node ${m.node}, ${m.os}, load ${m.loadavg.join(' ')}${steal}`;
+  const cal = m.calibration ? `, CPU µs per system call ${m.calibration.syscallUs} and per 3.2 kB loopback TCP message ${m.calibration.loopbackMessageUs}` : '';
+  return `machine: ${m.cpus}× ${m.cpuModel}, ${m.memoryGiB} GiB, node ${m.node}, ${m.os}, load ${m.loadavg.join(' ')}${cal}${steal}`;
 }
 
 /**

@@ -1,5 +1,6 @@
 // Churn: devices connect, stream 5–30 s (pausing now and then like devices do) and leave, continuously, against the
 // real service; its RSS after 10,000 sessions have come and gone must be within 10% of its RSS after the first 100.
+import { calibrate } from '../lib/calibrate.mjs';
 import { ProcSampler, median, rssBytes, settledRss, treeCpuSeconds } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { figuresOf, finish, machine } from '../lib/report.mjs';
@@ -34,6 +35,7 @@ export async function run(options) {
   // Each session also spends ~0.5 s connecting and waiting to reconnect; 10% margin.
   const sessions = Math.round(num(options, 'sessions', Math.ceil(((target * ((minS + maxS) / 2 + 0.5)) / seconds) * 1.1)));
   const m = machine();
+  m.calibration = await calibrate();
   const fixture = await loadFixture(codec);
   const sampler = new ProcSampler(1000).start();
   const timeline = new Timeline();

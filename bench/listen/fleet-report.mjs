@@ -11,6 +11,10 @@ export const GOALS = { capacityShareOfLimit: 0.8, minCapacity: 1000, cpuRatioMax
 
 export const LATENCY_NOTE =
   'frame latency: per PCM chunk where it arrives (provider fake or bare server), arrival − (T0 + audio position), T0 being the stream’s least-delayed chunk; so the delay beyond the best chunk, including the generator’s own lateness';
+export const ENGINE_DELAY_NOTE =
+  "engine decode delay: the service's own listen_decode_delay_seconds over the window (per decode task, from its longest-waiting audio being complete for the provider to its PCM back on the main thread); loop p99: the main thread's event-loop delay (nodejs_eventloop_lag_p99_seconds); both from /metrics";
+/** The service's own delays over a window (measure.mjs engineDelays) as one cell. */
+export const engineDelays = (/** @type {{ decodeP50Ms: number | null, decodeP99Ms: number | null, loopLagP99Ms: number | null } | null | undefined} */ e) => (e ? `${v(e.decodeP50Ms)} / ${v(e.decodeP99Ms)}, ${v(e.loopLagP99Ms)}` : '-');
 const SEGMENT_NOTE = 'segment latency: from the device sending the audio a segment ends at to the segment reaching the device (provider answer, engine, the 600 ms loop and the socket included)';
 
 export const v = (/** @type {unknown} */ x) => (x === null || x === undefined || (typeof x === 'number' && !Number.isFinite(x)) ? '-' : String(x));
@@ -97,6 +101,7 @@ export function fleetResult(a) {
       ['streaming sessions', v(sessions), b ? v(sessions) : '-', '', ''],
       ['frame latency p50 / p95 / p99 / max, ms', pct(w.lag), pct(b?.lag), v(ratio(w.lag.p99, b?.lag.p99)), `p99 < ${RAMP_P99_MS}`],
       ['segment latency p50 / p95 / p99 / max, ms', pct(w.segLatency), '-', '', ''],
+      ['engine decode delay p50 / p99, event-loop delay p99, ms', engineDelays(w.engine), '-', '', ''],
       ['frames lost (sent − received after drain)', v(d.lostFrames), v(f.bareDrain?.lostFrames), '', '0'],
       ['server CPU µs per session-second', v(w.serverCpuUsPerSessionS), v(b?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}× bare`],
       ['  the same beyond the idle service’s own CPU', v(beyondIdle), v(b?.serverCpuUsPerSessionS), v(beyondIdleRatio), ''],
@@ -106,6 +111,7 @@ export function fleetResult(a) {
       ['RSS per streaming session beyond idle (median, max), KiB', `${v(rssPerSession)}, ${v(rssPerSessionMax)}`, '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
       ['  of it: JS heap used / committed, external, malloc in use / free, KiB (at the window\'s end)', memoryPerSession(f.idleMem, f.windowMem, sessions), '-', '', ''],
       ['generator CPU, cores (µs per session-second)', `${v(w.generatorCores)} (${v(w.generatorCpuUsPerSessionS)})`, b ? `${v(b.generatorCores)} (${v(b.generatorCpuUsPerSessionS)})` : '-', '', ''],
+      ['provider_a fake CPU, cores (a stand-in for a remote service, on the same cores)', v(w.fakeCores), '-', '', ''],
       ['generator lateness p50 / p95 / p99 / max, ms', pct(w.lateness), pct(b?.lateness), '', ''],
       ['sessions closed early', v(w.unexpectedCloses), v(b?.unexpectedCloses), '', '0'],
     ],
@@ -122,6 +128,7 @@ export function fleetResult(a) {
     LATENCY_NOTE,
     Number(a.options['pause-every'] ?? 0) > 0 ? 'devices paused (--pause-every): the frame latency counts each pause as delay, since it is measured against the audio clock; the segment latency and the loss count are not affected' : undefined,
     SEGMENT_NOTE,
+    ENGINE_DELAY_NOTE,
     `the generator (${w.generatorCores} cores for ${sessions} devices) runs on the same machine as the server: its CPU is not the server’s but competes for the same cores`,
     w.lag.exact === false ? 'whole-window latency percentiles are estimated from the 2 s windows’ p50/p95/p99/max (the provider fake sends percentiles, not histograms)' : undefined,
     a.profileDir ? `CPU profile of the service: ${a.profileDir}` : undefined,

@@ -1,6 +1,7 @@
 // The macro bench: a fleet of simulated wearables, each a real WebSocket to /v4/listen streaming encoded speech at
 // real-time pace, against the real service (its STT stage the provider_a fake), with the bare uWS server as baseline.
 // Fixed size (--sessions) or a capacity search (--ramp) against both.
+import { calibrate } from '../lib/calibrate.mjs';
 import { ProcSampler } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { machine } from '../lib/report.mjs';
@@ -83,6 +84,7 @@ export async function run(options) {
   const stt = /** @type {any} */ (String(options.stt ?? 'auto'));
   if (!['auto', 'provider_a', 'custom', 'local'].includes(stt)) throw new Error('--stt must be auto, provider_a, custom or local');
   const m = machine();
+  m.calibration = await calibrate();
   const fixture = await loadFixture(codec);
   const sampler = new ProcSampler(1000);
   const timeline = new Timeline();

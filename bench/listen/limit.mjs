@@ -1,5 +1,6 @@
 // The ceiling of the box: the fleet's generator against a bare uWS server that only decodes each frame inline
 // (bare-listen.mjs): a capacity ramp, or one fixed load with --sessions.
+import { calibrate } from '../lib/calibrate.mjs';
 import { ProcSampler } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { figuresOf, finish, machine } from '../lib/report.mjs';
@@ -21,6 +22,7 @@ export const USAGE = `npm run bench -- limit [--codec opus_fs320] [--from 100] [
 export async function run(options) {
   const codec = /** @type {import('./fixtures.mjs').CodecName} */ (String(options.codec ?? 'opus_fs320'));
   const m = machine();
+  m.calibration = await calibrate();
   const fixture = await loadFixture(codec);
   const sampler = new ProcSampler(1000).start();
   const timeline = new Timeline();

@@ -47,7 +47,52 @@ export class Timeline {
  * @property {number} pid the target's process
  * @property {Timeline} timeline
  * @property {import('../lib/progress.mjs').Progress} progress
+ * @property {number} [fakePid] the provider fake's process, when the target streams to one (its CPU shares the box)
+ * @property {() => Promise<{ decodeBuckets: [number, number][], loopP99S: number }>} [delays] the service's own delay
+ *   metrics (engine decode delay histogram, event-loop delay p99 since the previous read); absent for the bare server
  */
+
+/**
+ * Percentile `q` (0–1) of the observations between two reads of one cumulative histogram, interpolated linearly
+ * within its bucket; the largest finite bound when it falls in +Inf; null with no observation.
+ * @param {[number, number][]} before
+ * @param {[number, number][]} after
+ * @param {number} q
+ */
+export function bucketPercentile(before, after, q) {
+  const d = after.map(([le, n], i) => /** @type {[number, number]} */ ([le, n - (before[i]?.[1] ?? 0)]));
+  const total = d.at(-1)?.[1] ?? 0;
+  if (total <= 0) return null;
+  const want = q * total;
+  let prevLe = 0;
+  let prevN = 0;
+  for (const [le, n] of d) {
+    if (n >= want) {
+      if (!Number.isFinite(le)) return prevLe;
+      return n > prevN ? prevLe + ((le - prevLe) * (want - prevN)) / (n - prevN) : le;
+    }
+    prevLe = le;
+    prevN = n;
+  }
+  return prevLe;
+}
+
+/**
+ * The engine's own delay over a window from two reads of its metrics, in ms: decode delay p50/p99 and count, and the
+ * main thread's event-loop delay p99 (the second read's, since the first).
+ * @param {{ decodeBuckets: [number, number][], loopP99S: number } | undefined} a
+ * @param {{ decodeBuckets: [number, number][], loopP99S: number } | undefined} b
+ */
+function engineDelays(a, b) {
+  if (!a || !b) return null;
+  const ms = (/** @type {number | null} */ x) => (x === null ? null : round(x * 1000));
+  return {
+    decodeCount: (b.decodeBuckets.at(-1)?.[1] ?? 0) - (a.decodeBuckets.at(-1)?.[1] ?? 0),
+    decodeP50Ms: ms(bucketPercentile(a.decodeBuckets, b.decodeBuckets, 0.5)),
+    decodeP99Ms: ms(bucketPercentile(a.decodeBuckets, b.decodeBuckets, 0.99)),
+    loopLagP99Ms: ms(Number.isFinite(b.loopP99S) ? b.loopP99S : null),
+  };
+}
 
 /**
  * Lag summaries of several windows as one: exact when the source sends its histogram (the bare server), else estimated
@@ -109,12 +154,14 @@ export async function observe(ctx, o) {
   const genPids = fleet.pids;
   const cpu0 = treeCpuSeconds(ctx.pid);
   const gen0 = genPids.reduce((s, p) => s + treeCpuSeconds(p), 0);
+  const fake0 = ctx.fakePid ? treeCpuSeconds(ctx.fakePid) : NaN;
   // CPU is read from here: a target that does not answer the first /stats below still spent its CPU meanwhile.
   const cpuStart = performance.now();
   const t0 = fleet.totals();
   const unexpected0 = Object.values(t0.unexpected).reduce((a, b) => a + b, 0);
   // A fresh lag window; an overloaded target that cannot answer even this fails the step (it must not end the run).
   const unanswered = stats ? await stats.window().then(() => false, () => true) : false;
+  const delays0 = await ctx.delays?.().catch(() => undefined);
   fleet.takeWindow();
   const seg = new Histogram();
   const late = new Histogram();
@@ -165,7 +212,9 @@ export async function observe(ctx, o) {
   const wallS = (performance.now() - start) / 1000;
   const cpuS = treeCpuSeconds(ctx.pid) - cpu0;
   const genS = genPids.reduce((s, p) => s + treeCpuSeconds(p), 0) - gen0;
+  const fakeS = ctx.fakePid ? treeCpuSeconds(ctx.fakePid) - fake0 : NaN;
   const cpuWallS = (performance.now() - cpuStart) / 1000;
+  const delays1 = delays0 && (await ctx.delays?.().catch(() => undefined));
   const t1 = fleet.totals();
   const sessionSeconds = o.sessions * cpuWallS;
   return {
@@ -176,12 +225,15 @@ export async function observe(ctx, o) {
     lag: mergeLag(windows),
     segLatency: seg.summary(),
     lateness: late.summary(),
+    engine: engineDelays(delays0, delays1),
     serverCpuS: round(cpuS, 2),
     serverCores: round(cpuS / cpuWallS, 3),
     serverCpuUsPerSessionS: round((cpuS / sessionSeconds) * 1e6, 0),
     generatorCpuS: round(genS, 2),
     generatorCores: round(genS / cpuWallS, 3),
     generatorCpuUsPerSessionS: round((genS / sessionSeconds) * 1e6, 0),
+    // null without a fake (the bare server counts its own PCM)
+    fakeCores: round(fakeS / cpuWallS, 3),
     rssMiB: round(rssBytes(ctx.pid) / 2 ** 20),
     // The steady level: a single sample swung ±40% at 100 sessions here with the collector and malloc_trim.
     rssMedianMiB: round(median(rssSamples.length > 0 ? rssSamples : [rssBytes(ctx.pid)]) / 2 ** 20),

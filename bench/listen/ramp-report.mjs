@@ -1,14 +1,14 @@
 // Turns a capacity ramp (fleet --ramp, limit) into the common result: capacities, the steps of each target, goals, charts.
 import { figuresOf, finish } from '../lib/report.mjs';
 import { RAMP_P99_MS } from './measure.mjs';
-import { GOALS, LATENCY_NOTE, atMost, charts, kib, pct, profileTables, ratio, steadyRssMiB, v } from './fleet-report.mjs';
+import { ENGINE_DELAY_NOTE, GOALS, LATENCY_NOTE, atMost, charts, engineDelays, kib, pct, profileTables, ratio, steadyRssMiB, v } from './fleet-report.mjs';
 
 /**
  * Steps of a ramp as table rows.
  * @param {any[]} steps
  */
-const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : s.heldAgain ? `over, held again: ${s.why ?? ''}` : `FAIL: ${s.why ?? ''}`, pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.lateness?.p99), v(steadyRssMiB(s)), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
-const STEP_HEAD = ['sessions', '', 'latency p50/p95/p99/max ms', 'server cores', 'server µs/session-s', 'generator cores', 'generator late p99 ms', 'RSS MiB (median)', 'closed early', 'behind ms/session'];
+const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : s.heldAgain ? `over, held again: ${s.why ?? ''}` : `FAIL: ${s.why ?? ''}`, pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.fakeCores), v(s.lateness?.p99), engineDelays(s.engine), v(steadyRssMiB(s)), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
+const STEP_HEAD = ['sessions', '', 'latency p50/p95/p99/max ms', 'server cores', 'server µs/session-s', 'generator cores', 'provider fake cores', 'generator late p99 ms', 'engine decode p50/p99, loop p99 ms', 'RSS MiB (median)', 'closed early', 'behind ms/session'];
 
 /** How the two searches shared the run, by --ramp order. */
 const ORDER_NOTES = /** @type {Record<string, string>} */ ({
@@ -42,6 +42,7 @@ export function rampResult(a) {
       ['frame latency at capacity p50/p95/p99/max, ms', pct(top?.lag), pct(lp.get(limit.capacity)?.lag), '', `p99 < ${RAMP_P99_MS}`],
       [`server CPU µs per session-second (at ${common || 'capacity'})`, v(at.svc?.serverCpuUsPerSessionS), v(at.bare?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}×`],
       ['generator CPU at capacity, cores', v(top?.generatorCores), v(lp.get(limit.capacity)?.generatorCores), '', ''],
+      ['provider_a fake CPU at capacity, cores (the same box)', v(top?.fakeCores), '-', '', ''],
       [`RSS per streaming session beyond idle (at ${up?.sessions ?? '-'}${up === top ? '' : ', the last pass before a failure'}), KiB`, v(rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
       ['frames lost over the whole ramp (failing steps included)', v(a.svcDrain.lostFrames), v(a.bareDrain.lostFrames), '', ''],
     ],
@@ -79,7 +80,7 @@ export function rampResult(a) {
       'RSS per streaming session KiB': [rssPerSession, 'KiB', 'lower'],
     }),
     goals: fleet.steps.length ? goals : [],
-    notes: [a.note, ORDER_NOTES[a.order], LATENCY_NOTE, `a step passes when p99 frame latency < ${RAMP_P99_MS} ms for its whole hold, no session is closed, and less than 250 ms of audio per session is still on its way`, 'generator CPU is in the step tables: it shares the machine with the server'].filter(Boolean),
+    notes: [a.note, ORDER_NOTES[a.order], LATENCY_NOTE, ENGINE_DELAY_NOTE, `a step passes when p99 frame latency < ${RAMP_P99_MS} ms for its whole hold, no session is closed, and less than 250 ms of audio per session is still on its way`, 'generator CPU is in the step tables: it shares the machine with the server'].filter(Boolean),
     charts: charts(a.timeline, a.sampler),
     limit,
     fleet,

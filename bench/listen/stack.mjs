@@ -137,7 +137,11 @@ export class ProviderStats {
  */
 async function metrics(url) {
   const text = await (await fetch(`${url}/metrics`)).text();
-  return (/** @type {string} */ series) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+  const read = (/** @type {string} */ series) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+  /** A histogram's cumulative buckets, [upper bound, count][] with +Inf last (empty when absent). */
+  read.buckets = (/** @type {string} */ name) =>
+    [...text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)`, 'gm'))].map((m) => /** @type {[number, number]} */ ([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]));
+  return read;
 }
 
 /**
@@ -181,6 +185,15 @@ export async function startService(o = {}) {
         mallocInUse: read('process_malloc_bytes{state="in_use"}') + read('process_malloc_bytes{state="mmapped"}'),
         mallocFree: read('process_malloc_bytes{state="free"}'),
       };
+    },
+    /**
+     * The engine's own view of its delay, from /metrics: the decode-delay histogram's cumulative buckets
+     * (listen_decode_delay_seconds, seconds) and the main thread's event-loop delay p99 since the previous scrape
+     * (prom-client resets it on each), in seconds.
+     */
+    async delays() {
+      const read = await metrics(child.url);
+      return { decodeBuckets: read.buckets('listen_decode_delay_seconds'), loopP99S: read('nodejs_eventloop_lag_p99_seconds') };
     },
     /** SIGTERM (graceful drain), then cleans DATA_DIR and the Redis prefix; resolves to the exit code. */
     async stop() {

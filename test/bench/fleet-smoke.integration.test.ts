@@ -20,6 +20,8 @@ t.test('npm run bench -- fleet --sessions 5 --seconds 5 writes its result and re
   t.match(r, { scenario: 'fleet', version: 2, options: { sessions: 5, seconds: 5, codec: 'opus_fs320' }, summary: { head: Array, rows: Array }, goals: Array });
   t.ok(['provider_a', 'custom'].includes(r.service.stt), `stt: ${r.service.stt}`);
   t.ok(r.machine.stealPercent >= 0 && r.machine.stealPercent <= 100, `steal: ${r.machine.stealPercent}%`);
+  t.ok(r.machine.calibration.syscallUs > 0 && r.machine.calibration.loopbackMessageUs > r.machine.calibration.syscallUs, `the box's speed: ${JSON.stringify(r.machine.calibration)}`);
+  t.match(run.stdout, /^machine: .*, CPU µs per system call [\d.]+ and per 3\.2 kB loopback TCP message [\d.]+, /m, 'prints it');
   const w = r.service.window;
   t.ok(w.framesSent >= 5 * 5 * 40, `the devices sent frames at real-time pace (${w.framesSent})`);
   t.equal(w.unexpectedCloses, 0, 'no session was closed by the server');
@@ -30,6 +32,7 @@ t.test('npm run bench -- fleet --sessions 5 --seconds 5 writes its result and re
     t.type(r.service.drain.lostFrames, 'number', 'frames lost are counted at the provider');
     t.type(w.lag.p99, 'number', 'frame latency is measured at the provider');
     t.ok(w.segLatency.count > 0, 'segments came back to the devices');
+    t.ok(w.engine.decodeCount > 0 && typeof w.engine.decodeP99Ms === 'number', 'the service’s own decode delay was read from its /metrics');
   }
   t.type(r.service.bare.serverCpuUsPerSessionS, 'number', 'the bare baseline ran');
   t.match(r.figures['server CPU µs per session-s'], { value: Number, better: 'lower' });

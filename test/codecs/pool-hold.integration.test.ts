@@ -131,3 +131,30 @@ t.test('a hold counts the seconds the caller read from the bytes, and for two ch
   const [pcm] = (await both) as [Int16Array[]];
   t.same(pcm.map((c) => c.length), [320, 320], 'both channels decoded together once the first channel’s 20 ms came');
 });
+
+t.test('each decode task reports its audio’s delay from due to decoded, a hold’s own wait not included', async (t) => {
+  const delays: number[] = [];
+  const pool = new CodecPool({ threads: 1, maxHoldMs: 300, onTaskDelay: (s) => delays.push(s) });
+  t.teardown(() => pool.close());
+  const held = pool.open({ sessionId: 'held', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+  const due = pool.open({ sessionId: 'due', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+  await Promise.all([held.ready, due.ready]);
+  const p = packets(2);
+  // Due at once: its delay is at most the whole round trip.
+  let t0 = performance.now();
+  await roundTrip(due, p[0]!);
+  const roundTripS = (performance.now() - t0) / 1000;
+  t.equal(delays.length, 1, 'one task, one report');
+  t.ok(delays[0]! >= 0 && delays[0]! <= roundTripS, `${delays[0]} s within the ${roundTripS} s round trip`);
+  // Never completes its hold: it goes once the hold runs out, and only the time after that counts.
+  held.holdUntil(16000);
+  t0 = performance.now();
+  const got = once(held, 'pcm');
+  held.push(p[1]!);
+  await got;
+  const waitedS = (performance.now() - t0) / 1000;
+  t.equal(delays.length, 2);
+  t.ok(waitedS >= 0.3, `the packet waited out the 300 ms hold (${waitedS} s)`);
+  t.ok(delays[1]! >= 0 && delays[1]! <= waitedS - 0.3, `${delays[1]} s counted from the hold running out`);
+  t.equal(pool.taskStats.tasks, delays.length, 'every task reported');
+});
