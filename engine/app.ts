@@ -217,7 +217,7 @@ export class Service {
           buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
           registers: [registry],
         });
-        const pool = (codecPool = new CodecPool({ ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}), onTaskDelay: (s) => decodeDelay.observe(s) }));
+        const pool = (codecPool = new CodecPool({ ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}), batchWindowMs: config.codecBatchMs, onTaskDelay: (s) => decodeDelay.observe(s) }));
         attachListen(http.app, {
           authenticator,
           registry: actors,

@@ -16,7 +16,7 @@ const sessions = Number(process.argv[2] ?? 50);
 const perPush = Number(process.argv[3] ?? 2);
 /** Optional comma-separated codec names: only those run. */
 const only = process.argv[4]?.split(',').filter(Boolean);
-/** The shards' batch window (the service's is 20 ms; it only holds back a task when the shard was idle). */
+/** The shards' batch window (the service's is 5 ms, CODEC_BATCH_MS; it only holds back a task when the shard was idle). */
 const windowMs = Number(process.argv[5] ?? 0);
 const dir = mkdtempSync(path.join(tmpdir(), 'bench-codecs-'));
 /** Measurements of each side per codec; the median is reported. */

@@ -12,7 +12,7 @@ const CODECS = Object.keys(CODEC_FIXTURES);
 export const USAGE = `npm run bench -- codecs [--sessions 50] [--messages 2] [--window 0] [--codec opus,lc3]
   --sessions     concurrent sessions per codec (default 50: a loaded node, where one shard task serves many sessions)
   --messages     frames each session keeps outstanding (default 2: one more pushed as each comes back decoded)
-  --window       the shards' batch window in ms (default 0; the service's 20 ms only delays a task after an idle spell)
+  --window       the shards' batch window in ms (default 0; the service's 5 ms only delays a task after an idle spell)
   --codec        only these codecs (comma-separated; default all seven)
   --out          result file (default bench/results/<timestamp>-codecs.json)`;
 

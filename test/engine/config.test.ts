@@ -17,6 +17,7 @@ t.test('defaults', async (t) => {
   t.equal(c.idTokenTtlS, 3600);
   t.equal(c.keyLastUsedIntervalS, 60);
   t.equal(c.responseCacheBytes, 64 * 1024 * 1024);
+  t.equal(c.codecBatchMs, 5);
   t.ok(Object.isFrozen(c));
 });
 
@@ -30,6 +31,7 @@ t.test('values are read and converted', async (t) => {
   t.equal(c.role, 'api');
   t.equal(loadConfig({ PORT: '' }).port, 8080, 'an empty value means the default');
   t.equal(loadConfig({ RESPONSE_CACHE_BYTES: '0' }).responseCacheBytes, 0, '0 keeps no answers');
+  t.equal(loadConfig({ CODEC_BATCH_MS: '0' }).codecBatchMs, 0, '0: a task as soon as the last one is back');
 });
 
 const bad: [Record<string, string>, string][] = [
@@ -38,6 +40,7 @@ const bad: [Record<string, string>, string][] = [
   [{ PORT: '-1' }, 'PORT'],
   [{ HOST: 'my host' }, 'HOST'],
   [{ ROLE: 'everything' }, 'ROLE'],
+  [{ CODEC_BATCH_MS: '101' }, 'CODEC_BATCH_MS'],
   [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
   [{ DATABASE_URL: 'mysql://x/y' }, 'DATABASE_URL'],
   [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
