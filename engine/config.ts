@@ -78,9 +78,9 @@ export interface Config {
   readonly maxSessionsPerUser: number;
   /** Audio bytes a session may have received but not yet decoded; past it the session is closed with 1013. @defaultValue 1048576 (1 MiB) */
   readonly listenMaxInboundBytes: number;
-  /** Codec shard threads; 0 means one fewer than the CPUs, at least 1. @defaultValue 0 */
+  /** Codec shard threads; 0 means one fewer than the CPUs, at least 2. @defaultValue 0 */
   readonly codecThreads: number;
-  /** Least ms between two decode tasks of a codec shard (CodecPoolOptions.batchWindowMs). */
+  /** Least ms between two decode tasks of a codec shard (CodecPoolOptions.batchWindowMs). @defaultValue 5 */
   readonly codecBatchMs: number;
   /** Seconds between two malloc_trim runs (freed memory back to the kernel); 0 turns it off. @defaultValue 10 */
   readonly mallocTrimIntervalS: number;

@@ -1,13 +1,13 @@
 // Churn: devices connect, stream 5–30 s (pausing now and then like devices do) and leave, continuously, against the
 // real service; its RSS after 10,000 sessions have come and gone must be within 10% of its RSS after the first 100.
 import { calibrate } from '../lib/calibrate.mjs';
-import { ProcSampler, median, rssBytes, settledRss, treeCpuSeconds } from '../lib/procstat.mjs';
+import { ProcSampler, median, rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { figuresOf, finish, machine } from '../lib/report.mjs';
 import { loadFixture } from './fixtures.mjs';
 import { Timeline, drain } from './measure.mjs';
 import { serviceTarget } from './targets.mjs';
-import { fleetOptions, idleSettleOptions, num } from './fleet.mjs';
+import { fleetOptions, idleRss, num } from './fleet.mjs';
 import { GOALS } from './fleet-report.mjs';
 
 export const USAGE = `npm run bench -- churn [--minutes 10] [--sessions N] [--min 5] [--max 30] [--codec opus_fs320] [--stt auto]
@@ -30,7 +30,6 @@ export async function run(options) {
   const minS = num(options, 'min', 5);
   const maxS = Math.max(minS, num(options, 'max', 30));
   const first = Math.round(num(options, 'first', 100));
-  const idleSettle = idleSettleOptions(options);
   const target = Math.round(num(options, 'target', 10_000));
   // Each session also spends ~0.5 s connecting and waiting to reconnect; 10% margin.
   const sessions = Math.round(num(options, 'sessions', Math.ceil(((target * ((minS + maxS) / 2 + 0.5)) / seconds) * 1.1)));
@@ -47,8 +46,7 @@ export async function run(options) {
   const f = { sessions, seconds, minS, maxS };
   let exitCode = null;
   try {
-    progress.phase('service: idle RSS settling', idleSettle.maxS);
-    f.idleRss = await settledRss(pid, { ...idleSettle, onSample: (left) => progress.update(idleSettle.maxS - left) });
+    f.idleRss = await idleRss(pid, options, progress);
     const fleet = svc.ctx.fleet;
     fleet.churn(sessions, minS, maxS);
     /** @type {{ closed: number, rss: number, mem?: { heapUsed: number, heapTotal: number, external: number } }[]} */

@@ -13,8 +13,8 @@ export const LATENCY_NOTE =
   'frame latency: per PCM chunk where it arrives (provider fake or bare server), arrival − (T0 + audio position), T0 being the stream’s least-delayed chunk; so the delay beyond the best chunk, including the generator’s own lateness';
 export const ENGINE_DELAY_NOTE =
   "engine decode delay: the service's own listen_decode_delay_seconds over the window (per decode task, from its longest-waiting audio being complete for the provider to its PCM back on the main thread); loop p99: the main thread's event-loop delay (nodejs_eventloop_lag_p99_seconds); both from /metrics";
-/** The service's own delays over a window (measure.mjs engineDelays) as one cell. */
-export const engineDelays = (/** @type {{ decodeP50Ms: number | null, decodeP99Ms: number | null, loopLagP99Ms: number | null } | null | undefined} */ e) => (e ? `${v(e.decodeP50Ms)} / ${v(e.decodeP99Ms)}, ${v(e.loopLagP99Ms)}` : '-');
+/** The service's own delays over a window (observe()'s `engine`) as one cell. */
+export const engineDelayCell = (/** @type {{ decodeP50Ms: number | null, decodeP99Ms: number | null, loopLagP99Ms: number | null } | null | undefined} */ e) => (e ? `${v(e.decodeP50Ms)} / ${v(e.decodeP99Ms)}, ${v(e.loopLagP99Ms)}` : '-');
 const SEGMENT_NOTE = 'segment latency: from the device sending the audio a segment ends at to the segment reaching the device (provider answer, engine, the 600 ms loop and the socket included)';
 
 export const v = (/** @type {unknown} */ x) => (x === null || x === undefined || (typeof x === 'number' && !Number.isFinite(x)) ? '-' : String(x));
@@ -101,7 +101,7 @@ export function fleetResult(a) {
       ['streaming sessions', v(sessions), b ? v(sessions) : '-', '', ''],
       ['frame latency p50 / p95 / p99 / max, ms', pct(w.lag), pct(b?.lag), v(ratio(w.lag.p99, b?.lag.p99)), `p99 < ${RAMP_P99_MS}`],
       ['segment latency p50 / p95 / p99 / max, ms', pct(w.segLatency), '-', '', ''],
-      ['engine decode delay p50 / p99, event-loop delay p99, ms', engineDelays(w.engine), '-', '', ''],
+      ['engine decode delay p50 / p99, event-loop delay p99, ms', engineDelayCell(w.engine), '-', '', ''],
       ['frames lost (sent − received after drain)', v(d.lostFrames), v(f.bareDrain?.lostFrames), '', '0'],
       ['server CPU µs per session-second', v(w.serverCpuUsPerSessionS), v(b?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}× bare`],
       ['  the same beyond the idle service’s own CPU', v(beyondIdle), v(b?.serverCpuUsPerSessionS), v(beyondIdleRatio), ''],

@@ -2,7 +2,7 @@
 // real-time pace, against the real service (its STT stage the provider_a fake), with the bare uWS server as baseline.
 // Fixed size (--sessions) or a capacity search (--ramp) against both.
 import { calibrate } from '../lib/calibrate.mjs';
-import { ProcSampler } from '../lib/procstat.mjs';
+import { ProcSampler, rssBytes, settledRss, treeCpuSeconds } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { machine } from '../lib/report.mjs';
 import { loadFixture } from './fixtures.mjs';
@@ -10,7 +10,6 @@ import { RampSearch, Timeline, drain, observe, ramp, rampTogether } from './meas
 import { bareTarget, serviceTarget } from './targets.mjs';
 import { fleetResult } from './fleet-report.mjs';
 import { rampResult } from './ramp-report.mjs';
-import { rssBytes, settledRss, treeCpuSeconds } from '../lib/procstat.mjs';
 
 /**
  * CPU cores `pid` uses over the next `seconds` (an idle baseline).
@@ -61,10 +60,17 @@ export function num(options, name, fallback) {
   return n;
 }
 
-/** @param {Record<string, string | true>} options */
-export function idleSettleOptions(options) {
+/**
+ * The idle service's RSS once it has settled (procstat.mjs settledRss: at least --idle-settle seconds), with a progress bar.
+ * @param {number} pid
+ * @param {Record<string, string | true>} options
+ * @param {import('../lib/progress.mjs').Progress} progress
+ */
+export function idleRss(pid, options, progress) {
   const minS = num(options, 'idle-settle', 20);
-  return { minS, maxS: Math.max(minS, 45) };
+  const maxS = Math.max(minS, 45);
+  progress.phase('service: idle RSS settling', maxS);
+  return settledRss(pid, { minS, maxS, onSample: (left) => progress.update(maxS - left) });
 }
 
 /** @param {Record<string, string | true>} options */
@@ -91,7 +97,6 @@ export async function run(options) {
   const progress = new Progress('fleet', 1);
   sampler.start();
   const common = { fixture, sampler, timeline, progress, fleet: fleetOptions(options) };
-  const idleSettle = idleSettleOptions(options);
   const profileDir = options.profile ? `bench/results/profiles/${new Date().toISOString().replace(/[:.]/g, '-')}` : undefined;
   const nodeArgs = profileDir ? ['--cpu-prof', '--cpu-prof-interval=5000', `--cpu-prof-dir=${profileDir}`] : [];
   try {
@@ -110,8 +115,7 @@ export async function run(options) {
       const startBare = async () => (up.bare = await bareTarget({ ...common, devices: max }));
       const startSvc = async () => {
         const v = (up.svc = await serviceTarget({ ...common, devices: max, stt, nodeArgs }));
-        progress.phase('service: idle RSS settling', idleSettle.maxS);
-        up.idleRss = await settledRss(v.service.pid, { ...idleSettle, onSample: (left) => progress.update(idleSettle.maxS - left) });
+        up.idleRss = await idleRss(v.service.pid, options, progress);
         return v;
       };
       // Closing a target's sessions settles what it lost over its whole ramp; then it stops.
@@ -165,8 +169,7 @@ export async function run(options) {
     /** @type {any} */
     const figures = { stt: svc.stt, note: svc.note };
     try {
-      progress.phase('service: idle RSS settling', idleSettle.maxS);
-      figures.idleRss = await settledRss(pid, { ...idleSettle, onSample: (left) => progress.update(idleSettle.maxS - left) });
+      figures.idleRss = await idleRss(pid, options, progress);
       figures.idleCores = await coresOver(pid, 2);
       figures.idleMem = await svc.service.memory();
       // Phase 1: every device connects and waits, ready, sending keep-alives only.

@@ -48,8 +48,13 @@ export class Timeline {
  * @property {Timeline} timeline
  * @property {import('../lib/progress.mjs').Progress} progress
  * @property {number} [fakePid] the provider fake's process, when the target streams to one (its CPU shares the box)
- * @property {() => Promise<{ decodeBuckets: [number, number][], loopP99S: number }>} [delays] the service's own delay
- *   metrics (engine decode delay histogram, event-loop delay p99 since the previous read); absent for the bare server
+ * @property {() => Promise<EngineMetrics>} [delays] the service's own delay metrics; absent for the bare server
+ */
+
+/**
+ * @typedef {object} EngineMetrics one read of the service's /metrics (stack.mjs delays())
+ * @property {[number, number][]} decodeBuckets listen_decode_delay_seconds' cumulative buckets, [upper bound s, count]
+ * @property {number} loopP99S the main thread's event-loop delay p99 since the previous read, in seconds
  */
 
 /**
@@ -80,8 +85,8 @@ export function bucketPercentile(before, after, q) {
 /**
  * The engine's own delay over a window from two reads of its metrics, in ms: decode delay p50/p99 and count, and the
  * main thread's event-loop delay p99 (the second read's, since the first).
- * @param {{ decodeBuckets: [number, number][], loopP99S: number } | undefined} a
- * @param {{ decodeBuckets: [number, number][], loopP99S: number } | undefined} b
+ * @param {EngineMetrics | undefined} a
+ * @param {EngineMetrics | undefined} b
  */
 function engineDelays(a, b) {
   if (!a || !b) return null;

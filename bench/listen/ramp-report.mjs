@@ -1,13 +1,13 @@
 // Turns a capacity ramp (fleet --ramp, limit) into the common result: capacities, the steps of each target, goals, charts.
 import { figuresOf, finish } from '../lib/report.mjs';
 import { RAMP_P99_MS } from './measure.mjs';
-import { ENGINE_DELAY_NOTE, GOALS, LATENCY_NOTE, atMost, charts, engineDelays, kib, pct, profileTables, ratio, steadyRssMiB, v } from './fleet-report.mjs';
+import { ENGINE_DELAY_NOTE, GOALS, LATENCY_NOTE, atMost, charts, engineDelayCell, kib, pct, profileTables, ratio, steadyRssMiB, v } from './fleet-report.mjs';
 
 /**
  * Steps of a ramp as table rows.
  * @param {any[]} steps
  */
-const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : s.heldAgain ? `over, held again: ${s.why ?? ''}` : `FAIL: ${s.why ?? ''}`, pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.fakeCores), v(s.lateness?.p99), engineDelays(s.engine), v(steadyRssMiB(s)), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
+const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : s.heldAgain ? `over, held again: ${s.why ?? ''}` : `FAIL: ${s.why ?? ''}`, pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.fakeCores), v(s.lateness?.p99), engineDelayCell(s.engine), v(steadyRssMiB(s)), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
 const STEP_HEAD = ['sessions', '', 'latency p50/p95/p99/max ms', 'server cores', 'server µs/session-s', 'generator cores', 'provider fake cores', 'generator late p99 ms', 'engine decode p50/p99, loop p99 ms', 'RSS MiB (median)', 'closed early', 'behind ms/session'];
 
 /** How the two searches shared the run, by --ramp order. */
