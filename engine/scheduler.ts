@@ -86,11 +86,12 @@ export class Scheduler {
       this.#pop();
       if (this.#live.get(top.id) !== top) continue;
       if (top.periodMs > 0) {
-        // Next due time strictly after now, on the entry's own grid.
+        // Next due time strictly after now, on the entry's own grid. The entry itself goes back: a fresh object per
+        // period would outlive the young generation (a session's 600 ms step) and die in the old one.
         const missed = Math.floor((now - top.at) / top.periodMs) + 1;
-        const next: Entry = { ...top, at: top.at + missed * top.periodMs, seq: this.#seq++ };
-        this.#live.set(top.id, next);
-        this.#push(next);
+        top.at += missed * top.periodMs;
+        top.seq = this.#seq++;
+        this.#push(top);
       } else {
         this.#live.delete(top.id);
       }

@@ -2,7 +2,7 @@
 // to, and the bare uWS baseline; plus ID tokens for many devices and the provider's /stats.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BENCH_DIR, ROOT_DIR } from '../lib/report.mjs';
@@ -10,8 +10,27 @@ import { cleanRedis, freePort, startChild, track } from '../lib/processes.mjs';
 
 export const FAKE_PROVIDER = 'dist/test/fakes/deepgram-server.js';
 export const SERVICE_ENTRY = 'dist/engine/index.js';
-/** Node flags `npm start` runs the service with (package.json): the bench measures the service as it ships. */
-export const SERVICE_NODE_ARGS = ['--max-semi-space-size=4'];
+/**
+ * Node flags `npm start` runs the service with, read from package.json's start script (the V8 heap settings), so
+ * the bench measures the service as it ships.
+ */
+export const SERVICE_NODE_ARGS = startScriptFlags(JSON.parse(readFileSync(path.join(ROOT_DIR, 'package.json'), 'utf8')).scripts.start);
+
+/**
+ * The `--` flags between `node` and the entry point of a start script.
+ * @param {string} script
+ * @returns {string[]}
+ */
+export function startScriptFlags(script) {
+  const words = script.trim().split(/\s+/);
+  if (words[0] !== 'node') throw new Error(`package.json start script does not run node: ${script}`);
+  const flags = [];
+  for (const w of words.slice(1)) {
+    if (!w.startsWith('--')) break;
+    flags.push(w);
+  }
+  return flags;
+}
 
 /** More node flags for the service from BENCH_SERVICE_NODE_ARGS (space-separated), e.g. `--heapsnapshot-signal=SIGUSR2`. */
 const extraNodeArgs = () => (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);

@@ -125,15 +125,16 @@ export function mergeBatch(incoming: readonly TranscriptSegment[]): TranscriptSe
 /**
  * Merges `incoming` (already shifted to conversation time) into `existing`; pure, never mutates its inputs.
  * Runs {@link mergeBatch} on `incoming` first, then folds the result into a copy of the last stored segment;
- * earlier stored segments are never touched. The merged tail keeps its stored id; new segments keep theirs.
- * `removedIds` only names stored segments: a new segment emptied inside the batch was never sent to a client.
+ * earlier stored segments are never touched and come back as the same objects (a session merges every 600 ms:
+ * copying its 32 recent segments each time made garbage that outlived V8's young generation). The merged tail keeps
+ * its stored id; new segments keep theirs. `removedIds` only names stored segments: a new segment emptied inside
+ * the batch was never sent to a client. Callers treat every segment as immutable.
  */
 export function combineSegments(existing: readonly TranscriptSegment[], incoming: readonly TranscriptSegment[]): CombineResult {
   const batch = mergeBatch(incoming);
-  const stored = existing.map((s) => ({ ...s }));
   const tailOriginal = existing[existing.length - 1];
   if (batch.length === 0 || tailOriginal === undefined) {
-    return { segments: [...stored, ...batch], updated: batch.map((s) => ({ ...s })), removedIds: [] };
+    return { segments: [...existing, ...batch], updated: batch.map((s) => ({ ...s })), removedIds: [] };
   }
 
   const tail = { ...tailOriginal };
@@ -142,7 +143,7 @@ export function combineSegments(existing: readonly TranscriptSegment[], incoming
   for (const s of out) s.text = clean(s.text);
 
   const removedIds = out[0] === tail ? [] : [tail.id];
-  const head = stored.slice(0, -1);
+  const head = existing.slice(0, -1);
   const tailChanged = tail.text !== tailOriginal.text || tail.start !== tailOriginal.start || tail.end !== tailOriginal.end;
   const updated = out.filter((s) => s !== tail || tailChanged).map((s) => ({ ...s }));
   return { segments: [...head, ...out], updated, removedIds };

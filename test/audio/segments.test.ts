@@ -263,6 +263,7 @@ t.test('a removed tail id never reappears among the segments', async (t) => {
   t.same(r.removedIds, [existing[1]!.id]);
   t.notOk(r.segments.some((s) => s.id === existing[1]!.id));
   t.equal(r.segments[0]?.id, existing[0]!.id, 'earlier stored segments untouched');
+  t.equal(r.segments[0], existing[0], 'an untouched stored segment comes back as itself, not as a copy');
   t.equal(r.segments[1]?.start, 1, 'the receiving segment starts where the emptied one did');
 });
 
