@@ -453,8 +453,8 @@ class Shard {
         const s = streams[i++];
         if (s !== undefined && s.key === key) s.settle(part, s.takeInFlight());
       });
-      const missing = new Error('no answer for the stream');
-      for (const s of streams) if (s.inFlightMessages > 0) s.settle(missing, s.takeInFlight());
+      let missing: Error | undefined; // an Error (and its stack) only when a stream actually lacks an answer
+      for (const s of streams) if (s.inFlightMessages > 0) s.settle((missing ??= new Error('no answer for the stream')), s.takeInFlight());
     }
     this.#kick();
   }
