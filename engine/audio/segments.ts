@@ -126,7 +126,7 @@ export function mergeBatch(incoming: readonly TranscriptSegment[]): TranscriptSe
  * Merges `incoming` (already shifted to conversation time) into `existing`; pure, never mutates its inputs.
  * Runs {@link mergeBatch} on `incoming` first, then folds the result into a copy of the last stored segment;
  * earlier stored segments are never touched and come back as the same objects (a session merges every 600 ms:
- * copying its 32 recent segments each time made garbage that outlived V8's young generation). The merged tail keeps
+ * copying its recent segments each time made garbage that outlived V8's young generation). The merged tail keeps
  * its stored id; new segments keep theirs. `removedIds` only names stored segments: a new segment emptied inside
  * the batch was never sent to a client. Callers treat every segment as immutable.
  */
