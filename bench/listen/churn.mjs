@@ -23,6 +23,38 @@ const mib = (/** @type {number} */ b) => Math.round((b / 2 ** 20) * 10) / 10;
 const heapCell = (/** @type {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number } | null} */ m) =>
   m ? [m.heapUsed, m.heapTotal, m.external, m.mallocInUse, m.mallocFree].map((b) => (Number.isNaN(b) ? '-' : mib(b))).join(' / ') : '-';
 
+/**
+ * The service's memory split at one moment: a growing RSS is either the JS heap (committed or live), glibc's kept-free
+ * memory (fragmentation, not a leak) or native memory in use.
+ * @param {Timeline} timeline
+ * @param {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number }} m
+ */
+function memoryLines(timeline, m) {
+  timeline.add('memory', 'JS heap committed', mib(m.heapTotal));
+  timeline.add('memory', 'JS heap used', mib(m.heapUsed));
+  timeline.add('memory', 'malloc in use', mib(m.mallocInUse));
+  timeline.add('memory', 'malloc kept free', mib(m.mallocFree));
+}
+
+/**
+ * Least-squares slope of RSS against sessions come and gone, in KiB per 1,000 sessions; null with too few sessions.
+ * @param {{ closed: number, rss: number }[]} samples
+ */
+export function slopeKiBPer1000(samples) {
+  const n = samples.length;
+  if (n < 10) return null;
+  const mx = samples.reduce((a, s) => a + s.closed, 0) / n;
+  const my = samples.reduce((a, s) => a + s.rss, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  for (const s of samples) {
+    sxy += (s.closed - mx) * (s.rss - my);
+    sxx += (s.closed - mx) ** 2;
+  }
+  if (sxx < 100 ** 2) return null;
+  return Math.round((sxy / sxx) * 1000 / 1024);
+}
+
 /** @param {Record<string, string | true>} options */
 export async function run(options) {
   const codec = /** @type {import('./fixtures.mjs').CodecName} */ (String(options.codec ?? 'opus_fs320'));
@@ -60,7 +92,9 @@ export async function run(options) {
       const t = fleet.totals();
       const rss = rssBytes(pid);
       // Every 5 s, what of it is the JS heap (a scrape of /metrics; cheap, but not free).
-      samples.push({ closed: t.closed, rss, ...(i % 5 === 0 ? { mem: await svc.service.memory() } : {}) });
+      const mem = i % 5 === 0 ? await svc.service.memory() : undefined;
+      samples.push({ closed: t.closed, rss, ...(mem ? { mem } : {}) });
+      if (mem) memoryLines(timeline, mem);
       timeline.add('sessions', 'streaming', t.streaming);
       timeline.add('done', 'sessions come and gone', t.closed);
       const early = Object.values(t.unexpected).reduce((a, b) => a + b, 0);
@@ -85,6 +119,10 @@ export async function run(options) {
       const i = passed(k);
       return i < 0 ? null : (samples.slice(i).find((s) => s.mem)?.mem ?? null);
     };
+    // A leak grows with sessions served; warm-up (V8's heap sizing itself, sqlite's page caches filling as the
+    // database grows, conversations reaching their idle timeout and being processed) levels off. The slope of RSS
+    // against sessions come and gone over the run's second half tells the two apart.
+    f.slopeKiBPer1000 = slopeKiBPer1000(samples.slice(Math.floor(samples.length / 2)));
     f.memAfterFirst = memAt(first);
     f.memAfterLate = lastClosed >= target ? memAt(target) : samples.findLast((s) => s.mem)?.mem ?? null;
     f.drain = await drain(svc.ctx, fixture);
@@ -116,6 +154,7 @@ export async function run(options) {
         [`RSS after ${first} came and went, MiB`, String(f.rssAfterFirst ? mib(f.rssAfterFirst) : '-'), ''],
         [`RSS after ${f.lateCheckpoint} came and went, MiB`, String(f.rssAfterLate ? mib(f.rssAfterLate) : '-'), ''],
         ['growth between the two', growth === null ? '-' : `${(growth * 100).toFixed(1)}%`, `≤ ${GOALS.churnRssGrowthMax * 100}%`],
+        ['RSS slope over the second half, KiB per 1,000 sessions come and gone', f.slopeKiBPer1000 === null ? '-' : String(f.slopeKiBPer1000), '~0 (a leak grows with sessions)'],
         ['RSS once all left, MiB', String(mib(f.rssAfterAllLeft)), ''],
         ['main JS heap used / committed / external, malloc in use / free, MiB: after the first, the late checkpoint, once all left', [f.memAfterFirst, f.memAfterLate, f.memAfterAllLeft].map(heapCell).join('; '), ''],
         ['sessions closed early by the server / upgrades refused', `${early} / ${JSON.stringify(f.totals.refused)}`, '0 / {}'],
@@ -125,6 +164,7 @@ export async function run(options) {
     },
     figures: figuresOf({
       'RSS growth first→late': [growth, '', 'lower'],
+      'RSS slope second half KiB per 1000 sessions': [f.slopeKiBPer1000, 'KiB', 'lower'],
       'RSS after late checkpoint MiB': [f.rssAfterLate ? mib(f.rssAfterLate) : null, 'MiB', 'lower'],
       'RSS once all left MiB': [mib(f.rssAfterAllLeft), 'MiB', 'lower'],
       'JS heap used once all left MiB': [mib(f.memAfterAllLeft.heapUsed), 'MiB', 'lower'],
@@ -140,6 +180,7 @@ export async function run(options) {
       { ...timeline.chart('done', 'Sessions come and gone', 'sessions'), xDomain },
       { ...timeline.chart('sessions', 'Streaming sessions', 'sessions'), xDomain },
       { title: 'CPU per process', yLabel: 'cores', lines: sampler.lines('cores'), xDomain },
+      { ...timeline.chart('memory', 'Where the service\'s memory is (every 5 s)', 'MiB'), xDomain },
     ],
     service: { ...f, exitCode },
   };
