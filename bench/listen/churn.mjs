@@ -5,10 +5,10 @@ import { ProcSampler, median, rssBytes, treeCpuSeconds } from '../lib/procstat.m
 import { Progress } from '../lib/progress.mjs';
 import { figuresOf, finish, machine } from '../lib/report.mjs';
 import { loadFixture } from './fixtures.mjs';
-import { Timeline, drain } from './measure.mjs';
+import { Timeline, drain, memoryLines } from './measure.mjs';
 import { serviceTarget } from './targets.mjs';
 import { fleetOptions, idleRss, num } from './fleet.mjs';
-import { GOALS } from './fleet-report.mjs';
+import { GOALS, memoryChart } from './fleet-report.mjs';
 
 export const USAGE = `npm run bench -- churn [--minutes 10] [--sessions N] [--min 5] [--max 30] [--codec opus_fs320] [--stt auto]
   --minutes M     how long sessions keep coming and going (default 10; --seconds S for shorter runs)
@@ -22,19 +22,6 @@ export const USAGE = `npm run bench -- churn [--minutes 10] [--sessions N] [--mi
 const mib = (/** @type {number} */ b) => Math.round((b / 2 ** 20) * 10) / 10;
 const heapCell = (/** @type {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number } | null} */ m) =>
   m ? [m.heapUsed, m.heapTotal, m.external, m.mallocInUse, m.mallocFree].map((b) => (Number.isNaN(b) ? '-' : mib(b))).join(' / ') : '-';
-
-/**
- * The service's memory split at one moment: a growing RSS is either the JS heap (committed or live), glibc's kept-free
- * memory (fragmentation, not a leak) or native memory in use.
- * @param {Timeline} timeline
- * @param {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number }} m
- */
-function memoryLines(timeline, m) {
-  timeline.add('memory', 'JS heap committed', mib(m.heapTotal));
-  timeline.add('memory', 'JS heap used', mib(m.heapUsed));
-  timeline.add('memory', 'malloc in use', mib(m.mallocInUse));
-  timeline.add('memory', 'malloc kept free', mib(m.mallocFree));
-}
 
 /**
  * Least-squares slope of RSS against sessions come and gone, in KiB per 1,000 sessions; null with too few sessions.
@@ -180,7 +167,7 @@ export async function run(options) {
       { ...timeline.chart('done', 'Sessions come and gone', 'sessions'), xDomain },
       { ...timeline.chart('sessions', 'Streaming sessions', 'sessions'), xDomain },
       { title: 'CPU per process', yLabel: 'cores', lines: sampler.lines('cores'), xDomain },
-      { ...timeline.chart('memory', 'Where the service\'s memory is (every 5 s)', 'MiB'), xDomain },
+      { ...memoryChart(timeline), xDomain },
     ],
     service: { ...f, exitCode },
   };

@@ -41,6 +41,14 @@ export function charts(timeline, sampler) {
 }
 
 /**
+ * Where the service's memory is over time (measure.mjs memoryLines, every 5 s).
+ * @param {import('./measure.mjs').Timeline} timeline
+ */
+export function memoryChart(timeline) {
+  return timeline.chart('memory', "Where the service's memory is (every 5 s)", 'MiB');
+}
+
+/**
  * The service's CPU profiles (--profile; one file per thread: main, then codec shards) as tables: self time by area
  * for each thread, by function for the main thread.
  * @param {string | undefined} dir relative to the repository root

@@ -52,6 +52,11 @@ export class Timeline {
  */
 
 /**
+ * @typedef {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number }} ServiceMemory
+ *   the service's memory split at one moment, in bytes (stack.mjs memory())
+ */
+
+/**
  * @typedef {object} EngineMetrics one read of the service's /metrics (stack.mjs delays())
  * @property {[number, number][]} decodeBuckets listen_decode_delay_seconds' cumulative buckets, [upper bound s, count]
  * @property {number} loopP99S the main thread's event-loop delay p99 since the previous read, in seconds
@@ -146,6 +151,21 @@ export function mergeLag(windows) {
     return round(hi);
   };
   return { count, p50: at(0.5), p95: at(0.95), p99: at(0.99), max, exact: false };
+}
+
+/**
+ * The service's memory split at one moment: a growing RSS is either the JS heap (committed or live), glibc's kept-free
+ * memory (fragmentation, not a leak) or native memory in use. Only churn samples it: each /metrics scrape resets the
+ * event-loop delay histogram that fleet's loop p99 reads once per window.
+ * @param {Timeline} timeline
+ * @param {ServiceMemory} m
+ */
+export function memoryLines(timeline, m) {
+  const mib = (/** @type {number} */ b) => Math.round((b / 2 ** 20) * 10) / 10;
+  timeline.add('memory', 'JS heap committed', mib(m.heapTotal));
+  timeline.add('memory', 'JS heap used', mib(m.heapUsed));
+  timeline.add('memory', 'malloc in use', mib(m.mallocInUse));
+  timeline.add('memory', 'malloc kept free', mib(m.mallocFree));
 }
 
 /**
