@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { EngineError } from './errors.js';
 import { encodedDurationS } from './audio/encoded-duration.js';
 import { checkCodecParams, codecIndex, OUTPUT_SAMPLE_RATE_HZ, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type PackedAnswer } from '../workers/messages.js';
-import { eachPackedPart, RecordWriter } from '../workers/packing.js';
+import { eachPackedPart, MAX_SPARE_BUFFERS, RecordWriter } from '../workers/packing.js';
 import { TaskThread } from './task-thread.js';
 
 export { CODECS, CODEC_SAMPLE_RATES_HZ, OUTPUT_SAMPLE_RATE_HZ, type Codec, type CodecParams } from '../workers/messages.js';
@@ -88,7 +88,8 @@ export interface CodecStreamStats {
 export interface CodecStreamEvents {
   /**
    * 16 kHz mono Int16 PCM, one array per channel (index 0 = channel id 0x01). The arrays are views into one buffer
-   * shared by every stream of the task: read-only, never to be moved to another thread; copy what is kept for long.
+   * shared by every stream of the task, valid only while the listener runs: the buffer goes back to the thread to be
+   * filled again. Read-only, never to be moved to another thread; copy what is kept beyond the call.
    */
   pcm: [pcm: Int16Array[], info: PcmInfo];
   /** A batch was lost (thread crash, decoder failure). The stream stays open; the next batch re-creates the decoders. */
@@ -264,6 +265,11 @@ class Shard {
   readonly #windowMs: number;
   #nextKey = 1;
   readonly #staging = new RecordWriter();
+  /**
+   * Buffers of answers already read (every 'pcm' listener has copied what it keeps), moved back to the thread with the
+   * next task so it fills them again instead of allocating (workers/packing.ts PcmBuffers says why).
+   */
+  #spare: ArrayBuffer[] = [];
   /** Streams with records in the staging area, in the order they first staged. */
   #stagedStreams: CodecStream[] = [];
   /** Staged streams that are due. */
@@ -433,7 +439,9 @@ class Shard {
     this.#lastSentAt = performance.now();
     this.tasks++;
     this.batches += streams.length;
-    this.run({ type: 'decodePacked', params, records }, [records.buffer as ArrayBuffer, params.buffer]).then(
+    const spare = this.#spare;
+    this.#spare = [];
+    this.run({ type: 'decodePacked', params, records, spare }, [records.buffer as ArrayBuffer, params.buffer, ...spare]).then(
       (answer) => {
         this.onTaskDelay?.((performance.now() - dueSince) / 1000);
         this.#settle(streams, answer as PackedAnswer | FailAnswer);
@@ -456,6 +464,8 @@ class Shard {
       });
       let missing: Error | undefined; // an Error (and its stack) only when a stream actually lacks an answer
       for (const s of streams) if (s.inFlightMessages > 0) s.settle((missing ??= new Error('no answer for the stream')), s.takeInFlight());
+      // Every listener has had its views of the answer and copied what it keeps: the buffer can be filled again.
+      if (this.#spare.length < MAX_SPARE_BUFFERS && answer.pcm.buffer.byteLength > 0) this.#spare.push(answer.pcm.buffer as ArrayBuffer);
     }
     this.#kick();
   }

@@ -75,12 +75,15 @@ class OpusChannelDecoder implements ChannelDecoder {
   readonly #decoder = new OpusDecoder(OUTPUT_SAMPLE_RATE_HZ);
   /** Samples concealed for a lost or corrupt packet: the codec's nominal frame. */
   readonly #frameSamples: number;
-  constructor(frameSamples: number) {
+  readonly #scratch: Scratch | undefined;
+  constructor(frameSamples: number, scratch: Scratch | undefined) {
     this.#frameSamples = frameSamples;
+    this.#scratch = scratch;
   }
   decode(messages: readonly Uint8Array[]): ChannelResult {
     const nominal = this.#frameSamples;
-    let out = new Int16Array(messages.length * nominal);
+    const samples = messages.length * nominal;
+    let out = this.#scratch ? this.#scratch(samples) : new Int16Array(samples);
     let at = 0;
     let corruptFrames = 0;
     for (let i = 0; i < messages.length; i++) {
@@ -222,15 +225,22 @@ class AacChannelDecoder implements ChannelDecoder {
   }
 }
 
-export function createChannelDecoder(p: CodecParams): ChannelDecoder {
+/**
+ * Memory a decoder may write a batch's PCM into instead of a fresh array: valid only until the caller's task ends,
+ * so the caller copies the result out before (workers/packing.ts PcmBuffers).
+ */
+export type Scratch = (samples: number) => Int16Array;
+
+/** `scratch`: where Opus decoders write (the codec shards' reused task memory); fresh arrays without it. */
+export function createChannelDecoder(p: CodecParams, scratch?: Scratch): ChannelDecoder {
   switch (p.codec) {
     case 'pcm8':
     case 'pcm16':
       return new PcmDecoder(p.sampleRate);
     case 'opus':
-      return new OpusChannelDecoder(160);
+      return new OpusChannelDecoder(160, scratch);
     case 'opus_fs320':
-      return new OpusChannelDecoder(320);
+      return new OpusChannelDecoder(320, scratch);
     case 'lc3':
       return new Lc3ChannelDecoder(p.sampleRate, null);
     case 'lc3_fs1030':

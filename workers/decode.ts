@@ -1,7 +1,7 @@
 // Codec shard worker: keeps `stream key → decoders` in this thread and answers open / decodePacked / close tasks.
 import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer } from './messages.js';
 import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
-import { concatPcm, packAnswer, readRecords, type DecodedPart } from './packing.js';
+import { concatPcm, packAnswer, PcmBuffers, readRecords, type DecodedPart } from './packing.js';
 
 interface Session {
   /** One decoder per channel: index 0 = channel id 0x01, index 1 = 0x02. */
@@ -9,6 +9,9 @@ interface Session {
 }
 
 const sessions = new Map<number, Session>();
+/** Decode tasks' PCM memory, reused (workers/packing.ts says why). */
+const buffers = new PcmBuffers();
+const scratch = (samples: number): Int16Array => buffers.scratch(samples);
 
 function fail(code: FailAnswer['code'], message: string): FailAnswer {
   return { ok: false, code, message };
@@ -17,7 +20,7 @@ function fail(code: FailAnswer['code'], message: string): FailAnswer {
 function openSession(key: number, params: CodecParams): Session {
   sessions.get(key)?.channels.forEach((c) => c.dispose());
   const channels: ChannelDecoder[] = [];
-  for (let i = 0; i < params.channels; i++) channels.push(createChannelDecoder(params));
+  for (let i = 0; i < params.channels; i++) channels.push(createChannelDecoder(params, scratch));
   const session = { channels };
   sessions.set(key, session);
   return session;
@@ -66,12 +69,14 @@ function dropAfterError(key: number, err: unknown): FailAnswer {
 type StreamResult = { key: number; result: DecodedPart | FailAnswer };
 
 function packed(parts: readonly StreamResult[]): PackedAnswer {
-  const answer = packAnswer(parts);
+  const answer = packAnswer(parts, buffers);
   return moveAnswer<PackedAnswer>(answer, [answer.entries.buffer as ArrayBuffer, answer.pcm.buffer as ArrayBuffer]);
 }
 
 /** Every stream of the task; one failing stream does not fail the others. */
 function decodePacked(task: DecodePackedTask): PackedAnswer {
+  buffers.give(task.spare ?? []);
+  buffers.reset();
   const byKey = readRecords(task.records);
   const p = task.params;
   const parts: StreamResult[] = [];

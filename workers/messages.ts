@@ -62,6 +62,8 @@ export interface DecodePackedTask {
   type: 'decodePacked';
   params: Int32Array;
   records: Uint8Array;
+  /** Buffers of earlier answers the main thread has read, moved back for the thread to fill again. */
+  spare?: ArrayBuffer[];
 }
 
 /** Ends a stream in the thread; with `flush`, answers with the PCM the decoders still hold (resampler and AAC tails). */

@@ -120,6 +120,75 @@ export function readRecords(records: Uint8Array): Map<number, Uint8Array[]> {
   return byKey;
 }
 
+/** Bytes of a recycled answer buffer: a power of two, at least 16 KiB, so one fits the next tasks of similar load. */
+export function recycledBytes(bytes: number): number {
+  let size = 16 * 1024;
+  while (size < bytes) size *= 2;
+  return size;
+}
+
+/** Spare answer buffers a shard keeps on each side at most (main: to hand back; thread: to fill). */
+export const MAX_SPARE_BUFFERS = 4;
+
+/**
+ * Thread side: the PCM memory of decode tasks, reused instead of allocated per task.
+ *
+ * Rationale: a decode task's answer (one PCM buffer for every stream of the task) and the per-stream arrays the decoders
+ * wrote into were fresh ArrayBuffers, ~2 × 12.8 MB/s at 400 opus_fs320 sessions, allocated by this thread's malloc
+ * arena and freed only when a GC of one thread or the other found them dead. Between those GCs the arena grew to hold
+ * them: with two shards, each shard's arena reached 13.5 MiB at 330 sessions (5.9 MiB of it Opus decoder state for
+ * all of them), and its resident size kept creeping up over minutes. Now decoders write into a scratch area that every
+ * task reuses, and the answer's buffer is one the main thread handed back after reading the previous answers.
+ */
+export class PcmBuffers {
+  #scratch = new Int16Array(8 * 1024);
+  #used = 0;
+  readonly #spare: ArrayBuffer[] = [];
+
+  /** Starts a task: the scratch area is free again (the previous task's answer was copied out of it). */
+  reset(): void {
+    this.#used = 0;
+  }
+
+  /**
+   * `samples` of scratch for this task, valid until the next reset(). A task larger than the area gets a fresh one
+   * (kept for the next tasks); the views already handed out keep the old one alive until the task ends.
+   */
+  scratch(samples: number): Int16Array {
+    if (this.#used + samples > this.#scratch.length) {
+      let size = this.#scratch.length * 2;
+      while (size < samples) size *= 2;
+      this.#scratch = new Int16Array(size);
+      this.#used = 0;
+    }
+    const view = this.#scratch.subarray(this.#used, this.#used + samples);
+    this.#used += samples;
+    return view;
+  }
+
+  /** Buffers the main thread handed back; beyond MAX_SPARE_BUFFERS they are left to the GC. */
+  give(buffers: readonly ArrayBuffer[]): void {
+    for (const b of buffers) if (this.#spare.length < MAX_SPARE_BUFFERS && b.byteLength > 0) this.#spare.push(b);
+  }
+
+  /** An answer array of `samples`, over a handed-back buffer when one is large enough (its bytes are not cleared). */
+  answer(samples: number): Int16Array {
+    const bytes = samples * 2;
+    for (let i = this.#spare.length - 1; i >= 0; i--) {
+      const b = this.#spare[i]!;
+      if (b.byteLength >= bytes) {
+        this.#spare.splice(i, 1);
+        return new Int16Array(b, 0, samples);
+      }
+    }
+    return new Int16Array(new ArrayBuffer(recycledBytes(bytes)), 0, samples);
+  }
+
+  get spareBuffers(): number {
+    return this.#spare.length;
+  }
+}
+
 /** One stream's decoded batch as the thread produced it: PCM chunks per channel. */
 export interface DecodedPart {
   pcm: Int16Array[][];
@@ -128,12 +197,15 @@ export interface DecodedPart {
   recreated: boolean;
 }
 
-/** Thread side: packs every stream's result into one entry table and one PCM buffer (failures ride as data). */
-export function packAnswer(parts: readonly { key: number; result: DecodedPart | FailAnswer }[]): PackedAnswer {
+/**
+ * Thread side: packs every stream's result into one entry table and one PCM buffer (failures ride as data); the PCM
+ * array comes from `buffers` when given (its buffer may be larger than the array: move `pcm.buffer` whole).
+ */
+export function packAnswer(parts: readonly { key: number; result: DecodedPart | FailAnswer }[], buffers?: PcmBuffers): PackedAnswer {
   const entries = new Int32Array(parts.length * ENTRY_INTS);
   let total = 0;
   for (const { result } of parts) if (!('ok' in result)) for (const ch of result.pcm) for (const c of ch) total += c.length;
-  const pcm = new Int16Array(total);
+  const pcm = buffers ? buffers.answer(total) : new Int16Array(total);
   const failures: PackedAnswer['failures'] = [];
   let at = 0;
   for (let i = 0; i < parts.length; i++) {

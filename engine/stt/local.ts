@@ -87,7 +87,7 @@ export class LocalStream extends SttEmitter implements SttStream {
   /** Queues 16 kHz mono PCM (copied once when the batch leaves). Ignored after close() or a failure. */
   write(pcm: Int16Array): void {
     if (this.#state !== 'open' || this.#closing !== null || pcm.length === 0) return;
-    this.#ops.push({ kind: 'audio', pcm });
+    this.#ops.push({ kind: 'audio', pcm: pcm.slice() }); // a view the codec shard fills again after this call
     this.#loop.kick();
   }
 

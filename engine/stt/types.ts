@@ -58,8 +58,9 @@ export interface SttStream {
   /** Provider name reported in segments (`stt_provider`) and in `ready`. */
   readonly provider: string;
   /**
-   * 16 kHz mono PCM. The array may be a view into a buffer shared with other sessions (a codec shard's answer):
-   * read it, never write into it or move its buffer to another thread, and copy what is kept for long.
+   * 16 kHz mono PCM. The array may be a view into a buffer shared with other sessions (a codec shard's answer),
+   * valid only during the call: the shard fills it again. Read it, never write into it or move its buffer to another
+   * thread, and copy what is kept beyond the call.
    */
   write(pcm: Int16Array): void;
   /**

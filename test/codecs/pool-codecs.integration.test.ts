@@ -117,6 +117,39 @@ for (const c of cases) {
   });
 }
 
+t.test('opus_fs320: streams decoded side by side in one shard each get their own samples, task after task', async (t) => {
+  // The shard's tasks reuse their PCM memory (the decoders' scratch and the answer buffers moved back): a mix-up would
+  // hand one stream another's samples or an earlier task's.
+  const one = new CodecPool({ threads: 1, batchWindowMs: 0 });
+  t.teardown(() => one.close());
+  const rates = [16000, 24000, 48000, 16000, 12000];
+  const inputs = rates.map((rate, i) => {
+    const pcm = speech(dir, rate);
+    // Each stream starts at a different place in the speech, so no two streams' samples agree.
+    const start = Math.floor((pcm.length * i) / 7);
+    const enc = new OpusEncoderStream(rate);
+    return { rate, messages: frames(pcm.subarray(start), rate / 50).map((f) => enc.encode(f)) };
+  });
+  const alone = await Promise.all(inputs.map(({ rate, messages }, i) => drive(pool.open({ sessionId: `alone-${i}`, codec: 'opus_fs320', sampleRate: rate, channels: 1 }), messages)));
+  const streams = inputs.map(({ rate }, i) => one.open({ sessionId: `side-${i}`, codec: 'opus_fs320', sampleRate: rate, channels: 1 }));
+  const out = streams.map(() => [] as Int16Array[]);
+  streams.forEach((s, i) => s.on('pcm', (pcm) => out[i]!.push(pcm[0]!.slice())));
+  await Promise.all(streams.map((s) => s.ready));
+  const longest = Math.max(...inputs.map((x) => x.messages.length));
+  for (let m = 0; m < longest; m++) {
+    inputs.forEach(({ messages }, i) => messages[m] && streams[i]!.push(messages[m]!));
+    if (m % 2 === 1) await new Promise((r) => setTimeout(r, 1));
+  }
+  await Promise.all(streams.map((s) => s.close({ flush: true })));
+  t.ok(one.taskStats.tasks > 40, `${one.taskStats.tasks} tasks`);
+  t.ok(one.taskStats.batches > one.taskStats.tasks * 1.5, 'tasks carried several streams at once');
+  for (let i = 0; i < streams.length; i++) {
+    const got = new Int16Array(out[i]!.reduce((n, c) => n + c.length, 0));
+    out[i]!.reduce((at, c) => (got.set(c, at), at + c.length), 0);
+    t.same(got, alone[i]![0], `stream ${i} (${rates[i]} Hz)`);
+  }
+});
+
 t.test('pcm8 and pcm16: messages that split samples (odd byte counts) lose no byte, in one pass or in small batches', async (t) => {
   for (const [codec, rate] of [['pcm16', 16000], ['pcm8', 8000]] as const) {
     const p = speech(dir, rate);

@@ -12,7 +12,7 @@ export class RecordingSttStream implements SttStream {
   closed = false;
   constructor(readonly options: SttStreamOptions, readonly provider = 'recording') {}
   write(pcm: Int16Array): void {
-    this.chunks.push(pcm);
+    this.chunks.push(pcm.slice()); // a view valid only during the call (SttStream.write)
     this.samples += pcm.length;
   }
   acknowledgedSamples(): number {

@@ -132,7 +132,7 @@ interface StreamLike {
  */
 export async function drive(stream: StreamLike, messages: readonly Uint8Array[], batch = Infinity): Promise<Int16Array[]> {
   const out: Int16Array[][] = [];
-  stream.on('pcm', (pcm) => pcm.forEach((p, i) => (out[i] ??= []).push(p)));
+  stream.on('pcm', (pcm) => pcm.forEach((p, i) => (out[i] ??= []).push(p.slice()))); // views valid only during the call
   for (let i = 0; i < messages.length; ) {
     const end = Math.min(messages.length, i + batch);
     const answered = new Promise<void>((resolve) => stream.once('pcm', resolve));

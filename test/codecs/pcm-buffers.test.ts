@@ -1,0 +1,63 @@
+// The codec shards' reused PCM memory (workers/packing.ts PcmBuffers): answers fill handed-back buffers, scratch views
+// of one task never overlap, and what is kept stays bounded.
+import t from 'tap';
+import { MAX_SPARE_BUFFERS, packAnswer, PcmBuffers, recycledBytes } from '../../workers/packing.js';
+
+t.test('an answer fills a handed-back buffer large enough, else a fresh power-of-two one', async (t) => {
+  const b = new PcmBuffers();
+  const fresh = b.answer(100);
+  t.equal(fresh.length, 100);
+  t.equal(fresh.buffer.byteLength, 16 * 1024, 'at least 16 KiB');
+  t.equal(recycledBytes(40_000), 64 * 1024);
+  const back = new ArrayBuffer(32 * 1024);
+  b.give([new ArrayBuffer(1024), back]);
+  const reused = b.answer(10_000);
+  t.equal(reused.buffer, back, 'the 32 KiB buffer handed back holds 20,000 bytes');
+  t.equal(reused.length, 10_000);
+  t.equal(b.spareBuffers, 1, 'the 1 KiB one waits for a smaller answer');
+  t.equal(b.answer(400).buffer.byteLength, 1024, 'and gets it');
+  t.equal(b.answer(400).buffer.byteLength, 16 * 1024, 'none left: a fresh one');
+});
+
+t.test('at most MAX_SPARE_BUFFERS are kept; empty ones are not', async (t) => {
+  const b = new PcmBuffers();
+  b.give(Array.from({ length: MAX_SPARE_BUFFERS + 3 }, () => new ArrayBuffer(16 * 1024)));
+  t.equal(b.spareBuffers, MAX_SPARE_BUFFERS);
+  const c = new PcmBuffers();
+  c.give([new ArrayBuffer(0)]);
+  t.equal(c.spareBuffers, 0);
+});
+
+t.test('scratch views of one task never overlap; a reset task reuses the same memory', async (t) => {
+  const b = new PcmBuffers();
+  const a1 = b.scratch(3000);
+  const a2 = b.scratch(3000);
+  a1.fill(1);
+  a2.fill(2);
+  t.ok(a1.every((v) => v === 1), 'the second view did not write into the first');
+  // Larger than what is left: a new area; the views handed out keep theirs.
+  const big = b.scratch(20_000);
+  big.fill(3);
+  t.ok(a1.every((v) => v === 1) && a2.every((v) => v === 2));
+  b.reset();
+  const next = b.scratch(20_000);
+  t.equal(next.buffer, big.buffer, 'the next task writes where the last one did');
+});
+
+t.test('packAnswer with PcmBuffers: the same entries and samples as without, over a recycled buffer', async (t) => {
+  const parts = [
+    { key: 7, result: { pcm: [[Int16Array.of(1, 2, 3), Int16Array.of(4)]], frames: 2, corruptFrames: 0, recreated: false } },
+    { key: 9, result: { ok: false as const, code: 'ENG_ERR_CODEC_FAILED' as const, message: 'bad' } },
+    { key: 8, result: { pcm: [Int16Array.of(5, 6)].map((c) => [c]), frames: 1, corruptFrames: 1, recreated: true } },
+  ];
+  const plain = packAnswer(parts);
+  const b = new PcmBuffers();
+  const back = new ArrayBuffer(16 * 1024);
+  new Int16Array(back).fill(-1); // what an earlier answer left there
+  b.give([back]);
+  const recycled = packAnswer(parts, b);
+  t.equal(recycled.pcm.buffer, back);
+  t.same([...recycled.pcm], [...plain.pcm], 'only the samples of this answer, none of the earlier one');
+  t.same([...recycled.entries], [...plain.entries]);
+  t.same(recycled.failures, plain.failures);
+});
