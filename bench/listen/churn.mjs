@@ -106,9 +106,9 @@ export async function run(options) {
       const i = passed(k);
       return i < 0 ? null : (samples.slice(i).find((s) => s.mem)?.mem ?? null);
     };
-    // A leak grows with sessions served; warm-up (V8's heap sizing itself, sqlite's page caches filling as the
-    // database grows, conversations reaching their idle timeout and being processed) levels off. The slope of RSS
-    // against sessions come and gone over the run's second half tells the two apart.
+    // A leak grows with sessions served; warm-up (V8's heap and the allocators' arenas sizing themselves to the
+    // load) levels off. The slope of RSS against sessions come and gone over the run's second half tells the two
+    // apart.
     f.slopeKiBPer1000 = slopeKiBPer1000(samples.slice(Math.floor(samples.length / 2)));
     f.memAfterFirst = memAt(first);
     f.memAfterLate = lastClosed >= target ? memAt(target) : samples.findLast((s) => s.mem)?.mem ?? null;
