@@ -218,6 +218,19 @@ export class Service {
           registers: [registry],
         });
         const pool = (codecPool = new CodecPool({ ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}), batchWindowMs: config.codecBatchMs, onTaskDelay: (s) => decodeDelay.observe(s) }));
+        new client.Gauge({
+          name: 'codec_thread_heap_bytes',
+          help: "Each codec shard thread's V8 heap, used and committed (not in nodejs_heap_size_*, which is the main thread's).",
+          labelNames: ['shard', 'state'],
+          registers: [registry],
+          async collect() {
+            this.reset();
+            for (const h of await pool.threadHeaps()) {
+              this.set({ shard: String(h.shard), state: 'used' }, h.usedBytes);
+              this.set({ shard: String(h.shard), state: 'committed' }, h.committedBytes);
+            }
+          },
+        });
         attachListen(http.app, {
           authenticator,
           registry: actors,

@@ -520,6 +520,19 @@ export class CodecPool {
     return shard.open(options);
   }
 
+  /**
+   * Each shard thread's V8 heap (used and committed bytes), in shard order; a thread that does not answer (crashed,
+   * being replaced) is left out. The main thread's heap metrics do not include these.
+   */
+  async threadHeaps(): Promise<{ shard: number; usedBytes: number; committedBytes: number }[]> {
+    const answers = await Promise.all(this.#shards.map((s) => s.run({ type: 'heap' }).catch(() => undefined)));
+    const heaps: { shard: number; usedBytes: number; committedBytes: number }[] = [];
+    answers.forEach((a, shard) => {
+      if (a && a.ok && 'committedBytes' in a) heaps.push({ shard, usedBytes: a.usedBytes, committedBytes: a.committedBytes });
+    });
+    return heaps;
+  }
+
   /** Test-only: kills shard `index`'s thread (a new one starts; its sessions re-create their decoders). */
   async crashShard(index: number): Promise<void> {
     await this.#shards[index]?.run({ type: 'crash' }).catch(() => {});

@@ -1,4 +1,5 @@
 // Codec shard worker: keeps `stream key → decoders` in this thread and answers open / decodePacked / close tasks.
+import { getHeapStatistics } from 'node:v8';
 import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer } from './messages.js';
 import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
 import { concatPcm, packAnswer, PcmBuffers, readRecords, type DecodedPart } from './packing.js';
@@ -122,6 +123,10 @@ export default function handle(task: CodecTask): CodecAnswer {
         } catch (err) {
           return dropAfterError(task.key, err);
         }
+      case 'heap': {
+        const h = getHeapStatistics();
+        return { ok: true, usedBytes: h.used_heap_size, committedBytes: h.total_heap_size };
+      }
       case 'crash':
         // Test-only: in a worker thread process.exit ends this thread, not the process.
         process.exit(1);

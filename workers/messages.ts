@@ -79,7 +79,12 @@ export interface CrashTask {
   type: 'crash';
 }
 
-export type CodecTask = OpenTask | DecodePackedTask | CloseTask | CrashTask;
+/** The thread's V8 heap, for /metrics (the main thread's heap metrics do not include it). */
+export interface HeapTask {
+  type: 'heap';
+}
+
+export type CodecTask = OpenTask | DecodePackedTask | CloseTask | CrashTask | HeapTask;
 
 export interface PcmAnswer {
   ok: true;
@@ -97,6 +102,13 @@ export interface OkAnswer {
   ok: true;
 }
 
+export interface HeapAnswer {
+  ok: true;
+  /** V8's used and committed heap of the thread, in bytes. */
+  usedBytes: number;
+  committedBytes: number;
+}
+
 /** Errors cross threads as data: `engine/pool.ts` rebuilds an EngineError from `code`. */
 export interface FailAnswer {
   ok: false;
@@ -112,7 +124,7 @@ export interface PackedAnswer {
   failures: { key: number; code: FailAnswer['code']; message: string }[];
 }
 
-export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer | PackedAnswer;
+export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer | PackedAnswer | HeapAnswer;
 
 /** Buffers an answer moves to the main thread (workers/task-thread.ts reads them); a WeakMap so answers stay plain. */
 const moves = new WeakMap<object, ArrayBuffer[]>();

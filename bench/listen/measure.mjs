@@ -52,7 +52,7 @@ export class Timeline {
  */
 
 /**
- * @typedef {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number }} ServiceMemory
+ * @typedef {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number, codecHeapTotal?: number }} ServiceMemory
  *   the service's memory split at one moment, in bytes (stack.mjs memory())
  */
 
@@ -166,6 +166,7 @@ export function memoryLines(timeline, m) {
   timeline.add('memory', 'JS heap used', mib(m.heapUsed));
   timeline.add('memory', 'malloc in use', mib(m.mallocInUse));
   timeline.add('memory', 'malloc kept free', mib(m.mallocFree));
+  if (m.codecHeapTotal !== undefined) timeline.add('memory', 'codec threads JS heap committed', mib(m.codecHeapTotal));
 }
 
 /**

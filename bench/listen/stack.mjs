@@ -157,6 +157,9 @@ export class ProviderStats {
 async function metrics(url) {
   const text = await (await fetch(`${url}/metrics`)).text();
   const read = (/** @type {string} */ series) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+  /** The sum over every series of a metric whose labels include `label` (e.g. every shard's committed heap). */
+  read.sum = (/** @type {string} */ name, /** @type {string} */ label) =>
+    [...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} (\\S+)`, 'gm'))].filter((m) => m[1]?.includes(label)).reduce((a, m) => a + Number(m[2]), 0);
   /** A histogram's cumulative buckets, [upper bound, count][] with +Inf last (empty when absent). */
   read.buckets = (/** @type {string} */ name) =>
     [...text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)`, 'gm'))].map((m) => /** @type {[number, number]} */ ([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]));
@@ -192,8 +195,8 @@ export async function startService(o = {}) {
     },
     /**
      * Where the RSS is, from /metrics, in bytes: the main thread's V8 heap (used, committed) and external memory, and
-     * malloc's own accounting over every thread (in use, including mmapped chunks; free but kept in its arenas). The
-     * codec threads' V8 heaps are in neither.
+     * malloc's own accounting over every thread (in use, including mmapped chunks; free but kept in its arenas), and
+     * the codec threads' V8 heaps, committed, summed over the shards (in neither of the others).
      */
     async memory() {
       const read = await metrics(child.url);
@@ -203,6 +206,7 @@ export async function startService(o = {}) {
         external: read('nodejs_external_memory_bytes'),
         mallocInUse: read('process_malloc_bytes{state="in_use"}') + read('process_malloc_bytes{state="mmapped"}'),
         mallocFree: read('process_malloc_bytes{state="free"}'),
+        codecHeapTotal: read.sum('codec_thread_heap_bytes', 'state="committed"'),
       };
     },
     /**
