@@ -193,3 +193,14 @@ t.test('pushing after close fails with a code; closing the pool ends everything'
   }
   t.ok(isEngineError(late), 'a closed pool refuses new streams');
 });
+
+t.test('each shard thread reports its own V8 heap, a replaced one too, a closed pool none', async (t) => {
+  const own = new CodecPool({ threads: 2 });
+  const heaps = await own.threadHeaps();
+  t.same(heaps.map((h) => h.shard), [0, 1]);
+  for (const h of heaps) t.ok(h.usedBytes > 100_000 && h.committedBytes >= h.usedBytes, `shard ${h.shard}: ${h.usedBytes} used, ${h.committedBytes} committed`);
+  await own.crashShard(1);
+  t.same((await own.threadHeaps()).map((h) => h.shard), [0, 1], 'the thread that replaced a crashed one answers');
+  await own.close();
+  t.same(await own.threadHeaps(), []);
+});
