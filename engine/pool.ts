@@ -258,14 +258,6 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   }
 }
 
-/**
- * A codec thread's young generation: 3 MB, so 1 MB semi-spaces. Rationale: the thread's live heap is ~6-9 MiB and what it
- * allocates dies within a task, but V8 grew its young generation to the process-wide maximum (`--max-semi-space-size=4`
- * in `npm start`) over the first ~100 s of load, and each thread's committed heap went 8 → 14 MiB with it
- * (`codec_thread_heap_bytes`, 330 sessions). A scavenge of a heap this small costs little, and more of them cost no more.
- */
-const CODEC_THREAD_LIMITS = { maxYoungGenerationSizeMb: 3 };
-
 /** @internal one codec thread and the sessions pinned to it. */
 class Shard {
   readonly #streams = new Map<number, CodecStream>();
@@ -305,13 +297,9 @@ class Shard {
     this.#windowMs = windowMs;
     this.#maxHoldMs = maxHoldMs;
     // Decode tasks go one at a time (see #send); open and close go as they come.
-    this.#thread = new TaskThread<CodecTask, CodecAnswer>(
-      filename,
-      () => {
-        this.crashes++;
-      },
-      CODEC_THREAD_LIMITS,
-    );
+    this.#thread = new TaskThread<CodecTask, CodecAnswer>(filename, () => {
+      this.crashes++;
+    });
   }
 
   get size(): number {

@@ -4,7 +4,7 @@
 // Rationale: measured on this VM with a 6 KB moved buffer per task, Piscina costs ~324 µs of CPU per round trip
 // back-to-back (raw worker_threads: ~72 µs) and ~1,045 µs paced at 20 ms (raw: ~717 µs); a shard has one thread and
 // one caller, so none of a pool's queueing or balancing is needed, only this.
-import { Worker, type ResourceLimits } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import type { ThreadReply, ThreadRequest } from '../workers/task-thread.js';
 
 const ENTRY = new URL('../workers/task-thread.js', import.meta.url);
@@ -17,7 +17,6 @@ interface Pending {
 export class TaskThread<Task, Answer> {
   readonly #filename: string;
   readonly #onExit: (error: Error) => void;
-  readonly #resourceLimits: ResourceLimits | undefined;
   #worker: Worker;
   #pending = new Map<number, Pending>();
   #nextId = 1;
@@ -26,12 +25,10 @@ export class TaskThread<Task, Answer> {
   /**
    * @param filename URL or path of a module whose default export answers a task (value or promise).
    * @param onExit told when the thread exited on its own (a crash); a new thread is already starting.
-   * @param resourceLimits the thread's V8 heap limits (worker_threads' own option), for every thread it starts.
    */
-  constructor(filename: string, onExit: (error: Error) => void = () => undefined, resourceLimits?: ResourceLimits) {
+  constructor(filename: string, onExit: (error: Error) => void = () => undefined) {
     this.#filename = filename;
     this.#onExit = onExit;
-    this.#resourceLimits = resourceLimits;
     this.#worker = this.#spawn();
   }
 
@@ -60,7 +57,7 @@ export class TaskThread<Task, Answer> {
   }
 
   #spawn(): Worker {
-    const worker = new Worker(ENTRY, { workerData: { filename: this.#filename }, ...(this.#resourceLimits ? { resourceLimits: this.#resourceLimits } : {}) });
+    const worker = new Worker(ENTRY, { workerData: { filename: this.#filename } });
     let lastError: Error | undefined;
     worker.on('message', (reply: ThreadReply) => {
       const p = this.#pending.get(reply.id);
