@@ -5,7 +5,7 @@ import { ProcSampler, median, rssBytes, treeCpuSeconds } from '../lib/procstat.m
 import { Progress } from '../lib/progress.mjs';
 import { figuresOf, finish, machine } from '../lib/report.mjs';
 import { loadFixture } from './fixtures.mjs';
-import { Timeline, drain, memoryLines } from './measure.mjs';
+import { Timeline, drain, memoryLines, mib } from './measure.mjs';
 import { serviceTarget } from './targets.mjs';
 import { fleetOptions, idleRss, num } from './fleet.mjs';
 import { GOALS, memoryChart } from './fleet-report.mjs';
@@ -19,7 +19,6 @@ export const USAGE = `npm run bench -- churn [--minutes 10] [--sessions N] [--mi
   --pause-every S --pause-seconds S   device pauses, keep-alives only (default 15 and 3)
   other generator and STT options as for fleet, and --idle-settle; --out FILE as usual`;
 
-const mib = (/** @type {number} */ b) => Math.round((b / 2 ** 20) * 10) / 10;
 const heapCell = (/** @type {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number } | null} */ m) =>
   m ? [m.heapUsed, m.heapTotal, m.external, m.mallocInUse, m.mallocFree].map((b) => (Number.isNaN(b) ? '-' : mib(b))).join(' / ') : '-';
 

@@ -153,6 +153,9 @@ export function mergeLag(windows) {
   return { count, p50: at(0.5), p95: at(0.95), p99: at(0.99), max, exact: false };
 }
 
+/** Bytes as MiB with one decimal. */
+export const mib = (/** @type {number} */ b) => Math.round((b / 2 ** 20) * 10) / 10;
+
 /**
  * The service's memory split at one moment: a growing RSS is either the JS heap (committed or live), glibc's kept-free
  * memory (fragmentation, not a leak) or native memory in use. Only churn samples it: each /metrics scrape resets the
@@ -161,7 +164,6 @@ export function mergeLag(windows) {
  * @param {ServiceMemory} m
  */
 export function memoryLines(timeline, m) {
-  const mib = (/** @type {number} */ b) => Math.round((b / 2 ** 20) * 10) / 10;
   timeline.add('memory', 'JS heap committed', mib(m.heapTotal));
   timeline.add('memory', 'JS heap used', mib(m.heapUsed));
   timeline.add('memory', 'malloc in use', mib(m.mallocInUse));
