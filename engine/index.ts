@@ -3,6 +3,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import { Service } from './app.js';
 import { isEngineError } from './errors.js';
+import { setWorkerSemiSpace } from './task-thread.js';
 
 let config: Config;
 try {
@@ -16,6 +17,7 @@ try {
 }
 
 const logger = createLogger(config.logLevel);
+setWorkerSemiSpace();
 
 try {
   const service = await Service.start({ config, logger });

@@ -85,6 +85,13 @@ export interface CodecStreamStats {
   recreations: number;
 }
 
+/** One codec shard thread's V8 heap, as `CodecPool.threadHeaps()` reads it. */
+export interface ShardHeap {
+  shard: number;
+  usedBytes: number;
+  committedBytes: number;
+}
+
 export interface CodecStreamEvents {
   /**
    * 16 kHz mono Int16 PCM, one array per channel (index 0 = channel id 0x01). The arrays are views into one buffer
@@ -524,9 +531,9 @@ export class CodecPool {
    * Each shard thread's V8 heap (used and committed bytes), in shard order; a thread that does not answer (crashed,
    * being replaced) is left out. The main thread's heap metrics do not include these.
    */
-  async threadHeaps(): Promise<{ shard: number; usedBytes: number; committedBytes: number }[]> {
+  async threadHeaps(): Promise<ShardHeap[]> {
     const answers = await Promise.all(this.#shards.map((s) => s.run({ type: 'heap' }).catch(() => undefined)));
-    const heaps: { shard: number; usedBytes: number; committedBytes: number }[] = [];
+    const heaps: ShardHeap[] = [];
     answers.forEach((a, shard) => {
       if (a && a.ok && 'committedBytes' in a) heaps.push({ shard, usedBytes: a.usedBytes, committedBytes: a.committedBytes });
     });

@@ -1,7 +1,8 @@
 // A handler module for test/engine/task-thread.test.ts: runs in the thread engine/task-thread.ts starts.
+import { getHeapSpaceStatistics } from 'node:v8';
 import { moveAnswer } from '../../workers/messages.js';
 
-export type TestTask = { type: 'echo'; n: number } | { type: 'sum'; bytes: Uint8Array } | { type: 'throw' } | { type: 'later'; n: number } | { type: 'exit' } | { type: 'hang' };
+export type TestTask = { type: 'echo'; n: number } | { type: 'sum'; bytes: Uint8Array } | { type: 'throw' } | { type: 'later'; n: number } | { type: 'exit' } | { type: 'hang' } | { type: 'young' };
 
 export default function handle(task: TestTask): unknown {
   switch (task.type) {
@@ -21,5 +22,22 @@ export default function handle(task: TestTask): unknown {
       process.exit(3);
     case 'hang':
       return new Promise(() => undefined);
+    case 'young':
+      return { newSpaceBytes: busyNewSpace() };
   }
+}
+
+/**
+ * Allocates like a busy thread whose objects live a little while (a few in fifty outlive several scavenges), which
+ * makes V8 grow the young generation as far as it may, and answers the new space's size.
+ */
+export function busyNewSpace(): number {
+  const kept: unknown[][] = [];
+  for (let i = 0; i < 1000; i++) {
+    const batch: unknown[] = [];
+    for (let j = 0; j < 2000; j++) batch.push({ j, s: `x${j}` });
+    if (i % 50 === 0) kept.push(batch);
+    if (kept.length > 10) kept.shift();
+  }
+  return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size;
 }
