@@ -17,11 +17,12 @@ export const WORKER_SEMI_SPACE_MB = 1;
  * Caps the young generation of every worker thread started from now on (codec shards, and the VAD and local STT
  * threads) at `mb` MiB per semi-space; the main thread keeps its own, set on the command line when it started.
  *
- * Rationale: V8 grows a busy thread's semi-spaces up to `--max-semi-space-size`, which `npm start` sets to 4 for
- * the main thread; a codec shard, whose tasks leave almost nothing alive, then committed 8 MiB of new space it did
- * not need. Worker `resourceLimits.maxYoungGenerationSizeMb` cannot lower it: the command-line flag overrides it.
- * V8 reads the flag when it creates a thread's heap, so setting it after the main heap exists changes only the
- * threads started later (measured in a 4-min churn at 330 sessions: the two shards committed 24.9 MiB instead of 38.0).
+ * Rationale: V8 grows a busy thread's semi-spaces up to `--max-semi-space-size`, which `npm start` sets for the
+ * main thread (2; it was 4 when this was measured); a codec shard, whose tasks leave almost nothing alive, then
+ * committed 8 MiB of new space it did not need. Worker `resourceLimits.maxYoungGenerationSizeMb` cannot lower it:
+ * the command-line flag overrides it. V8 reads the flag when it creates a thread's heap, so setting it after the
+ * main heap exists changes only the threads started later (measured in a 4-min churn at 330 sessions: the two
+ * shards committed 24.9 MiB instead of 38.0).
  */
 export function setWorkerSemiSpace(mb: number = WORKER_SEMI_SPACE_MB): void {
   setFlagsFromString(`--max-semi-space-size=${mb}`);

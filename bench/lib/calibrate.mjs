@@ -3,14 +3,19 @@
 // Rationale: the same build measured on one VM on different days cost 1.9× more CPU per session on one day than on
 // another (bare server and generator alike), with no CPU time reported stolen. Two figures printed with every run
 // tell such a day from a regression: the cost of one system call and of one 3,200-byte message (100 ms of 16 kHz PCM,
-// what the service sends its provider) over a loopback TCP connection, sender and receiver together.
+// what the service sends its provider) over a loopback TCP connection, sender and receiver together. A third figure is
+// what the service pays and the bare server does not: a round trip to a sleeping worker thread (a decode task and its
+// answer), which on this VM cost 30-70 µs of CPU one day and several times that under load.
+import { once } from 'node:events';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import net from 'node:net';
+import { Worker } from 'node:worker_threads';
 
 const SYSCALLS = 200_000;
 const MESSAGES = 20_000;
 const MESSAGE_BYTES = 3200;
 const BURST = 50;
+const ROUND_TRIPS = 1000;
 
 /** CPU seconds this process has used (all threads). */
 const cpuS = () => {
@@ -67,9 +72,41 @@ async function loopbackUs() {
 }
 
 /**
- * The box's speed today: µs per system call and per loopback message (~0.5 s of CPU).
- * @returns {Promise<{ syscallUs: number, loopbackMessageUs: number }>}
+ * µs of CPU (both threads) per message posted to a worker thread that sleeps waiting for it, and its answer posted back
+ * to this thread, which sleeps waiting in turn: two wake-ups of an idle thread, as in a codec shard's decode task.
+ */
+async function threadRoundTripUs() {
+  const worker = new Worker("const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => parentPort.postMessage(m));", { eval: true });
+  try {
+    await once(worker, 'online');
+    for (let i = 0; i < 50; i++) {
+      worker.postMessage(i);
+      await once(worker, 'message');
+    }
+    const c0 = cpuS();
+    for (let i = 0; i < ROUND_TRIPS; i++) {
+      worker.postMessage(i);
+      await once(worker, 'message');
+    }
+    return ((cpuS() - c0) / ROUND_TRIPS) * 1e6;
+  } finally {
+    await worker.terminate();
+  }
+}
+
+/**
+ * The box's speed today: µs per system call, per loopback message and per round trip to a sleeping thread (~0.7 s).
+ * @returns {Promise<{ syscallUs: number, loopbackMessageUs: number, threadRoundTripUs: number }>}
  */
 export async function calibrate() {
-  return { syscallUs: round2(syscallUs()), loopbackMessageUs: round2(await loopbackUs()) };
+  return { syscallUs: round2(syscallUs()), loopbackMessageUs: round2(await loopbackUs()), threadRoundTripUs: round2(await threadRoundTripUs()) };
+}
+
+/**
+ * The calibration figures as the machine line gives them (results from before the thread round trip lack it).
+ * @param {{ syscallUs: number, loopbackMessageUs: number, threadRoundTripUs?: number }} c
+ */
+export function calibrationText(c) {
+  const hop = c.threadRoundTripUs === undefined ? '' : `, per round trip to a sleeping thread ${c.threadRoundTripUs}`;
+  return `CPU µs per system call ${c.syscallUs}, per 3.2 kB loopback TCP message ${c.loopbackMessageUs}${hop}`;
 }

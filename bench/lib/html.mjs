@@ -1,4 +1,5 @@
 // The self-contained HTML report of a run: machine, baseline, summary table, goals, and SVG charts (no script, no external file).
+import { calibrationText } from './calibrate.mjs';
 
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 const W = 760;
@@ -128,7 +129,7 @@ svg{font:11px system-ui,sans-serif;fill:#444;background:#fafafa}.g{stroke:#ddd}
 .met{color:#2a7}.not{color:#c22}.empty{color:#888}pre{background:#f4f4f4;padding:8px;overflow:auto;font-size:12px}
 </style></head><body>
 <h1>bench: ${esc(r.scenario)}</h1>
-<p>${esc(r.startedAt)} · ${esc(m.cpus)}× ${esc(m.cpuModel)}, ${esc(m.memoryGiB)} GiB, node ${esc(m.node)}, ${esc(m.os)}, load ${esc((m.loadavg ?? []).join(' '))}${m.calibration ? `, CPU µs per system call ${esc(m.calibration.syscallUs)} and per 3.2 kB loopback TCP message ${esc(m.calibration.loopbackMessageUs)}` : ''}${typeof m.stealPercent === 'number' ? `, CPU stolen by the hypervisor during the run ${esc(m.stealPercent)}%` : ''}</p>
+<p>${esc(r.startedAt)} · ${esc(m.cpus)}× ${esc(m.cpuModel)}, ${esc(m.memoryGiB)} GiB, node ${esc(m.node)}, ${esc(m.os)}, load ${esc((m.loadavg ?? []).join(' '))}${m.calibration ? `, ${esc(calibrationText(m.calibration))}` : ''}${typeof m.stealPercent === 'number' ? `, CPU stolen by the hypervisor during the run ${esc(m.stealPercent)}%` : ''}</p>
 <p><b>baseline:</b> ${esc(r.baseline ?? 'none')}</p>
 ${r.summary ? `<h2>Summary</h2>${htmlTable(r.summary.head, r.summary.rows)}` : ''}
 ${(r.tables ?? []).map((/** @type {any} */ t) => `<h2>${esc(t.title)}</h2>${htmlTable(t.head, t.rows)}`).join('')}

@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, hostname, release } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { calibrationText } from './calibrate.mjs';
 import { renderHtml } from './html.mjs';
 
 /** bench/ */
@@ -22,7 +23,8 @@ export const RESULTS_DIR = path.join(BENCH_DIR, 'results');
  * @property {string} os
  * @property {number[]} loadavg 1, 5 and 15 minute load averages when the bench started (a busy box makes figures noisy).
  * @property {{ steal: number, total: number } | null} [cpuAtStart] the machine's CPU ticks when the bench started (Linux)
- * @property {{ syscallUs: number, loopbackMessageUs: number }} [calibration] the box's speed at the start (calibrate.mjs)
+ * @property {{ syscallUs: number, loopbackMessageUs: number, threadRoundTripUs?: number }} [calibration] the box's speed at the
+ *   start (calibrate.mjs)
  * @property {number | null} [stealPercent] share of the machine's CPU time its hypervisor gave to others during the
  *   run: a virtual machine's CPUs that are stolen slow every process and thread alike, and make latency noisy
  */
@@ -62,7 +64,7 @@ export function machine() {
 /** @param {Machine} m */
 export function machineLine(m) {
   const steal = typeof m.stealPercent === 'number' ? `, CPU stolen by the hypervisor during the run ${m.stealPercent}%` : '';
-  const cal = m.calibration ? `, CPU µs per system call ${m.calibration.syscallUs} and per 3.2 kB loopback TCP message ${m.calibration.loopbackMessageUs}` : '';
+  const cal = m.calibration ? `, ${calibrationText(m.calibration)}` : '';
   return `machine: ${m.cpus}× ${m.cpuModel}, ${m.memoryGiB} GiB, node ${m.node}, ${m.os}, load ${m.loadavg.join(' ')}${cal}${steal}`;
 }
 
