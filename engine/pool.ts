@@ -15,7 +15,7 @@ import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { EngineError } from './errors.js';
 import { encodedDurationS } from './audio/encoded-duration.js';
-import { checkCodecParams, codecIndex, OUTPUT_SAMPLE_RATE_HZ, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type PackedAnswer } from '../workers/messages.js';
+import { checkCodecParams, codecIndex, OUTPUT_SAMPLE_RATE_HZ, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type HeapAnswer, type PackedAnswer } from '../workers/messages.js';
 import { eachPackedPart, MAX_SPARE_BUFFERS, RecordWriter } from '../workers/packing.js';
 import { TaskThread } from './task-thread.js';
 
@@ -85,12 +85,8 @@ export interface CodecStreamStats {
   recreations: number;
 }
 
-/** One codec shard thread's V8 heap, as `CodecPool.threadHeaps()` reads it. */
-export interface ShardHeap {
-  shard: number;
-  usedBytes: number;
-  committedBytes: number;
-}
+/** One codec shard thread's V8 heap, as `CodecPool.threadHeaps()` reads it: the thread's answer and its shard. */
+export type ShardHeap = Omit<HeapAnswer, 'ok'> & { shard: number };
 
 export interface CodecStreamEvents {
   /**
