@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { ConversationStatus } from '../protocol.js';
 import type { ConversationCategory, ProcessResult, TextSource } from '../processing/types.js';
 import { GroupCommit } from './group-commit.js';
-import { select, type TransactionRun } from './prepared.js';
+import { execute, select, type TransactionRun } from './prepared.js';
 import { bool, isoNow } from './store.js';
 
 export interface Geolocation {
@@ -344,6 +344,10 @@ async function replaceTails(run: TransactionRun, writes: readonly TailWrite[]): 
 
 /** Columns a query selects: the conversation plus its folder's name. */
 const COLUMNS = ['c.*', 'f.name as folder_name'];
+/** COLUMNS as SQL, for the prepared reads of the live path. */
+const SELECT_WITH_FOLDER = 'SELECT c.*, f.name AS folder_name FROM conversations AS c LEFT JOIN folders AS f ON f.id = c.folder_id';
+const CONVERSATION_INSERT_COLUMNS = ['id', 'user_id', 'status', 'created_at', 'updated_at', 'started_at', 'finished_at', 'source', 'language', 'text_source', 'text_source_spec', 'geolocation'];
+const INSERT_CONVERSATION_SQL = `INSERT INTO conversations (${CONVERSATION_INSERT_COLUMNS.join(', ')}) VALUES (${repeat(CONVERSATION_INSERT_COLUMNS.length, '?')})`;
 
 export class ConversationsRepository {
   readonly #tailWrites: GroupCommit<TailWrite, boolean>;
@@ -360,24 +364,29 @@ export class ConversationsRepository {
   async create(input: NewConversation): Promise<ConversationRecord> {
     const now = isoNow(input.now);
     const id = randomUUID();
-    await this.knex.transaction(async (trx) => {
-      await trx('conversations').insert({
-        id,
-        user_id: input.userId,
-        status: input.status,
-        created_at: now,
-        updated_at: now,
-        started_at: input.startedAt,
-        finished_at: input.finishedAt,
-        source: input.source,
-        language: input.language,
-        text_source: input.textSource ?? null,
-        text_source_spec: input.textSourceSpec ?? null,
-        geolocation: input.geolocation ? JSON.stringify(input.geolocation) : null,
+    const values = [
+      id,
+      input.userId,
+      input.status,
+      now,
+      now,
+      input.startedAt,
+      input.finishedAt,
+      input.source,
+      input.language,
+      input.textSource ?? null,
+      input.textSourceSpec ?? null,
+      input.geolocation ? JSON.stringify(input.geolocation) : null,
+    ];
+    const segments = input.segments ?? [];
+    // Every live session opens one of these: without segments it is one prepared statement, not a knex transaction.
+    if (segments.length === 0) await execute(this.knex, INSERT_CONVERSATION_SQL, values);
+    else {
+      await this.knex.transaction(async (trx) => {
+        await trx.raw(INSERT_CONVERSATION_SQL, values);
+        await this.#insertSegments(trx, id, 0, segments);
       });
-      const segments = input.segments ?? [];
-      if (segments.length > 0) await this.#insertSegments(trx, id, 0, segments);
-    });
+    }
     return (await this.getById(id))!;
   }
 
@@ -519,10 +528,7 @@ export class ConversationsRepository {
 
   /** The user's newest conversation in `status` (live sessions resume their `in_progress` one). */
   async latestWithStatus(userId: string, status: ConversationStatus): Promise<ConversationRecord | undefined> {
-    const row = (await this.#base()
-      .where({ 'c.user_id': userId, 'c.status': status, 'c.deleted': false })
-      .orderBy([{ column: 'c.updated_at', order: 'desc' }, { column: 'c.id', order: 'desc' }])
-      .first()) as Row | undefined;
+    const [row] = await select<Row>(this.knex, `${SELECT_WITH_FOLDER} WHERE c.user_id = ? AND c.status = ? AND c.deleted = ? ORDER BY c.updated_at DESC, c.id DESC LIMIT 1`, [userId, status, false]);
     return row ? toRecord(row) : undefined;
   }
 
@@ -551,7 +557,7 @@ export class ConversationsRepository {
 
   /** Any conversation by id, whoever owns it (jobs); routes use `get`. */
   async getById(id: string): Promise<ConversationRecord | undefined> {
-    const row = (await this.#base().where('c.id', id).first()) as Row | undefined;
+    const [row] = await select<Row>(this.knex, `${SELECT_WITH_FOLDER} WHERE c.id = ?`, [id]);
     return row ? toRecord(row) : undefined;
   }
 

@@ -1,5 +1,6 @@
 // Speech-to-text usage per user, UTC day and provider: an atomic add, and one user's rows over a range of days.
 import type { Knex } from 'knex';
+import { writeTransaction } from './prepared.js';
 
 /** An amount to add to one (uid, day, provider) row. */
 export interface UsageIncrement {
@@ -27,8 +28,19 @@ interface Row {
   words: number | string;
 }
 
-/** Rows per INSERT: 5 bound values each keeps a statement far below sqlite's 32766-variable limit. */
-const ROWS_PER_STATEMENT = 500;
+/** Most rows per upsert: 5 bound values each keeps a statement far below sqlite's 32766-variable limit. */
+const MAX_ROWS_PER_STATEMENT = 256;
+
+/**
+ * Rows for the next upsert when `left` remain: the largest power of two not above it (at most 256), so a connection
+ * keeps at most nine statement texts. A row may not be repeated to pad a statement: the upsert adds.
+ */
+const chunkRows = (left: number): number => Math.min(MAX_ROWS_PER_STATEMENT, 2 ** Math.floor(Math.log2(left)));
+
+/** The upsert of `n` rows adding to existing ones (the same text on sqlite and PostgreSQL). */
+const upsertSql = (n: number): string =>
+  `INSERT INTO stt_usage (uid, day, provider, audio_seconds, words) VALUES ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?)').join(', ')} ` +
+  'ON CONFLICT (uid, day, provider) DO UPDATE SET audio_seconds = stt_usage.audio_seconds + excluded.audio_seconds, words = stt_usage.words + excluded.words';
 
 const keyOf = (i: UsageIncrement): string => `${i.uid}\u0000${i.day}\u0000${i.provider}`;
 
@@ -53,16 +65,14 @@ export class UsageRepository {
     }
     const rows = [...merged.values()];
     if (rows.length === 0) return;
-    const k = this.knex;
-    await k.transaction(async (trx) => {
-      for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) {
-        await trx('stt_usage')
-          .insert(rows.slice(at, at + ROWS_PER_STATEMENT))
-          .onConflict(['uid', 'day', 'provider'])
-          .merge({
-            audio_seconds: k.raw('?? + ??', ['stt_usage.audio_seconds', 'excluded.audio_seconds']),
-            words: k.raw('?? + ??', ['stt_usage.words', 'excluded.words']),
-          });
+    // Rationale: a prepared upsert per chunk instead of knex's builder in a knex transaction. Usage is written at
+    // nearly every session end; each knex transaction built a fresh knex instance (~17 KiB of closures) that lived
+    // through the write's thread-pool hops into the old generation, where dead ones fragment the main thread's heap.
+    await writeTransaction(this.knex, async (run) => {
+      for (let at = 0; at < rows.length; ) {
+        const n = chunkRows(rows.length - at);
+        await run(upsertSql(n), rows.slice(at, at + n).flatMap((r) => [r.uid, r.day, r.provider, r.audio_seconds, r.words]));
+        at += n;
       }
     });
   }

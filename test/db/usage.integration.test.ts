@@ -35,6 +35,27 @@ for (const kind of STORES) {
       await usage.add([]);
     });
 
+    await t.test('a batch of many users is written whole, in several statements', async (t) => {
+      // 701 rows: 256 + 256 + 128 + 32 + 16 + 8 + 4 + 1 per statement; each added once, none twice.
+      const batch = Array.from({ length: 700 }, (_, i) => ({ uid: `many-${i}`, day: '2026-11-20', provider: 'local', audioSeconds: i / 4, words: i }));
+      await usage.add([...batch, { uid: 'u1', day: '2026-11-23', provider: 'local', audioSeconds: 1, words: 2 }]);
+      for (const i of [0, 255, 256, 511, 512, 639, 699]) {
+        t.same(await usage.list(`many-${i}`, '2026-11-20', '2026-11-20'), [{ day: '2026-11-20', provider: 'local', audioSeconds: i / 4, words: i }], `row ${i}`);
+      }
+      const [{ n }] = (await store.knex('stt_usage').where('uid', 'like', 'many-%').count({ n: '*' })) as [{ n: number | string }];
+      t.equal(Number(n), 700);
+      t.same(await usage.list('u1', '2026-11-23', '2026-11-23'), [
+        { day: '2026-11-23', provider: 'custom', audioSeconds: 14, words: 24 },
+        { day: '2026-11-23', provider: 'local', audioSeconds: 5, words: 10 },
+      ], 'an existing row in the batch is added to');
+
+      // A row the store refuses in a later statement: the earlier statements' rows do not count either.
+      const refused = Array.from({ length: 300 }, (_, i) => ({ uid: i === 290 ? (null as unknown as string) : `roll-${i}`, day: '2026-11-20', provider: 'local', audioSeconds: 1, words: 1 }));
+      await t.rejects(usage.add(refused));
+      const [{ m }] = (await store.knex('stt_usage').where('uid', 'like', 'roll-%').count({ m: '*' })) as [{ m: number | string }];
+      t.equal(Number(m), 0, 'all or nothing');
+    });
+
     await t.test('the recorder batches records and splits days at UTC midnight', async (t) => {
       const registry = new client.Registry();
       const recorder = new UsageRecorder({ repository: usage, registry, logger: createLogger('silent') });
