@@ -27,6 +27,7 @@ import { RateLimiter } from './rate-limit.js';
 import { DataVersions } from './data-versions.js';
 import { Scheduler } from './scheduler.js';
 import { registerMallocMetrics, startMemoryTrim } from './memory-trim.js';
+import { startHeapCompaction } from './heap-compaction.js';
 import { CodecPool } from './pool.js';
 import type { SttEngine } from './stt/types.js';
 import { createSttEngines } from './stt/engines.js';
@@ -137,6 +138,7 @@ export class Service {
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
       startMemoryTrim({ scheduler, registry, intervalS: config.mallocTrimIntervalS });
+      startHeapCompaction({ scheduler, registry, intervalS: config.heapCompactIntervalS });
       registerMallocMetrics(registry);
       const apiKeys = new ApiKeysRepository(store.knex);
       const versions = new DataVersions({ redis, prefix: config.redisPrefix, logger });
