@@ -17,8 +17,10 @@ function oldSpace(): { committed: number; free: number } {
   return { committed: s.space_size, free: s.space_size - s.space_used_size };
 }
 
-/** PerformanceObserver entries arrive on a later turn of the event loop. */
-const observed = (): Promise<void> => new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+/** PerformanceObserver entries arrive on a later turn of the event loop (two here; five for margin). */
+async function observed(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+}
 
 t.test('a window every interval compacts the next full GC; other full GCs do not', async (t) => {
   const clock = new ManualClock();
@@ -60,7 +62,7 @@ t.test('a window every interval compacts the next full GC; other full GCs do not
   gc();
   await observed();
   const after = oldSpace();
-  t.ok(after.free > after.committed * 0.2, `outside a window V8 alone decides: ${after.free} of ${after.committed} bytes free`);
+  t.ok(after.free > compacted.free + 4 * 1024 * 1024, `outside a window the new holes stay: ${after.free} of ${after.committed} bytes free`);
   t.match(await registry.metrics(), /process_heap_compactions_total 1/);
   t.ok(objects.length > 0);
 });
