@@ -84,7 +84,7 @@ export interface Config {
   readonly codecBatchMs: number;
   /** Seconds between two malloc_trim runs (freed memory back to the kernel); 0 turns it off. @defaultValue 10 */
   readonly mallocTrimIntervalS: number;
-  /** Seconds between two compactions of the JS heap (engine/heap-compaction.ts); 0 turns them off. @defaultValue 20 */
+  /** Seconds between two compactions of the JS heap (engine/heap-compaction.ts); 0 turns them off. @defaultValue 10 */
   readonly heapCompactIntervalS: number;
   /** process-conversation jobs one node runs at once. @defaultValue 2 */
   readonly jobConcurrency: number;
@@ -234,7 +234,7 @@ export function loadConfig(env: Env = process.env): Config {
     codecThreads: int(env, 'CODEC_THREADS', 0, 0, 256),
     codecBatchMs: int(env, 'CODEC_BATCH_MS', 5, 0, 100),
     mallocTrimIntervalS: int(env, 'MALLOC_TRIM_INTERVAL_S', 10, 0, 3600),
-    heapCompactIntervalS: int(env, 'HEAP_COMPACT_INTERVAL_S', 20, 0, 3600),
+    heapCompactIntervalS: int(env, 'HEAP_COMPACT_INTERVAL_S', 10, 0, 3600),
     jobConcurrency: int(env, 'JOB_CONCURRENCY', 2, 1, 256),
     ...sttConfig(env),
     customSttUrl: url(env, 'CUSTOM_STT_URL', ['wss:', 'ws:']),
