@@ -27,7 +27,7 @@ import { RateLimiter } from './rate-limit.js';
 import { DataVersions } from './data-versions.js';
 import { Scheduler } from './scheduler.js';
 import { registerMallocMetrics, startMemoryTrim } from './memory-trim.js';
-import { startHeapCompaction } from './heap-compaction.js';
+import { startHeapCompaction, type HeapCompaction } from './heap-compaction.js';
 import { CodecPool } from './pool.js';
 import type { SttEngine } from './stt/types.js';
 import { createSttEngines } from './stt/engines.js';
@@ -72,6 +72,7 @@ interface LiveParts {
   codecPool: CodecPool | undefined;
   worker: ProcessConversationWorker | undefined;
   keptJobs: KeptAudioJobs | undefined;
+  compaction: HeapCompaction | undefined;
 }
 
 const ANONYMOUS: Principal = { uid: '', via: 'none' };
@@ -132,13 +133,14 @@ export class Service {
     let codecPool: CodecPool | undefined;
     let worker: ProcessConversationWorker | undefined;
     let keptJobs: KeptAudioJobs | undefined;
+    let compaction: HeapCompaction | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
       startMemoryTrim({ scheduler, registry, intervalS: config.mallocTrimIntervalS });
-      startHeapCompaction({ scheduler, registry, intervalS: config.heapCompactIntervalS });
+      compaction = startHeapCompaction({ scheduler, registry, intervalS: config.heapCompactIntervalS });
       registerMallocMetrics(registry);
       const apiKeys = new ApiKeysRepository(store.knex);
       const versions = new DataVersions({ redis, prefix: config.redisPrefix, logger });
@@ -260,11 +262,12 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: actors, stt, codecPool, worker, keptJobs });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: actors, stt, codecPool, worker, keptJobs, compaction });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
     } catch (err) {
+      compaction?.close();
       scheduler.close();
       await worker?.close();
       await keptJobs?.close();
@@ -312,6 +315,7 @@ export class Service {
     await live.events.close();
     await live.codecPool?.close().catch(() => undefined);
     await live.stt.close();
+    live.compaction?.close();
     live.scheduler.close();
     // Usage recorded by the sessions just drained reaches the store before it closes.
     await closeWithin(this.services.usageRecorder.close(), this.config.shutdownTimeoutMs);

@@ -41,16 +41,24 @@ function compact(): boolean {
   return old === undefined || old.space_size - old.space_used_size <= old.space_size * COMPACT_FREE_SHARE;
 }
 
-/**
- * Starts compacting; returns the scheduler entry (cancel it to stop; a window still open closes at its GC), or
- * undefined when off.
- */
-export function startHeapCompaction(o: HeapCompactionOptions): TimerId | undefined {
+/** A running compaction schedule. */
+export interface HeapCompaction {
+  /** Stops it; a window still open closes at once (the flag is process-wide and must not outlive the service). */
+  close(): void;
+}
+
+/** Starts compacting; undefined when off. */
+export function startHeapCompaction(o: HeapCompactionOptions): HeapCompaction | undefined {
   if (o.intervalS <= 0) return undefined;
   const runs = new client.Counter({ name: 'process_heap_compactions_total', help: 'Compactions of the JS heap (HEAP_COMPACT_INTERVAL_S): windows in which full GCs evacuated every fragmented page', registers: [o.registry] });
   const seconds = new client.Counter({ name: 'process_heap_compaction_gc_seconds_total', help: "Main-thread time in those windows' full GCs, compaction included", registers: [o.registry] });
   let observer: PerformanceObserver | undefined;
-  return o.scheduler.every(o.intervalS * 1000, () => {
+  const closeWindow = (): void => {
+    compactEveryPage(false);
+    observer?.disconnect();
+    observer = undefined;
+  };
+  const timer: TimerId = o.scheduler.every(o.intervalS * 1000, () => {
     if (observer) return; // the last window's full GC has not come yet
     let seen = 0;
     // Observed only while a window is open: every scavenge would otherwise make an entry.
@@ -60,9 +68,7 @@ export function startHeapCompaction(o: HeapCompactionOptions): TimerId | undefin
         seen++;
         seconds.inc(e.duration / 1000);
         if (seen < 2 && !compact()) continue;
-        compactEveryPage(false);
-        watching.disconnect();
-        observer = undefined;
+        closeWindow();
         runs.inc();
       }
     });
@@ -70,4 +76,10 @@ export function startHeapCompaction(o: HeapCompactionOptions): TimerId | undefin
     watching.observe({ entryTypes: ['gc'] });
     compactEveryPage(true);
   });
+  return {
+    close() {
+      o.scheduler.cancel(timer);
+      if (observer) closeWindow();
+    },
+  };
 }
