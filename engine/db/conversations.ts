@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { ConversationStatus } from '../protocol.js';
 import type { ConversationCategory, ProcessResult, TextSource } from '../processing/types.js';
 import { GroupCommit } from './group-commit.js';
-import { execute, select, type TransactionRun } from './prepared.js';
+import { execute, insertRowsSql, repeat, select, type TransactionRun } from './prepared.js';
 import { bool, isoNow } from './store.js';
 
 export interface Geolocation {
@@ -242,8 +242,7 @@ const SEGMENT_COLUMNS = ['conversation_id', 'position', 'id', 'text', 'speaker',
 
 /** The INSERT of `n` segment rows (one SQL text per n, so each is prepared once). */
 function insertSegmentsSql(n: number): string {
-  const row = `(${SEGMENT_COLUMNS.map(() => '?').join(', ')})`;
-  return `INSERT INTO conversation_segments (${SEGMENT_COLUMNS.map((c) => `"${c}"`).join(', ')}) VALUES ${Array.from({ length: n }, () => row).join(', ')}`;
+  return insertRowsSql('conversation_segments', SEGMENT_COLUMNS, n);
 }
 
 function segmentValues(r: SegmentRow): Knex.Value[] {
@@ -281,8 +280,6 @@ async function insertRows(run: TransactionRun, rows: readonly SegmentRow[]): Pro
     await run(insertSegmentsSql(some.length), some.flatMap(segmentValues));
   }
 }
-
-const repeat = (n: number, each: string, separator = ', '): string => Array.from({ length: n }, () => each).join(separator);
 
 /**
  * The tail writes of one group commit, as a fixed handful of statements whatever their number: one activity-time
@@ -344,10 +341,11 @@ async function replaceTails(run: TransactionRun, writes: readonly TailWrite[]): 
 
 /** Columns a query selects: the conversation plus its folder's name. */
 const COLUMNS = ['c.*', 'f.name as folder_name'];
-/** COLUMNS as SQL, for the prepared reads of the live path. */
-const SELECT_WITH_FOLDER = 'SELECT c.*, f.name AS folder_name FROM conversations AS c LEFT JOIN folders AS f ON f.id = c.folder_id';
-const CONVERSATION_INSERT_COLUMNS = ['id', 'user_id', 'status', 'created_at', 'updated_at', 'started_at', 'finished_at', 'source', 'language', 'text_source', 'text_source_spec', 'geolocation'];
-const INSERT_CONVERSATION_SQL = `INSERT INTO conversations (${CONVERSATION_INSERT_COLUMNS.join(', ')}) VALUES (${repeat(CONVERSATION_INSERT_COLUMNS.length, '?')})`;
+/** `#base()` as SQL, for the prepared reads of the live path. */
+const SELECT_WITH_FOLDER = `SELECT ${COLUMNS.join(', ')} FROM conversations AS c LEFT JOIN folders AS f ON f.id = c.folder_id`;
+/** The columns `create` sets (the others take their defaults). */
+const CONVERSATION_INSERT_COLUMNS = ['id', 'user_id', 'status', 'created_at', 'updated_at', 'started_at', 'finished_at', 'source', 'language', 'text_source', 'text_source_spec', 'geolocation'] as const;
+const INSERT_CONVERSATION_SQL = insertRowsSql('conversations', CONVERSATION_INSERT_COLUMNS, 1);
 
 export class ConversationsRepository {
   readonly #tailWrites: GroupCommit<TailWrite, boolean>;
@@ -364,20 +362,21 @@ export class ConversationsRepository {
   async create(input: NewConversation): Promise<ConversationRecord> {
     const now = isoNow(input.now);
     const id = randomUUID();
-    const values = [
+    const row: Record<(typeof CONVERSATION_INSERT_COLUMNS)[number], Knex.Value> = {
       id,
-      input.userId,
-      input.status,
-      now,
-      now,
-      input.startedAt,
-      input.finishedAt,
-      input.source,
-      input.language,
-      input.textSource ?? null,
-      input.textSourceSpec ?? null,
-      input.geolocation ? JSON.stringify(input.geolocation) : null,
-    ];
+      user_id: input.userId,
+      status: input.status,
+      created_at: now,
+      updated_at: now,
+      started_at: input.startedAt,
+      finished_at: input.finishedAt,
+      source: input.source,
+      language: input.language,
+      text_source: input.textSource ?? null,
+      text_source_spec: input.textSourceSpec ?? null,
+      geolocation: input.geolocation ? JSON.stringify(input.geolocation) : null,
+    };
+    const values = CONVERSATION_INSERT_COLUMNS.map((c) => row[c]);
     const segments = input.segments ?? [];
     // Every live session opens one of these: without segments it is one prepared statement, not a knex transaction.
     if (segments.length === 0) await execute(this.knex, INSERT_CONVERSATION_SQL, values);

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow, type Dialect } from './store.js';
-import { execute, select } from './prepared.js';
+import { execute, insertRowsSql, select } from './prepared.js';
 
 /** Memory categories (SPEC, Resources: Memory), exact strings. */
 export const MEMORY_CATEGORIES = ['core', 'hobbies', 'lifestyle', 'interests', 'habits', 'work', 'skills', 'learnings', 'other', 'system'] as const;
@@ -80,9 +80,8 @@ function newRow(userId: string, m: NewMemory, manuallyAdded: boolean, conversati
 }
 
 const COLUMNS = ['id', 'user_id', 'content', 'category', 'visibility', 'tags', 'manually_added', 'conversation_id', 'created_at', 'updated_at'] as const;
-const ROW_PLACEHOLDERS = `(${COLUMNS.map(() => '?').join(', ')})`;
 /** One insert statement per batch size (at most MAX_MEMORIES_BATCH of them are ever kept). */
-const insertSql = (n: number): string => `insert into memories (${COLUMNS.join(', ')}) values ${Array.from({ length: n }, () => ROW_PLACEHOLDERS).join(', ')}`;
+const insertSql = (n: number): string => insertRowsSql('memories', COLUMNS, n);
 
 /** One memory as the developer view's JSON object, in the view's key order. */
 const VIEW_JSON: Record<Dialect, string> = {

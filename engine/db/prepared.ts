@@ -121,6 +121,16 @@ export async function writeTransaction<T>(knex: Knex, work: (run: TransactionRun
   }
 }
 
+/** `n` copies of `each` joined by `separator` (placeholder lists, repeated SQL terms). */
+export const repeat = (n: number, each: string, separator = ', '): string => Array.from({ length: n }, () => each).join(separator);
+
+/**
+ * The INSERT of `n` rows of `columns` into `table`, a `?` per value; one SQL text per (table, n), so a caller that
+ * varies `n` bounds how many texts a connection keeps. Columns are quoted (some, like "end", are keywords).
+ */
+export const insertRowsSql = (table: string, columns: readonly string[], n: number): string =>
+  `INSERT INTO ${table} (${columns.map((c) => `"${c}"`).join(', ')}) VALUES ${repeat(n, `(${repeat(columns.length, '?')})`)}`;
+
 /** A read; `sql` uses `?` placeholders and comes from a small fixed set (each one is kept per connection). */
 export async function select<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[]): Promise<T[]> {
   if (!keepsStatements(knex)) return ((await knex.raw(sql, bindings)) as { rows: T[] }).rows;

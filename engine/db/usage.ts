@@ -1,6 +1,6 @@
 // Speech-to-text usage per user, UTC day and provider: an atomic add, and one user's rows over a range of days.
 import type { Knex } from 'knex';
-import { writeTransaction } from './prepared.js';
+import { insertRowsSql, writeTransaction } from './prepared.js';
 
 /** An amount to add to one (uid, day, provider) row. */
 export interface UsageIncrement {
@@ -39,7 +39,7 @@ const chunkRows = (left: number): number => Math.min(MAX_ROWS_PER_STATEMENT, 2 *
 
 /** The upsert of `n` rows adding to existing ones (the same text on sqlite and PostgreSQL). */
 const upsertSql = (n: number): string =>
-  `INSERT INTO stt_usage (uid, day, provider, audio_seconds, words) VALUES ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?)').join(', ')} ` +
+  `${insertRowsSql('stt_usage', ['uid', 'day', 'provider', 'audio_seconds', 'words'], n)} ` +
   'ON CONFLICT (uid, day, provider) DO UPDATE SET audio_seconds = stt_usage.audio_seconds + excluded.audio_seconds, words = stt_usage.words + excluded.words';
 
 const keyOf = (i: UsageIncrement): string => `${i.uid}\u0000${i.day}\u0000${i.provider}`;
