@@ -1,9 +1,10 @@
 // The codec shards: one thread each (engine/task-thread.ts) that decodes live audio; each session is pinned to one shard.
 //
 // Rationale: Opus, LC3 and AAC decoders carry state from frame to frame, so a session's decoders live in one
-// thread (workers/decode.ts) and every message of that session goes there. A message is copied once, on arrival, into
-// its shard's staging area (a record: stream number, length, bytes); one task carries everything staged, as one moved
-// buffer, and its answer brings every stream's PCM back in one moved buffer. A shard keeps one task in flight and sends
+// thread (workers/decode.ts) and every message of that session goes there. A message is copied, on arrival, into
+// its stream's staging area (a record: stream number, length, bytes); one task carries the records of every stream that
+// is due, copied stream by stream into one moved buffer (a task never reads the records of streams held back: with one
+// shared area it scanned and compacted every staged record, most of them held, at every task), and its answer brings every stream's PCM back in one moved buffer. A shard keeps one task in flight and sends
 // at most one per `batchWindowMs` (5 ms), so a session is in at most one task at a time and, at load, one thread hop and two
 // buffer moves serve every session of the shard (no per-frame task, transfer or allocation). An idle shard sends at
 // once: a lone frame is not held back. A session whose consumer sends on in messages (a remote provider, 100 ms) holds
@@ -118,6 +119,8 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   /** Resolves once the shard created the decoders; rejects with an EngineError if it could not. */
   readonly ready: Promise<void>;
   readonly #shard: Shard;
+  /** @internal the records staged for the shard's next task (a stream's own, so a task never reads held-back ones). */
+  readonly staging = new RecordWriter();
   /** @internal messages and bytes staged for the shard's next task, and those in its task in flight. */
   stagedMessages = 0;
   stagedBytes = 0;
@@ -267,13 +270,12 @@ class Shard {
   readonly #thread: TaskThread<CodecTask, CodecAnswer>;
   readonly #windowMs: number;
   #nextKey = 1;
-  readonly #staging = new RecordWriter();
   /**
    * Buffers of answers already read (every 'pcm' listener has copied what it keeps), moved back to the thread with the
    * next task so it fills them again instead of allocating (workers/packing.ts PcmBuffers says why).
    */
   #spare: ArrayBuffer[] = [];
-  /** Streams with records in the staging area, in the order they first staged. */
+  /** Streams with staged records, in the order they first staged. */
   #stagedStreams: CodecStream[] = [];
   /** Staged streams that are due. */
   #due = 0;
@@ -328,14 +330,14 @@ class Shard {
     return this.#thread.run(task, transferList);
   }
 
-  /** Copies a message holding `samples` of audio into the staging area; a task takes it once its stream is due. */
+  /** Copies a message holding `samples` of audio into its stream's staging area; a task takes it once its stream is due. */
   stage(stream: CodecStream, message: Uint8Array, samples: number): void {
     if (stream.stagedMessages === 0) {
       this.#stagedStreams.push(stream);
       stream.stagedAt = performance.now();
       stream.stagedSamples = 0;
     }
-    this.#staging.add(stream.key, message);
+    stream.staging.add(stream.key, message);
     stream.stagedMessages++;
     stream.stagedBytes += message.byteLength;
     stream.stagedSamples += samples;
@@ -356,7 +358,7 @@ class Shard {
   /** Drops a stream's staged records (its close without flush). */
   unstage(stream: CodecStream): void {
     if (stream.stagedMessages === 0) return;
-    this.#staging.drop(stream.key);
+    stream.staging.clear();
     this.#stagedStreams = this.#stagedStreams.filter((s) => s !== stream);
     stream.stagedMessages = stream.stagedBytes = stream.stagedSamples = 0;
     if (stream.due) this.#due--;
@@ -416,14 +418,15 @@ class Shard {
 
   #send(): void {
     const streams = this.#takeDue();
-    const partial = this.#stagedStreams.length > 0;
     // When the longest-waiting audio of the task became due (a held stream: when its hold ran out).
     let dueSince = Infinity;
+    let bytes = 0;
     for (const s of streams) {
       dueSince = Math.min(dueSince, s.due ? s.dueAt : s.stagedAt + this.#maxHoldMs);
-      s.due = true; // marks what takeWhere() takes
+      bytes += s.staging.byteLength;
     }
-    const records = partial ? this.#staging.takeWhere((key) => this.#streams.get(key)?.due === true) : this.#staging.take();
+    const records = new Uint8Array(bytes);
+    let at = 0;
     this.#due = 0;
     const params = new Int32Array(streams.length * 4);
     for (let i = 0; i < streams.length; i++) {
@@ -432,6 +435,7 @@ class Shard {
       params[i * 4 + 1] = s.codecIndex;
       params[i * 4 + 2] = s.params.sampleRate;
       params[i * 4 + 3] = s.params.channels;
+      at = s.staging.takeInto(records, at);
       s.inFlightMessages = s.stagedMessages;
       s.inFlightBytes = s.stagedBytes;
       s.stagedMessages = s.stagedBytes = s.stagedSamples = 0;

@@ -22,14 +22,30 @@ export function concatPcm(chunks: readonly Int16Array[]): Int16Array {
   return out;
 }
 
-/** Main side: stages records in one growing buffer that stays allocated between tasks. */
+/**
+ * Main side: one stream's staged records in a buffer that stays allocated between tasks. Each stream stages on its
+ * own, so a task gathers the streams that are due with one copy each and never reads the records of streams held back.
+ */
 export class RecordWriter {
-  #bytes = new Uint8Array(16 * 1024);
-  #words = new Uint32Array(this.#bytes.buffer);
+  readonly #initialBytes: number;
+  #bytes: Uint8Array;
+  #words: Uint32Array;
   #used = 0;
+
+  /** @param initialBytes the buffer's first size (a multiple of 4); it doubles when a burst needs more. */
+  constructor(initialBytes = 256) {
+    this.#initialBytes = initialBytes;
+    this.#bytes = new Uint8Array(initialBytes);
+    this.#words = new Uint32Array(this.#bytes.buffer);
+  }
 
   get byteLength(): number {
     return this.#used;
+  }
+
+  /** Bytes the writer holds allocated (tests). */
+  get capacity(): number {
+    return this.#bytes.byteLength;
   }
 
   add(key: number, message: Uint8Array): void {
@@ -41,53 +57,23 @@ export class RecordWriter {
     this.#used += size;
   }
 
-  /** The staged records as a buffer of their own (to be moved to the thread); the staging area is empty after. */
-  take(): Uint8Array {
-    const out = this.#bytes.slice(0, this.#used);
+  /** Copies the staged records into `out` at `at` and empties the writer; answers where the next records go. */
+  takeInto(out: Uint8Array, at: number): number {
+    const used = this.#used;
+    if (used > 0) out.set(used === this.#bytes.byteLength ? this.#bytes : this.#bytes.subarray(0, used), at);
+    this.clear();
+    return at + used;
+  }
+
+  /** Drops the staged records. A buffer a burst grew far beyond what the stream now stages is given back. */
+  clear(): void {
+    const used = this.#used;
     this.#used = 0;
-    // A burst may have grown the area far beyond the usual load: give the memory back.
-    if (this.#bytes.byteLength > 1024 * 1024 && out.byteLength < this.#bytes.byteLength / 8) this.#resize(Math.max(16 * 1024, out.byteLength * 2));
-    return out;
-  }
-
-  /**
-   * The records whose key `take` accepts, as a buffer of their own (to be moved to the thread); the others stay
-   * staged, in order.
-   */
-  takeWhere(take: (key: number) => boolean): Uint8Array {
-    let taken = 0;
-    for (let read = 0; read < this.#used; read += this.#sizeAt(read)) if (take(this.#words[read >> 2]!)) taken += this.#sizeAt(read);
-    const out = new Uint8Array(taken);
-    this.#remove(take, out);
-    return out;
-  }
-
-  /** Removes every record of `key`, keeping the others in order. */
-  drop(key: number): void {
-    this.#remove((k) => k === key);
-  }
-
-  /** Bytes of the record at `at`: header and padded payload. */
-  #sizeAt(at: number): number {
-    return 8 + ((this.#words[(at >> 2) + 1]! + 3) & ~3);
-  }
-
-  /** Removes the records whose key `remove` accepts (copied into `out`, in order, when given); the rest close up. */
-  #remove(remove: (key: number) => boolean, out?: Uint8Array): void {
-    let at = 0;
-    let write = 0;
-    for (let read = 0; read < this.#used; ) {
-      const size = this.#sizeAt(read);
-      if (remove(this.#words[read >> 2]!)) {
-        out?.set(this.#bytes.subarray(read, read + size), at);
-        at += size;
-      } else {
-        if (write !== read) this.#bytes.copyWithin(write, read, read + size);
-        write += size;
-      }
-      read += size;
-    }
-    this.#used = write;
+    const size = this.#bytes.byteLength;
+    if (size < this.#initialBytes * 16 || used * 8 >= size) return;
+    let next = this.#initialBytes;
+    while (next < used * 2) next *= 2;
+    this.#resize(next);
   }
 
   #grow(need: number): void {
