@@ -23,6 +23,13 @@ interface PoolClient {
   acquireConnection(): Promise<object>;
   releaseConnection(conn: object): Promise<void>;
   emit(event: 'query', q: { sql: string; bindings: readonly Knex.Value[]; method: string }): void;
+  /** PostgreSQL's client: `?` placeholders as `$1`, `$2`, … (knex's own conversion). */
+  positionBindings?(sql: string): string;
+}
+
+/** A pooled node-postgres connection, as knex's PostgreSQL client hands it out. */
+interface PgConnection {
+  query(text: string, values: readonly unknown[]): Promise<{ rowCount: number | null }>;
 }
 
 const statements = new WeakMap<object, Map<string, Statement>>();
@@ -73,6 +80,13 @@ async function runOn(client: PoolClient, conn: object, sql: string, bindings: re
   }
 }
 
+/** Runs `sql` on a PostgreSQL connection; resolves to the rows changed. */
+async function runPg(client: PoolClient, conn: PgConnection, sql: string, bindings: readonly Knex.Value[]): Promise<number> {
+  client.emit('query', { sql, bindings, method: 'run' });
+  const text = client.positionBindings ? client.positionBindings(sql) : sql;
+  return (await conn.query(text, bindings)).rowCount ?? 0;
+}
+
 /** Runs `use` with the connection's statement for `sql`, outside any transaction; a statement that failed is not kept. */
 async function withStatement<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[], method: string, use: (st: Statement) => Promise<T>): Promise<T> {
   const client = knex.client as unknown as PoolClient;
@@ -95,19 +109,18 @@ async function withStatement<T>(knex: Knex, sql: string, bindings: readonly Knex
 export type TransactionRun = (sql: string, bindings: readonly Knex.Value[]) => Promise<number>;
 
 /**
- * Runs `work` in one write transaction whose statements are kept per connection like `execute`'s (sqlite: BEGIN
- * IMMEDIATE on one pooled connection, as the store's knex transactions do, without knex's per-transaction objects and
- * per-query prepare/finalize; PostgreSQL: a knex transaction). Rolled back if `work` throws; resolves to its result.
+ * Runs `work` in one write transaction on one pooled connection, without knex's per-transaction objects (a knex
+ * transaction builds a whole knex instance; on sqlite, at every usage write, they were a fifth of what the main thread
+ * promoted to its old generation): sqlite BEGIN IMMEDIATE, as the store's knex transactions do, with statements kept per connection like
+ * `execute`'s; PostgreSQL BEGIN on a pooled node-postgres client, `?` placeholders positioned as knex does. Rolled
+ * back if `work` throws; resolves to its result.
  */
 export async function writeTransaction<T>(knex: Knex, work: (run: TransactionRun) => Promise<T>): Promise<T> {
-  if (!keepsStatements(knex)) {
-    return knex.transaction((trx) => work(async (sql, bindings) => ((await trx.raw(sql, bindings)) as { rowCount: number }).rowCount));
-  }
   const client = knex.client as unknown as PoolClient;
   const conn = await client.acquireConnection();
-  const exec: TransactionRun = (sql, bindings) => runOn(client, conn, sql, bindings);
+  const exec: TransactionRun = keepsStatements(knex) ? (sql, bindings) => runOn(client, conn, sql, bindings) : (sql, bindings) => runPg(client, conn as PgConnection, sql, bindings);
   try {
-    await exec('BEGIN IMMEDIATE', []);
+    await exec(keepsStatements(knex) ? 'BEGIN IMMEDIATE' : 'BEGIN', []);
     try {
       const result = await work(exec);
       await exec('COMMIT', []);
