@@ -2,9 +2,10 @@
 //
 // Rationale: Opus, LC3 and AAC decoders carry state from frame to frame, so a session's decoders live in one
 // thread (workers/decode.ts) and every message of that session goes there. A message is copied, on arrival, into
-// its stream's staging area (a record: stream number, length, bytes); one task carries the records of every stream that
-// is due, copied stream by stream into one moved buffer (a task never reads the records of streams held back: with one
-// shared area it scanned and compacted every staged record, most of them held, at every task), and its answer brings every stream's PCM back in one moved buffer. A shard keeps one task in flight and sends
+// its stream's staging area (a record: stream number, length, bytes); one task carries the records of every stream
+// that is due, copied stream by stream into one moved buffer (a task never reads the records of streams held back:
+// with one shared area it scanned and compacted every staged record, most of them held, at every task), and its
+// answer brings every stream's PCM back in one moved buffer. A shard keeps one task in flight and sends
 // at most one per `batchWindowMs` (5 ms), so a session is in at most one task at a time and, at load, one thread hop and two
 // buffer moves serve every session of the shard (no per-frame task, transfer or allocation). An idle shard sends at
 // once: a lone frame is not held back. A session whose consumer sends on in messages (a remote provider, 100 ms) holds

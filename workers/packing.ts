@@ -60,7 +60,7 @@ export class RecordWriter {
   /** Copies the staged records into `out` at `at` and empties the writer; answers where the next records go. */
   takeInto(out: Uint8Array, at: number): number {
     const used = this.#used;
-    if (used > 0) out.set(used === this.#bytes.byteLength ? this.#bytes : this.#bytes.subarray(0, used), at);
+    if (used > 0) out.set(this.#bytes.subarray(0, used), at);
     this.clear();
     return at + used;
   }

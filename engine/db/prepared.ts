@@ -110,17 +110,18 @@ export type TransactionRun = (sql: string, bindings: readonly Knex.Value[]) => P
 
 /**
  * Runs `work` in one write transaction on one pooled connection, without knex's per-transaction objects (a knex
- * transaction builds a whole knex instance; on sqlite, at every usage write, they were a fifth of what the main thread
- * promoted to its old generation): sqlite BEGIN IMMEDIATE, as the store's knex transactions do, with statements kept per connection like
- * `execute`'s; PostgreSQL BEGIN on a pooled node-postgres client, `?` placeholders positioned as knex does. Rolled
- * back if `work` throws; resolves to its result.
+ * transaction builds a whole knex instance; on sqlite, at every usage write, they were a fifth of what the main
+ * thread promoted to its old generation): sqlite BEGIN IMMEDIATE, as the store's knex transactions do, with
+ * statements kept per connection like `execute`'s; PostgreSQL BEGIN on a pooled node-postgres client, `?`
+ * placeholders positioned as knex does. Rolled back if `work` throws; resolves to its result.
  */
 export async function writeTransaction<T>(knex: Knex, work: (run: TransactionRun) => Promise<T>): Promise<T> {
   const client = knex.client as unknown as PoolClient;
+  const sqlite = keepsStatements(knex);
   const conn = await client.acquireConnection();
-  const exec: TransactionRun = keepsStatements(knex) ? (sql, bindings) => runOn(client, conn, sql, bindings) : (sql, bindings) => runPg(client, conn as PgConnection, sql, bindings);
+  const exec: TransactionRun = sqlite ? (sql, bindings) => runOn(client, conn, sql, bindings) : (sql, bindings) => runPg(client, conn as PgConnection, sql, bindings);
   try {
-    await exec(keepsStatements(knex) ? 'BEGIN IMMEDIATE' : 'BEGIN', []);
+    await exec(sqlite ? 'BEGIN IMMEDIATE' : 'BEGIN', []);
     try {
       const result = await work(exec);
       await exec('COMMIT', []);
