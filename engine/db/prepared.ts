@@ -23,8 +23,12 @@ interface PoolClient {
   acquireConnection(): Promise<object>;
   releaseConnection(conn: object): Promise<void>;
   emit(event: 'query', q: { sql: string; bindings: readonly Knex.Value[]; method: string }): void;
-  /** PostgreSQL's client: `?` placeholders as `$1`, `$2`, … (knex's own conversion). */
-  positionBindings?(sql: string): string;
+}
+
+/** knex's PostgreSQL client. */
+interface PgClient extends PoolClient {
+  /** `?` placeholders as `$1`, `$2`, … (knex's own conversion). */
+  positionBindings(sql: string): string;
 }
 
 /** A pooled node-postgres connection, as knex's PostgreSQL client hands it out. */
@@ -81,10 +85,9 @@ async function runOn(client: PoolClient, conn: object, sql: string, bindings: re
 }
 
 /** Runs `sql` on a PostgreSQL connection; resolves to the rows changed. */
-async function runPg(client: PoolClient, conn: PgConnection, sql: string, bindings: readonly Knex.Value[]): Promise<number> {
+async function runPg(client: PgClient, conn: PgConnection, sql: string, bindings: readonly Knex.Value[]): Promise<number> {
   client.emit('query', { sql, bindings, method: 'run' });
-  const text = client.positionBindings ? client.positionBindings(sql) : sql;
-  return (await conn.query(text, bindings)).rowCount ?? 0;
+  return (await conn.query(client.positionBindings(sql), bindings)).rowCount ?? 0;
 }
 
 /** Runs `use` with the connection's statement for `sql`, outside any transaction; a statement that failed is not kept. */
@@ -119,7 +122,7 @@ export async function writeTransaction<T>(knex: Knex, work: (run: TransactionRun
   const client = knex.client as unknown as PoolClient;
   const sqlite = keepsStatements(knex);
   const conn = await client.acquireConnection();
-  const exec: TransactionRun = sqlite ? (sql, bindings) => runOn(client, conn, sql, bindings) : (sql, bindings) => runPg(client, conn as PgConnection, sql, bindings);
+  const exec: TransactionRun = sqlite ? (sql, bindings) => runOn(client, conn, sql, bindings) : (sql, bindings) => runPg(client as PgClient, conn as PgConnection, sql, bindings);
   try {
     await exec(sqlite ? 'BEGIN IMMEDIATE' : 'BEGIN', []);
     try {
