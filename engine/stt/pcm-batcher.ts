@@ -52,8 +52,10 @@ export class PcmBatcher implements StaleFlushable {
   /** Audio waiting for a message's worth; allocated on first use. */
   #pending: Int16Array | undefined;
   #length = 0;
-  /** Registered with the flusher (a rest waits). */
-  #held = false;
+  /** Registered with the flusher: it stays between messages while the stream streams (stale-flusher.ts). */
+  #registered = false;
+  /** The rest's age in flusher ticks: -1 none, 0 begun since the last tick, 1 held at the last tick too. */
+  #restAge = -1;
   /** Samples of the message being gathered: sendSamples, but for the first. */
   #target: number;
 
@@ -78,20 +80,22 @@ export class PcmBatcher implements StaleFlushable {
     for (let off = 0; off < pcm.length; ) {
       const pending = (this.#pending ??= this.#o.pool?.take() ?? new Int16Array(this.#o.sendSamples));
       const n = Math.min(pcm.length - off, this.#target - this.#length);
-      pending.set(pcm.subarray(off, off + n), this.#length);
+      pending.set(off === 0 && n === pcm.length ? pcm : pcm.subarray(off, off + n), this.#length);
       this.#length += n;
       off += n;
       if (this.#length === this.#target) this.flush();
     }
-    if (this.#length > 0 && !this.#held) {
-      this.#held = true;
+    if (this.#length === 0) return;
+    if (this.#restAge < 0) this.#restAge = 0;
+    if (!this.#registered) {
+      this.#registered = true;
       this.#o.flusher.hold(this);
     }
   }
 
   /** Sends what is buffered now, whatever its length: the buffer itself goes out (a view of it when short). */
   flush(): void {
-    this.#unhold();
+    this.#restAge = -1;
     if (this.#length === 0) return;
     const pending = this.#pending!;
     const message = this.#length === pending.length ? pending : pending.subarray(0, this.#length);
@@ -101,20 +105,24 @@ export class PcmBatcher implements StaleFlushable {
     this.#o.send(message);
   }
 
-  /** @internal StaleFlusher: the rest waited a whole period. */
-  flushStale(): void {
-    if (this.#length >= this.#o.minSamples) this.flush();
-    else this.#unhold();
+  /** @internal StaleFlusher: sends a rest that waited a whole period; leaves the flusher when none is left waiting. */
+  tickStale(): boolean {
+    if (this.#restAge === 0 && this.#length > 0) {
+      this.#restAge = 1;
+      return true;
+    }
+    // A rest that waited a period goes now (one too short to send waits for more audio, unregistered).
+    if (this.#restAge === 1 && this.#length >= this.#o.minSamples) this.flush();
+    this.#restAge = -1;
+    this.#registered = false;
+    return false;
   }
 
   /** Leaves the flusher for good (the stream failed or closed). */
   stop(): void {
-    this.#unhold();
-  }
-
-  #unhold(): void {
-    if (!this.#held) return;
-    this.#held = false;
+    this.#restAge = -1;
+    if (!this.#registered) return;
+    this.#registered = false;
     this.#o.flusher.release(this);
   }
 }

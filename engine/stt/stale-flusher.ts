@@ -3,18 +3,24 @@
 // Rationale: a stream sends once a message's worth of audio is buffered, so a steady stream never needs a timer; only
 // a pause leaves a short rest behind. Rather than a timer per stream, streams with a rest register here; a stream
 // still holding a rest it already held at the previous tick sends it. The entry exists only while a stream waits.
+// A streaming stream holds a rest nearly all the time (each message's first audio starts the next), so it stays
+// registered between messages and leaves only at a tick that finds it without one: registering at every rest and
+// leaving at every send had the set grow and shrink ten times a second per stream, the main thread's largest source
+// of promoted garbage after the transcripts themselves at 450 streaming sessions (the hash table's backing stores).
 import type { Scheduler, TimerId } from '../scheduler.js';
 
 export interface StaleFlushable {
-  /** Sends the buffered rest now. */
-  flushStale(): void;
+  /**
+   * The flusher's tick: the stream sends a rest it already held at the previous tick. Answers whether it still wants
+   * ticks (false: it holds no rest and leaves; it registers again with its next rest).
+   */
+  tickStale(): boolean;
 }
 
 export class StaleFlusher {
   readonly #scheduler: Scheduler;
   readonly #periodMs: number;
-  /** Streams with a rest, and whether they already had it at the previous tick. */
-  readonly #waiting = new Map<StaleFlushable, boolean>();
+  readonly #streams = new Set<StaleFlushable>();
   #timer: TimerId | undefined;
 
   constructor(scheduler: Scheduler, periodMs: number) {
@@ -22,26 +28,32 @@ export class StaleFlusher {
     this.#periodMs = periodMs;
   }
 
-  /** `stream` now holds a rest (idempotent). */
+  /** Streams registered now. */
+  get size(): number {
+    return this.#streams.size;
+  }
+
+  /** `stream` holds a rest; it gets ticks until it answers false (idempotent). */
   hold(stream: StaleFlushable): void {
-    if (this.#waiting.has(stream)) return;
-    this.#waiting.set(stream, false);
+    this.#streams.add(stream);
     this.#timer ??= this.#scheduler.every(this.#periodMs, () => this.#tick());
   }
 
-  /** `stream` sent or dropped its rest. */
+  /** `stream` leaves for good (it closed or failed). */
   release(stream: StaleFlushable): void {
-    this.#waiting.delete(stream);
-    if (this.#waiting.size === 0 && this.#timer !== undefined) {
-      this.#scheduler.cancel(this.#timer);
-      this.#timer = undefined;
-    }
+    this.#streams.delete(stream);
+    this.#stopIfEmpty();
   }
 
   #tick(): void {
-    for (const [stream, seen] of this.#waiting) {
-      if (seen) stream.flushStale();
-      else this.#waiting.set(stream, true);
+    for (const stream of this.#streams) if (!stream.tickStale()) this.#streams.delete(stream);
+    this.#stopIfEmpty();
+  }
+
+  #stopIfEmpty(): void {
+    if (this.#streams.size === 0 && this.#timer !== undefined) {
+      this.#scheduler.cancel(this.#timer);
+      this.#timer = undefined;
     }
   }
 }
