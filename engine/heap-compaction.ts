@@ -1,20 +1,24 @@
-// Compacts the JS heap every HEAP_COMPACT_INTERVAL_S seconds: the first full GC after each tick moves the live objects
-// of every fragmented old-space page together, so the emptied pages go back to the kernel.
+// Compacts the JS heap every HEAP_COMPACT_INTERVAL_S seconds: the full GCs after each tick run in V8's memory-saving
+// mode, which moves the live objects of the fragmented old-space pages together, so the emptied pages go back to the
+// kernel.
 //
 // Rationale: sessions come and go. Each leaves its objects' holes in old-space pages that also hold objects still
 // alive, and V8's own heuristics only evacuate pages that are mostly empty (about 70% free when not short of memory).
 // Under steady load the memory reducer, which would compact, never runs (it waits for a quiet moment). So the main
 // thread's committed old space grew from 38 to 58 MiB while 30-38 MiB of it was in use, and RSS after 4,000 sessions
 // had come and gone stood 19% above RSS after the first 100 (`npm run bench -- churn --seconds 240 --sessions 330`).
-// `--compact-on-every-full-gc` for the whole run held it to 10%, but every full GC (one each 3-4 s at 330 sessions)
-// then paused the main thread 57-69 ms instead of 3-10 ms and the service used 7% more CPU. Compacting once per
-// interval keeps most of the gain for one such pause per interval (every 20 s: 11.7%; every 10 s: 10.6%, and at 400
-// streaming sessions no change in frame latency or CPU beyond the runs' noise).
+// Compacting once per interval held it near 10%.
+//
+// The window first used `--compact-on-every-full-gc`, which evacuates every page, full ones too: at 450 streaming
+// sessions its GC stopped the main thread for 35-43 ms at every window, against 2-10 ms for other full GCs, and each
+// such pause was followed by a 2-s stretch whose frame-latency p99 was 73-161 ms (10-20 ms between them).
+// `--optimize-for-size`, held only as long as the window, makes V8 pick pages a fifth free or more and move a few MiB
+// of live objects per GC (a 24 MiB heap with half-empty pages takes two GCs): its window GCs paused at most 13 ms.
 //
 // The flag is process-wide: a codec thread's full GC inside the window compacts too (their heaps are small). V8 reads it
 // when a full GC starts marking, so a GC already marking when the window opened (measured: 1 in 6 at 330 sessions)
 // compacts only by its own heuristics; the window closes after the first full GC that left old space compact (at most
-// 10% of it free; a compacted one leaves 3-5%), or after a second one whatever it left.
+// 10% of it free), or after a second one whatever it left.
 import v8 from 'node:v8';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import client from 'prom-client';
@@ -27,9 +31,12 @@ export interface HeapCompactionOptions {
   intervalS: number;
 }
 
-/** Turns V8's compact-every-page mode for full GCs on or off. */
-function compactEveryPage(on: boolean): void {
-  v8.setFlagsFromString(on ? '--compact-on-every-full-gc' : '--no-compact-on-every-full-gc');
+/**
+ * Turns V8's memory-saving mode on or off; full GCs that start marking in it evacuate the pages a fifth free or more
+ * (a few MiB of live objects per GC), instead of only the ~70% free pages of its speed-first heuristics.
+ */
+function saveMemory(on: boolean): void {
+  v8.setFlagsFromString(on ? '--optimize-for-size' : '--no-optimize-for-size');
 }
 
 /** Old space free within its committed pages: at most this share after a compacting full GC. */
@@ -50,11 +57,11 @@ export interface HeapCompaction {
 /** Starts compacting; undefined when off. */
 export function startHeapCompaction(o: HeapCompactionOptions): HeapCompaction | undefined {
   if (o.intervalS <= 0) return undefined;
-  const runs = new client.Counter({ name: 'process_heap_compactions_total', help: 'Compactions of the JS heap (HEAP_COMPACT_INTERVAL_S): windows in which full GCs evacuated every fragmented page', registers: [o.registry] });
+  const runs = new client.Counter({ name: 'process_heap_compactions_total', help: 'Compactions of the JS heap (HEAP_COMPACT_INTERVAL_S): windows in which full GCs evacuated the fragmented pages', registers: [o.registry] });
   const seconds = new client.Counter({ name: 'process_heap_compaction_gc_seconds_total', help: "Main-thread time in those windows' full GCs, compaction included", registers: [o.registry] });
   let observer: PerformanceObserver | undefined;
   const closeWindow = (): void => {
-    compactEveryPage(false);
+    saveMemory(false);
     observer?.disconnect();
     observer = undefined;
   };
@@ -74,7 +81,7 @@ export function startHeapCompaction(o: HeapCompactionOptions): HeapCompaction | 
     });
     observer = watching;
     watching.observe({ entryTypes: ['gc'] });
-    compactEveryPage(true);
+    saveMemory(true);
   });
   return {
     close() {
