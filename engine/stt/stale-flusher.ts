@@ -2,11 +2,11 @@
 //
 // Rationale: a stream sends once a message's worth of audio is buffered, so a steady stream never needs a timer; only
 // a pause leaves a short rest behind. Rather than a timer per stream, streams with a rest register here; a stream
-// still holding a rest it already held at the previous tick sends it. The entry exists only while a stream waits.
-// A streaming stream holds a rest nearly all the time (each message's first audio starts the next), so it stays
-// registered between messages and leaves only at a tick that finds it without one: registering at every rest and
-// leaving at every send had the set grow and shrink ten times a second per stream, the main thread's largest source
-// of promoted garbage after the transcripts themselves at 450 streaming sessions (the hash table's backing stores).
+// still holding a rest it already held at the previous tick sends it. The entry exists only while streams are
+// registered. A streaming stream holds a rest nearly all the time (each message's first audio starts the next), so it
+// stays registered between messages and leaves only at a tick that finds it without one. Registering at every rest and
+// leaving at every send made the set grow and shrink ten times a second per stream: its reallocated hash tables were
+// the largest single source of promoted garbage on the main thread at 450 streaming sessions (0.22 of 1.36 MB/s).
 import type { Scheduler, TimerId } from '../scheduler.js';
 
 export interface StaleFlushable {

@@ -60,7 +60,7 @@ t.test('a window every interval compacts the next full GC; other full GCs do not
   await observed();
   const once = oldSpace();
   t.ok(once.committed < fragmented.committed - 4 * 1024 * 1024, `the window's first full GC gave pages back: ${once.committed} of ${fragmented.committed} bytes committed`);
-  // V8 moves a few MiB of live objects per GC in this mode: ~12 MiB needs two, and the window stays open for the second.
+  // V8 moves a few MiB of live objects per GC in this mode: ~12 MiB takes two, the window stays open for the second.
   gc();
   await observed();
   const compacted = oldSpace();
