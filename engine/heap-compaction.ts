@@ -12,9 +12,10 @@
 // The window first used `--compact-on-every-full-gc`, which evacuates every page, full ones too: at 450 streaming
 // sessions its GC stopped the main thread for 35-43 ms at every window, against 2-10 ms for other full GCs, and each
 // such pause was followed by a 2-s stretch whose frame-latency p99 was 73-161 ms (8-14 s apart, as the windows were).
-// `--optimize-for-size`, held only as long as the window (one or two full GCs), makes V8 evacuate pages with a fifth
-// or more free, a few MiB of live objects per GC (a 24 MiB heap of half-empty pages takes two GCs): its window GCs
-// paused at most 13 ms. Neither CPU per session nor the 10-min churn's growth moved beyond the runs' noise.
+// `--optimize-for-size`, held as long as the window, makes V8 evacuate pages with a fifth or more free, a few MiB of
+// live objects per GC (a 24 MiB heap of half-empty pages takes two GCs): its window GCs paused 5-12 ms, once 19. A
+// window lasts one or two full GCs, which at that load (one every ~4 s) is most of the time: 10 of 13 full GCs ran in
+// that mode. Neither CPU per session nor the 10-min churn's growth moved beyond the runs' noise.
 //
 // The flag is process-wide: a codec thread's full GC inside the window compacts too (their heaps are small). V8 reads it
 // when a full GC starts marking, so a GC already marking when the window opened (measured: 1 in 6 at 330 sessions)
