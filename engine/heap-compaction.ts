@@ -41,7 +41,11 @@ function saveMemory(on: boolean): void {
   v8.setFlagsFromString(on ? '--optimize-for-size' : '--no-optimize-for-size');
 }
 
-/** Old space free within its committed pages: at most this share after a compacting full GC. */
+/**
+ * Old space free within its committed pages at or below which a window closes after its first full GC. In
+ * memory-saving mode one GC usually leaves more (pages under a fifth free stay, and V8 moves a few MiB per GC), so at
+ * load most windows last two full GCs.
+ */
 const COMPACT_FREE_SHARE = 0.1;
 
 /** Whether the main thread's old space is compact now (read after a full GC). */

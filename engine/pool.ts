@@ -1,17 +1,18 @@
 // The codec shards: one thread each (engine/task-thread.ts) that decodes live audio; each session is pinned to one shard.
 //
 // Rationale: Opus, LC3 and AAC decoders carry state from frame to frame, so a session's decoders live in one
-// thread (workers/decode.ts) and every message of that session goes there. A message is copied, on arrival, into
-// its stream's staging area (a record: stream number, length, bytes); one task carries the records of every stream
-// that is due, copied stream by stream into one moved buffer (a task never reads the records of streams held back:
-// with one shared area it scanned and compacted every staged record, most of them held, at every task), and its
-// answer brings every stream's PCM back in one moved buffer. A shard keeps one task in flight and sends
-// at most one per `batchWindowMs` (5 ms), so a session is in at most one task at a time and, at load, one thread hop and two
-// buffer moves serve every session of the shard (no per-frame task, transfer or allocation). An idle shard sends at
-// once: a lone frame is not held back. A session whose consumer sends on in messages (a remote provider, 100 ms) holds
-// its frames back until they complete the next message (holdUntil(), at most `maxHoldMs`): the frame that completes it
-// is decoded as soon as without a hold, and the four before it ride in the same batch instead of costing a batch each
-// on both threads (the per-session work of a batch, not the decoding, was most of the engine's cost above the codec's).
+// thread (workers/decode.ts) and every message of that session goes there. A message is copied, on arrival, into its
+// stream's staging area (a record: stream number, length, bytes); one task carries the records of every stream that is
+// due, copied stream by stream into one moved buffer (a task never reads the records of streams held back: with one
+// shared area it scanned and compacted every staged record, most of them held, at every task), and its answer brings
+// every stream's PCM back in one moved buffer. A shard keeps one task in flight and sends at most one per
+// `batchWindowMs` (5 ms), so a session is in at most one task at a time and, at load, one thread hop and two buffer
+// moves serve every session of the shard (no per-frame task, transfer or allocation). An idle shard sends at once: a
+// lone frame is not held back. A session whose consumer sends on in messages (a remote provider, 100 ms) holds its
+// frames back until they complete the next message (holdUntil(), at most `maxHoldMs`): the frame that completes it is
+// decoded as soon as it would be without a hold, and the four before it ride in the same batch instead of costing a
+// batch each on both threads (the per-session work of a batch, not the decoding, was most of the engine's cost above
+// the codec's).
 import { EventEmitter } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
