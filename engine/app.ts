@@ -42,6 +42,7 @@ import { ActorRegistry } from './actors/actor-registry.js';
 import { SessionActor } from './actors/session-actor.js';
 import { attachListen } from './transport/uws-server.js';
 import { CloseCode } from './protocol.js';
+import { MainLoad } from './main-load.js';
 
 export interface ServiceOptions {
   readonly config: Config;
@@ -221,7 +222,24 @@ export class Service {
           buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
           registers: [registry],
         });
-        const pool = (codecPool = new CodecPool({ ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}), batchWindowMs: config.codecBatchMs, onTaskDelay: (s) => decodeDelay.observe(s) }));
+        const mainLoad = config.codecInlineBusyPct > 0 ? new MainLoad({ limit: config.codecInlineBusyPct / 100, clock }) : undefined;
+        const pool = (codecPool = new CodecPool({
+          ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}),
+          batchWindowMs: config.codecBatchMs,
+          onTaskDelay: (s) => decodeDelay.observe(s),
+          ...(mainLoad ? { inline: (sessions: number) => mainLoad.admit(sessions) } : {}),
+        }));
+        new client.Gauge({
+          name: 'codec_sessions',
+          help: 'Open live-audio decode streams by the thread that decodes them: each codec shard (0, 1, ...) and "main" (CODEC_INLINE_BUSY_PCT).',
+          labelNames: ['thread'],
+          registers: [registry],
+          collect() {
+            this.reset();
+            pool.load.forEach((n, i) => this.set({ thread: String(i) }, n));
+            this.set({ thread: 'main' }, pool.inlineLoad);
+          },
+        });
         new client.Gauge({
           name: 'codec_thread_heap_bytes',
           help: "Each codec shard thread's V8 heap, used and committed (not in nodejs_heap_size_*, which is the main thread's).",

@@ -20,7 +20,7 @@ import { EngineError } from './errors.js';
 import { encodedDurationS } from './audio/encoded-duration.js';
 import { checkCodecParams, codecIndex, OUTPUT_SAMPLE_RATE_HZ, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type HeapAnswer, type PackedAnswer } from '../workers/messages.js';
 import { eachPackedPart, MAX_SPARE_BUFFERS, RecordWriter } from '../workers/packing.js';
-import { TaskThread } from './task-thread.js';
+import { InlineRunner, TaskThread, type TaskRunner } from './task-thread.js';
 
 export { CODECS, CODEC_SAMPLE_RATES_HZ, OUTPUT_SAMPLE_RATE_HZ, type Codec, type CodecParams } from '../workers/messages.js';
 
@@ -43,6 +43,12 @@ export interface CodecPoolOptions {
    * @defaultValue 100
    */
   maxHoldMs?: number;
+  /**
+   * Whether a session being opened now decodes on the calling (main) thread instead of a shard, given the sessions
+   * open (engine/main-load.ts decides for the engine): asked at each open(), and the session stays where it was put.
+   * Absent: every session goes to a shard.
+   */
+  inline?: (sessions: number) => boolean;
   /** Worker module; tests point it at a fixture. @defaultValue dist/workers/decode.js */
   filename?: string;
   /**
@@ -112,7 +118,7 @@ function rebuild(answer: { code: string; message: string }): EngineError {
 /** One session's audio through its shard. Create with `CodecPool.open()`. */
 export class CodecStream extends EventEmitter<CodecStreamEvents> {
   readonly sessionId: string;
-  /** @internal the stream's number within its shard (records and answers name it). */
+  /** @internal the stream's number, unique in the process (records and answers name it). */
   readonly key: number;
   readonly params: Readonly<CodecParams>;
   /** @internal the codec's number on the wire (workers/messages.ts CODECS). */
@@ -156,9 +162,14 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     });
   }
 
-  /** Shard (thread) index the session is pinned to. */
+  /** Shard (thread) index the session is pinned to; the shard on the main thread comes after the threads. */
   get shard(): number {
     return this.#shard.index;
+  }
+
+  /** True when the session's audio is decoded on the main thread (CodecPoolOptions.inline). */
+  get inline(): boolean {
+    return this.#shard.inline;
   }
 
   /** Bytes pushed whose PCM has not come back (staged or being decoded). */
@@ -266,12 +277,17 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   }
 }
 
-/** @internal one codec thread and the sessions pinned to it. */
+/**
+ * Stream numbers, unique in the process: the main thread's decoders (workers/decode.ts imported here) are one map for
+ * every pool of the process.
+ */
+let nextStreamKey = 1;
+
+/** @internal one codec thread (or the main thread) and the sessions pinned to it. */
 class Shard {
   readonly #streams = new Map<number, CodecStream>();
-  readonly #thread: TaskThread<CodecTask, CodecAnswer>;
+  readonly #thread: TaskRunner<CodecTask, CodecAnswer>;
   readonly #windowMs: number;
-  #nextKey = 1;
   /**
    * Buffers of answers already read (every 'pcm' listener has copied what it keeps), moved back to the thread with the
    * next task so it fills them again instead of allocating (workers/packing.ts PcmBuffers says why).
@@ -300,13 +316,16 @@ class Shard {
     windowMs: number,
     maxHoldMs: number,
     readonly onTaskDelay: ((seconds: number) => void) | undefined,
+    readonly inline = false,
   ) {
     this.#windowMs = windowMs;
     this.#maxHoldMs = maxHoldMs;
     // Decode tasks go one at a time (see #send); open and close go as they come.
-    this.#thread = new TaskThread<CodecTask, CodecAnswer>(filename, () => {
-      this.crashes++;
-    });
+    this.#thread = inline
+      ? new InlineRunner<CodecTask, CodecAnswer>(filename)
+      : new TaskThread<CodecTask, CodecAnswer>(filename, () => {
+          this.crashes++;
+        });
   }
 
   get size(): number {
@@ -318,7 +337,7 @@ class Shard {
   }
 
   open(options: CodecStreamOptions): CodecStream {
-    const key = this.#nextKey++;
+    const key = nextStreamKey++;
     const stream = new CodecStream(this, key, options);
     this.#streams.set(key, stream);
     return stream;
@@ -490,6 +509,9 @@ class Shard {
 /** The process's codec shards. One per process; `close()` ends every thread. */
 export class CodecPool {
   readonly #shards: Shard[];
+  /** The main thread's shard, when sessions may decode there (CodecPoolOptions.inline). */
+  readonly #inline: Shard | undefined;
+  readonly #inlineWhile: ((sessions: number) => boolean) | undefined;
   #closed = false;
 
   constructor(options: CodecPoolOptions = {}) {
@@ -499,6 +521,8 @@ export class CodecPool {
     const maxHoldMs = options.maxHoldMs ?? 100;
     const filename = options.filename ?? new URL('../workers/decode.js', import.meta.url).href;
     this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, windowMs, maxHoldMs, options.onTaskDelay));
+    this.#inlineWhile = options.inline;
+    if (options.inline !== undefined) this.#inline = new Shard(threads, filename, windowMs, maxHoldMs, options.onTaskDelay, true);
   }
 
   /** Number of shards (threads). */
@@ -506,14 +530,20 @@ export class CodecPool {
     return this.#shards.length;
   }
 
-  /** Open sessions per shard. */
+  /** Open sessions per shard thread. */
   get load(): number[] {
     return this.#shards.map((s) => s.size);
   }
 
+  /** Open sessions decoded on the main thread. */
+  get inlineLoad(): number {
+    return this.#inline?.size ?? 0;
+  }
+
   /** Decode tasks sent and the stream batches they carried, summed over shards (batches/tasks = batching achieved). */
   get taskStats(): { tasks: number; batches: number } {
-    return this.#shards.reduce((a, s) => ({ tasks: a.tasks + s.tasks, batches: a.batches + s.batches }), { tasks: 0, batches: 0 });
+    const all = this.#inline ? [...this.#shards, this.#inline] : this.#shards;
+    return all.reduce((a, s) => ({ tasks: a.tasks + s.tasks, batches: a.batches + s.batches }), { tasks: 0, batches: 0 });
   }
 
   /**
@@ -525,7 +555,13 @@ export class CodecPool {
     const why = checkCodecParams(options);
     if (why !== null) throw new EngineError('ENG_ERR_CODEC_UNSUPPORTED', { reason: why });
     let shard = this.#shards[0]!;
-    for (const s of this.#shards) if (s.size < shard.size) shard = s;
+    let sessions = 0;
+    for (const s of this.#shards) {
+      sessions += s.size;
+      if (s.size < shard.size) shard = s;
+    }
+    const inline = this.#inline;
+    if (inline !== undefined && this.#inlineWhile!(sessions + inline.size)) shard = inline;
     return shard.open(options);
   }
 
@@ -551,8 +587,9 @@ export class CodecPool {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const streams = this.#shards.flatMap((s) => [...s.streams]);
+    const all = this.#inline ? [...this.#shards, this.#inline] : this.#shards;
+    const streams = all.flatMap((s) => [...s.streams]);
     await Promise.all(streams.map((s) => s.close({ flush: false })));
-    await Promise.all(this.#shards.map((s) => s.destroy()));
+    await Promise.all(all.map((s) => s.destroy()));
   }
 }

@@ -28,12 +28,18 @@ export function setWorkerSemiSpace(mb: number = WORKER_SEMI_SPACE_MB): void {
   setFlagsFromString(`--max-semi-space-size=${mb}`);
 }
 
+/** What a codec shard needs of its runner: a thread (TaskThread) or the main thread itself (InlineRunner). */
+export interface TaskRunner<Task, Answer> {
+  run(task: Task, transferList?: ArrayBuffer[]): Promise<Answer>;
+  destroy(): Promise<void>;
+}
+
 interface Pending {
   resolve: (answer: unknown) => void;
   reject: (error: Error) => void;
 }
 
-export class TaskThread<Task, Answer> {
+export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
   readonly #filename: string;
   readonly #onExit: (error: Error) => void;
   #worker: Worker;
@@ -100,5 +106,52 @@ export class TaskThread<Task, Answer> {
     const pending = this.#pending;
     this.#pending = new Map();
     for (const p of pending.values()) p.reject(error);
+  }
+}
+
+/**
+ * The same task/answer face as TaskThread, answered on the calling thread: the handler module is imported here and,
+ * once it is loaded, each task runs synchronously inside run(). Nothing is moved (the buffers stay this thread's) and
+ * nothing crosses a thread, so a task costs its handler's work and nothing else.
+ *
+ * The handler module keeps its state in module scope, so one InlineRunner per module and process.
+ */
+export class InlineRunner<Task, Answer> implements TaskRunner<Task, Answer> {
+  #handle: ((task: Task) => Answer | Promise<Answer>) | undefined;
+  /** Tasks that came before the module was loaded, run in order once it is. */
+  #waiting: { task: Task; resolve: (answer: Answer | Promise<Answer>) => void; reject: (error: Error) => void }[] = [];
+  /** Why the module did not load: every task fails with it. */
+  #failed: Error | undefined;
+  #destroyed = false;
+
+  constructor(filename: string) {
+    void import(filename).then(
+      (m: { default: (task: Task) => Answer | Promise<Answer> }) => {
+        this.#handle = m.default;
+        for (const w of this.#waiting.splice(0)) this.run(w.task).then(w.resolve, w.reject);
+      },
+      (err: unknown) => {
+        this.#failed = err instanceof Error ? err : new Error(String(err));
+        for (const w of this.#waiting.splice(0)) w.reject(this.#failed);
+      },
+    );
+  }
+
+  run(task: Task): Promise<Answer> {
+    if (this.#destroyed) return Promise.reject(new Error('thread destroyed'));
+    if (this.#failed) return Promise.reject(this.#failed);
+    const handle = this.#handle;
+    if (handle === undefined) return new Promise<Answer>((resolve, reject) => this.#waiting.push({ task, resolve, reject }));
+    try {
+      return Promise.resolve(handle(task));
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  destroy(): Promise<void> {
+    this.#destroyed = true;
+    for (const w of this.#waiting.splice(0)) w.reject(new Error('thread destroyed'));
+    return Promise.resolve();
   }
 }

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { TaskThread } from '../../engine/task-thread.js';
+import { InlineRunner, TaskThread } from '../../engine/task-thread.js';
 import type { TestTask } from '../helpers/task-thread-handler.js';
 
 const HANDLER = new URL('../helpers/task-thread-handler.js', import.meta.url).href;
@@ -38,4 +38,35 @@ t.test('destroy fails pending and later tasks', async (t) => {
   await held;
   await t.rejects(thread.run({ type: 'echo', n: 1 }), { message: 'thread destroyed' });
   await thread.destroy();
+});
+
+t.test('InlineRunner: tasks sent before the module loads are answered in order; after, each runs inside run()', async (t) => {
+  const runner = new InlineRunner<TestTask, unknown>(HANDLER);
+  const early = [runner.run({ type: 'echo', n: 1 }), runner.run({ type: 'later', n: 2 }), runner.run({ type: 'echo', n: 3 })];
+  const order: number[] = [];
+  early.forEach((p) => p.then((a) => order.push((a as { n: number }).n)));
+  t.same(await Promise.all(early), [{ n: 1 }, { n: 2 }, { n: 3 }]);
+  const bytes = new Uint8Array([1, 2, 3]);
+  const answer = runner.run({ type: 'sum', bytes });
+  t.same([...((await answer) as { out: Uint8Array }).out], [2, 4, 6]);
+  t.equal(bytes.byteLength, 3, 'nothing is moved: the task\'s buffer is still this thread\'s');
+  t.same(order.slice(0, 1), [1]);
+  await runner.destroy();
+});
+
+t.test('InlineRunner: a throwing handler fails its task only; destroy fails waiting and later tasks', async (t) => {
+  const runner = new InlineRunner<TestTask, unknown>(HANDLER);
+  await t.rejects(runner.run({ type: 'throw' }), { message: 'handler refused' });
+  t.same(await runner.run({ type: 'echo', n: 4 }), { n: 4 });
+  const waiting = new InlineRunner<TestTask, unknown>(HANDLER);
+  const held = t.rejects(waiting.run({ type: 'echo', n: 5 }), { message: 'thread destroyed' });
+  await waiting.destroy();
+  await held;
+  await t.rejects(runner.run({ type: 'echo', n: 6 }).then(() => runner.destroy()).then(() => runner.run({ type: 'echo', n: 7 })), { message: 'thread destroyed' });
+});
+
+t.test('InlineRunner: a module that does not load fails the tasks that waited for it', async (t) => {
+  const runner = new InlineRunner<TestTask, unknown>(new URL('./no-such-handler.js', import.meta.url).href);
+  await t.rejects(runner.run({ type: 'echo', n: 1 }), { message: /Cannot find module/ });
+  await t.rejects(runner.run({ type: 'echo', n: 2 }), { message: /Cannot find module/ }, 'and every later one');
 });

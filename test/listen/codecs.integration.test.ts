@@ -186,3 +186,34 @@ t.test('corrupt frames are counted and skipped; the session stays open and later
   t.ok(Math.abs(tone(concat(s.chunks).subarray(s.samples - 8000), 16000).hz - 440) < 10, 'the tone after the garbage is intact');
   await closeAndDrain(uid, c, streams);
 });
+
+t.test('CODEC_INLINE_BUSY_PCT: sessions decoded on the main thread give STT the samples a codec shard gives', async (t) => {
+  const inlineEngine = new RecordingSttEngine();
+  const inline = await startService(t, { sttEngines: [inlineEngine], env: { CODEC_INLINE_BUSY_PCT: '100' } });
+  for (const c of [cases.find((x) => x.codec === 'opus_fs320')!, cases.find((x) => x.codec === 'aac')!]) {
+    const { messages } = c.make();
+    const query = { codec: c.codec, sample_rate: String(c.rate) };
+    // The same audio through this file's service (codec shards) and through one that decodes on its main thread.
+    const shardUid = `u-shard-${c.codec}`;
+    const onShard = await session(shardUid, query);
+    const before = inlineEngine.streams.length;
+    const mainUid = `u-main-${c.codec}`;
+    const client = await open(inline, { uid: mainUid, ...query });
+    await client.ready();
+    const mainStreams = inlineEngine.streams.slice(before);
+    const metrics = (await inline.req('/metrics')).text;
+    t.match(metrics, /^codec_sessions\{thread="main"\} 1$/m, 'counted on the main thread');
+    t.match(metrics, /^codec_sessions\{thread="0"\} 0$/m, 'not on a shard');
+    t.match((await ts.req('/metrics')).text, /^codec_sessions\{thread="main"\} 0$/m, 'the default service decodes on its shards');
+    for (const m of messages) {
+      onShard.c.ws.send(m);
+      client.ws.send(m);
+    }
+    await closeAndDrain(shardUid, onShard.c, onShard.streams);
+    client.close();
+    await client.closed;
+    await until(() => mainStreams.every((s) => s.finalized && s.closed), 20_000, 'STT finalised and closed');
+    t.ok(mainStreams[0]!.samples > 16000 * 3, `${c.codec}: ${mainStreams[0]!.samples} samples`);
+    t.same(concat(mainStreams[0]!.chunks), concat(onShard.streams[0]!.chunks), `${c.codec}: the same samples`);
+  }
+});
