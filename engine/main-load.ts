@@ -6,7 +6,9 @@
 // latency. But a busy main thread delays every session's frames, those of the shards' sessions too: at 450 sessions
 // all decoded there, the main thread's event-loop p99 was 30 ms against 18 and frame p50 11 ms against 7. A session
 // stays on the thread it was opened on (its decoders keep state), so the main thread takes new sessions only while it
-// was busy less than a set share of the last second, and no more at once than that share's room allows.
+// was busy less than a set share of the last second, and no more at once than that share's room allows. Even so, on
+// 2 vCPUs capacity ramps held 425 sessions with a 25% share against 500 without, so engine/config.ts turns it on by
+// default only on one CPU (there, at 100 sessions, it cost 16-21% less CPU).
 import { performance } from 'node:perf_hooks';
 import type { Clock } from './clock.js';
 
@@ -26,7 +28,7 @@ export interface MainLoadOptions {
   periodMs?: number;
   /**
    * Least share of the main thread one more session is reckoned to take, before its load can be read (a burst of
-   * opens within one period). @defaultValue 0.002 (200 opus_fs320 sessions decoded there took ~0.43 cores)
+   * opens within one period). @defaultValue 0.002 (with 200 opus_fs320 sessions decoded there the process took ~0.43 cores)
    */
   minSessionShare?: number;
 }

@@ -12,7 +12,8 @@
 // frames back until they complete the next message (holdUntil(), at most `maxHoldMs`): the frame that completes it is
 // decoded as soon as it would be without a hold, and the four before it ride in the same batch instead of costing a
 // batch each on both threads (the per-session work of a batch, not the decoding, was most of the engine's cost above
-// the codec's).
+// the codec's). One more shard may be the main thread itself (CodecPoolOptions.inline, engine/main-load.ts): the same
+// records and answers, handled synchronously, for sessions opened while that thread has room.
 import { EventEmitter } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';

@@ -114,7 +114,8 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
  * once it is loaded, each task runs synchronously inside run(). Nothing is moved (the buffers stay this thread's) and
  * nothing crosses a thread, so a task costs its handler's work and nothing else.
  *
- * The handler module keeps its state in module scope, so one InlineRunner per module and process.
+ * Imports are cached, so every InlineRunner of a module shares that module's state (the codec pool's stream keys
+ * are unique in the process for this). A handler that ends its thread (process.exit) ends the process here.
  */
 export class InlineRunner<Task, Answer> implements TaskRunner<Task, Answer> {
   #handle: ((task: Task) => Answer | Promise<Answer>) | undefined;
