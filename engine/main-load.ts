@@ -28,7 +28,8 @@ export interface MainLoadOptions {
   periodMs?: number;
   /**
    * Least share of the main thread one more session is reckoned to take, before its load can be read (a burst of
-   * opens within one period). @defaultValue 0.002 (with 200 opus_fs320 sessions decoded there the process took ~0.43 cores)
+   * opens within one period).
+   * @defaultValue 0.002 (with 200 opus_fs320 sessions decoded there the process took ~0.43 cores)
    */
   minSessionShare?: number;
 }

@@ -510,9 +510,8 @@ class Shard {
 /** The process's codec shards. One per process; `close()` ends every thread. */
 export class CodecPool {
   readonly #shards: Shard[];
-  /** The main thread's shard, when sessions may decode there (CodecPoolOptions.inline). */
-  readonly #inline: Shard | undefined;
-  readonly #inlineWhile: ((sessions: number) => boolean) | undefined;
+  /** The main thread's shard and the rule that sends sessions there, when they may decode there (options.inline). */
+  readonly #inline: { shard: Shard; admit: (sessions: number) => boolean } | undefined;
   #closed = false;
 
   constructor(options: CodecPoolOptions = {}) {
@@ -522,8 +521,14 @@ export class CodecPool {
     const maxHoldMs = options.maxHoldMs ?? 100;
     const filename = options.filename ?? new URL('../workers/decode.js', import.meta.url).href;
     this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, windowMs, maxHoldMs, options.onTaskDelay));
-    this.#inlineWhile = options.inline;
-    if (options.inline !== undefined) this.#inline = new Shard(threads, filename, windowMs, maxHoldMs, options.onTaskDelay, true);
+    if (options.inline !== undefined) {
+      this.#inline = { shard: new Shard(threads, filename, windowMs, maxHoldMs, options.onTaskDelay, true), admit: options.inline };
+    }
+  }
+
+  /** The thread shards, and the main thread's after them. */
+  #all(): Shard[] {
+    return this.#inline ? [...this.#shards, this.#inline.shard] : this.#shards;
   }
 
   /** Number of shards (threads). */
@@ -538,13 +543,12 @@ export class CodecPool {
 
   /** Open sessions decoded on the main thread. */
   get inlineLoad(): number {
-    return this.#inline?.size ?? 0;
+    return this.#inline?.shard.size ?? 0;
   }
 
   /** Decode tasks sent and the stream batches they carried, summed over shards (batches/tasks = batching achieved). */
   get taskStats(): { tasks: number; batches: number } {
-    const all = this.#inline ? [...this.#shards, this.#inline] : this.#shards;
-    return all.reduce((a, s) => ({ tasks: a.tasks + s.tasks, batches: a.batches + s.batches }), { tasks: 0, batches: 0 });
+    return this.#all().reduce((a, s) => ({ tasks: a.tasks + s.tasks, batches: a.batches + s.batches }), { tasks: 0, batches: 0 });
   }
 
   /**
@@ -562,7 +566,7 @@ export class CodecPool {
       if (s.size < shard.size) shard = s;
     }
     const inline = this.#inline;
-    if (inline !== undefined && this.#inlineWhile!(sessions + inline.size)) shard = inline;
+    if (inline !== undefined && inline.admit(sessions + inline.shard.size)) shard = inline.shard;
     return shard.open(options);
   }
 
@@ -588,7 +592,7 @@ export class CodecPool {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const all = this.#inline ? [...this.#shards, this.#inline] : this.#shards;
+    const all = this.#all();
     const streams = all.flatMap((s) => [...s.streams]);
     await Promise.all(streams.map((s) => s.close({ flush: false })));
     await Promise.all(all.map((s) => s.destroy()));
