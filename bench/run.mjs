@@ -12,6 +12,7 @@ const SCENARIOS = {
   churn: './listen/churn.mjs',
   codecs: './scripts/bench-codecs.mjs',
   rest: './http/rest.mjs',
+  jobs: './jobs/jobs.mjs',
   compare: './compare.mjs',
 };
 
@@ -23,6 +24,8 @@ scenarios:
   churn     sessions come (5-30 s of audio) and go for 10 minutes: the service's RSS must come back
   codecs    CPU per second of audio for each codec, codec shards vs the decoder in-process
   rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
+  jobs      conversations ended over REST and processed by the queue's worker: jobs/s and end → processed latency,
+            vs a bare BullMQ worker
   compare   compare A.json B.json: the ratio between two result files' figures
 each run prints a table and writes bench/results/<timestamp>-<scenario>.json and .html (charts);
 \`npm run bench -- <scenario> --help\` for options`;

@@ -1,0 +1,514 @@
+// Macro bench of the processing queue end to end: N users' in-progress conversations are ended over REST
+// (POST /v1/conversations: auth, state change, a process-conversation job on BullMQ), the service's worker processes
+// them (transcript → processor → structure, memories, action items → completed) and announces each with
+// `memory_created` on its Redis events channel, where the bench times it. The baseline, in the same run: a bare BullMQ
+// worker whose job only publishes its id, fed by the same number of producers.
+//
+// Rationale: jobs/s and the time from "end" to "processed" are what an operator sizes JOB_CONCURRENCY and `ROLE=jobs`
+// nodes by. Conversations are seeded into the store before the service starts (with the service's own repositories),
+// so the measured part is only the queue's path. Webhook delivery is not measured: the webhook queue does not exist yet.
+import { execFileSync, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import knexFactory from 'knex';
+import { BENCH_DIR, ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
+import { Progress } from '../lib/progress.mjs';
+import { Histogram } from '../lib/histogram.mjs';
+import { ProcSampler, cpuSeconds, median } from '../lib/procstat.mjs';
+import { cleanRedis, freePort, startChild, track } from '../lib/processes.mjs';
+import { signTokens } from '../listen/stack.mjs';
+
+export const USAGE = `npm run bench -- jobs [--jobs 2000] [--concurrency 2] [--llm-ms D] [--segments 30] [--in-flight 32] [--rate R] [--store sqlite|pg] [--targets service,bare] [--timeout 300] [--smoke]
+  --jobs         conversations ended and processed (default 2000; 20 with --smoke)
+  --concurrency  JOB_CONCURRENCY of the service, and the bare worker's concurrency (default 2, the service's default)
+  --llm-ms       process with the LLM processor against a local OpenAI-compatible fake that answers after D ms
+                 (default: the built-in processor, which \`npm start\` runs when LLM_BASE_URL is not set)
+  --segments     transcript segments per conversation, ~12 words each (default 30)
+  --in-flight    end requests (or bare job adds) in flight at once (default 32)
+  --rate         end R conversations per second instead of all as fast as --in-flight allows
+  --store        sqlite (default: the embedded store) or pg (PostgreSQL at 127.0.0.1:5432/test, a schema of its own)
+  --targets      which targets to run, comma-separated (default service,bare)
+  --timeout      seconds to wait for the last job of a target (default 300)
+  --smoke        20 jobs of 5 segments (the test in test/bench/ uses it)
+  --out          result file (default bench/results/<timestamp>-jobs.json)`;
+
+const PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
+const SENTENCES = [
+  'we should send the revised budget to Maria before Friday',
+  'the venue for the offsite still has to confirm the booking',
+  'remind me to call the dentist about moving the appointment',
+  'I think the prototype battery lasts about nine hours now',
+  'let us review the hiring plan again next Tuesday morning',
+  'the client asked for a demo of the new dashboard',
+  'my sister is visiting in March so I need the guest room ready',
+  'we agreed to try the climbing gym on Thursday evenings',
+];
+
+/**
+ * @typedef {object} TargetRun
+ * @property {string} name
+ * @property {string} what
+ * @property {number} jobs
+ * @property {number} completed
+ * @property {number} lost jobs whose completion never arrived within --timeout
+ * @property {number} refused end requests (or job adds) that failed
+ * @property {number} enqueueS seconds from the first request to the last answered
+ * @property {number} drainS seconds from the first request to the last completion
+ * @property {number} jobsPerSec completed / drainS
+ * @property {ReturnType<Histogram['summary']>} latency from the end request (job add) to its completion event, ms
+ * @property {number | null} cpuMsPerJob CPU of the process that runs the jobs (service or bare worker), per job
+ * @property {number | null} redisCpuMsPerJob CPU of redis-server per job (null when its pid is not readable)
+ * @property {number | null} llmCpuMsPerJob CPU of the LLM fake per job (service with --llm-ms only)
+ * @property {number | null} rssMiB median RSS of the process that runs the jobs while it ran them
+ * @property {[number, number][]} perSecond completions in each second since the target started
+ * @property {[number, number][]} p95PerSecond latency p95 of the jobs completed in each second
+ */
+
+/** The pid of the local redis-server, for its CPU per job; undefined when there is none to read. */
+function redisPid() {
+  try {
+    const pid = Number(execFileSync('pgrep', ['-xo', 'redis-server']).toString().trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A transcript of `n` segments, 4 s each, two speakers taking turns. */
+function transcript(/** @type {number} */ n, /** @type {number} */ seed) {
+  return Array.from({ length: n }, (_, i) => ({
+    text: `${SENTENCES[(seed + i) % SENTENCES.length]} and ${SENTENCES[(seed * 7 + i * 3) % SENTENCES.length]}`,
+    start: i * 4,
+    end: i * 4 + 3.8,
+    speaker: `SPEAKER_0${i % 2}`,
+    speakerId: i % 2,
+    isUser: i % 2 === 0,
+  }));
+}
+
+/**
+ * Creates the users and their in-progress conversations with the service's own repositories (migrations included),
+ * before the service starts. Answers the conversation id of each user.
+ * @param {{ dataDir: string, databaseUrl?: string, databaseSchema?: string }} storeOpts
+ * @param {string[]} uids
+ * @param {number} segments
+ * @param {Progress} progress
+ */
+async function seed(storeOpts, uids, segments, progress) {
+  const dist = (/** @type {string} */ p) => import(path.join(ROOT_DIR, 'dist', p));
+  const { openStore } = await dist('engine/db/store.js');
+  const { ConversationsRepository } = await dist('engine/db/conversations.js');
+  const { UsersRepository } = await dist('engine/db/users.js');
+  const store = openStore(storeOpts);
+  try {
+    await store.migrate();
+    const users = new UsersRepository(store.knex, undefined);
+    const conversations = new ConversationsRepository(store.knex);
+    /** @type {Map<string, string>} */
+    const ids = new Map();
+    const now = Date.now();
+    for (let i = 0; i < uids.length; i++) {
+      const uid = /** @type {string} */ (uids[i]);
+      await users.ensure(uid, now, true);
+      const c = await conversations.create({
+        userId: uid,
+        status: 'in_progress',
+        startedAt: new Date(now - segments * 4000).toISOString(),
+        finishedAt: null,
+        source: 'omi',
+        language: 'en',
+        segments: transcript(segments, i),
+        now,
+      });
+      ids.set(uid, c.id);
+      progress.update(i + 1);
+    }
+    return ids;
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Starts `n` operations, at most `inFlight` at once, and at `rate` per second when given.
+ * @param {number} n
+ * @param {number} inFlight
+ * @param {number} rate 0: as fast as inFlight allows
+ * @param {(i: number) => Promise<void>} op
+ */
+async function drive(n, inFlight, rate, op) {
+  let next = 0;
+  const t0 = performance.now();
+  const lane = async () => {
+    while (next < n) {
+      const i = next++;
+      if (rate > 0) {
+        const wait = t0 + (i / rate) * 1000 - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      }
+      await op(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, n) }, lane));
+}
+
+/**
+ * Times jobs from their start to their completion event on a Redis channel.
+ */
+class Completions {
+  /** @type {Map<string, number>} */
+  #started = new Map();
+  hist = new Histogram();
+  /** @type {Map<number, Histogram>} */
+  #perSecond = new Map();
+  completed = 0;
+  lastAt = 0;
+  t0 = 0;
+  /** @type {(() => void) | undefined} */
+  #whenDone;
+  #expected = 0;
+
+  /** @param {number} expected */
+  begin(expected) {
+    this.t0 = performance.now();
+    this.#expected = expected;
+  }
+
+  /** @param {string} id */
+  start(id) {
+    this.#started.set(id, performance.now());
+  }
+
+  /** @param {string} id */
+  done(id) {
+    const at = this.#started.get(id);
+    if (at === undefined) return;
+    this.#started.delete(id);
+    const now = performance.now();
+    this.hist.record(now - at);
+    const sec = Math.floor((now - this.t0) / 1000);
+    if (!this.#perSecond.has(sec)) this.#perSecond.set(sec, new Histogram());
+    this.#perSecond.get(sec)?.record(now - at);
+    this.completed++;
+    this.lastAt = now;
+    if (this.completed >= this.#expected) this.#whenDone?.();
+  }
+
+  /** Resolves when every expected job completed, or after `timeoutMs`. */
+  wait(/** @type {number} */ timeoutMs) {
+    if (this.completed >= this.#expected) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.#whenDone = () => {
+        clearTimeout(timer);
+        resolve(undefined);
+      };
+    });
+  }
+
+  /** @returns {{ perSecond: [number, number][], p95PerSecond: [number, number][] }} */
+  series() {
+    const secs = [...this.#perSecond.keys()].sort((a, b) => a - b);
+    return {
+      perSecond: secs.map((s) => [s, this.#perSecond.get(s)?.count ?? 0]),
+      p95PerSecond: secs.map((s) => [s, this.#perSecond.get(s)?.summary().p95 ?? 0]),
+    };
+  }
+}
+
+/**
+ * Subscribes to `channel` and hands each `memory_created` conversation id to `onCreated`.
+ * @param {string} channel
+ * @param {(id: string) => void} onCreated
+ */
+async function subscribe(channel, onCreated) {
+  const sub = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
+  sub.on('message', (_ch, message) => {
+    try {
+      const e = JSON.parse(message);
+      if (e?.type === 'memory_created' && typeof e.conversationId === 'string') onCreated(e.conversationId);
+    } catch {
+      // not an event of ours
+    }
+  });
+  await sub.subscribe(channel);
+  return sub;
+}
+
+/**
+ * One target's figures from its completions and the CPU its processes spent meanwhile.
+ * @param {{ name: string, what: string, jobs: number, c: Completions, refused: number, enqueuedAt: number, cpu: { worker: number, redis: number | null, llm: number | null }, rss: number[] }} a
+ * @returns {TargetRun}
+ */
+function targetRun(a) {
+  const { c } = a;
+  const drainS = c.completed > 0 ? (c.lastAt - c.t0) / 1000 : 0;
+  const perJob = (/** @type {number | null} */ s) => (s === null || c.completed === 0 ? null : Math.round((s * 1e6) / c.completed) / 1000);
+  return {
+    name: a.name,
+    what: a.what,
+    jobs: a.jobs,
+    completed: c.completed,
+    lost: a.jobs - a.refused - c.completed,
+    refused: a.refused,
+    enqueueS: Math.round((a.enqueuedAt - c.t0) / 10) / 100,
+    drainS: Math.round(drainS * 100) / 100,
+    jobsPerSec: drainS > 0 ? Math.round((c.completed / drainS) * 10) / 10 : 0,
+    latency: c.hist.summary(),
+    cpuMsPerJob: perJob(a.cpu.worker),
+    redisCpuMsPerJob: perJob(a.cpu.redis),
+    llmCpuMsPerJob: perJob(a.cpu.llm),
+    rssMiB: a.rss.length ? median(a.rss) : null,
+    ...c.series(),
+  };
+}
+
+/** CPU seconds of `pid` since `before` (null without a pid). */
+const cpuSince = (/** @type {number | undefined} */ pid, /** @type {number} */ before) => (pid === undefined ? null : cpuSeconds(pid) - before);
+
+/**
+ * @param {Record<string, string | true>} options
+ */
+export async function run(options) {
+  const smoke = options.smoke === true;
+  const jobs = Number(options.jobs ?? (smoke ? 20 : 2000));
+  const concurrency = Number(options.concurrency ?? 2);
+  const llmMs = options['llm-ms'] === undefined ? null : Number(options['llm-ms']);
+  const segments = Number(options.segments ?? (smoke ? 5 : 30));
+  const inFlight = Number(options['in-flight'] ?? 32);
+  const rate = Number(options.rate ?? 0);
+  const timeoutS = Number(options.timeout ?? 300);
+  const storeKind = String(options.store ?? 'sqlite');
+  const targets = String(options.targets ?? 'service,bare').split(',');
+  for (const [k, v] of Object.entries({ jobs, concurrency, segments, 'in-flight': inFlight, timeout: timeoutS })) {
+    if (!Number.isInteger(v) || v <= 0) throw new Error(`--${k} must be a positive integer`);
+  }
+  if (llmMs !== null && !(llmMs >= 0)) throw new Error('--llm-ms must be a number of milliseconds ≥ 0');
+  if (!(rate >= 0)) throw new Error('--rate must be ≥ 0');
+  if (storeKind !== 'sqlite' && storeKind !== 'pg') throw new Error('--store must be sqlite or pg');
+  if (!targets.every((t) => t === 'service' || t === 'bare')) throw new Error('--targets takes service and bare');
+  const m = machine();
+
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-jobs-'));
+  const prefix = `bench-${randomUUID()}`;
+  const schema = `bench_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const store = storeKind === 'pg' ? { dataDir, databaseUrl: PG_URL, databaseSchema: schema } : { dataDir };
+  const env = {
+    HOST: '127.0.0.1',
+    PORT: String(await freePort()),
+    DATA_DIR: dataDir,
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    REDIS_PREFIX: prefix,
+    REDIS_EMBEDDED: 'never',
+    LOG_LEVEL: 'warn',
+    JOB_CONCURRENCY: String(concurrency),
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    RATE_LIMIT_PER_DAY: '1000000000',
+    ...(storeKind === 'pg' ? { DATABASE_URL: PG_URL, DATABASE_SCHEMA: schema } : {}),
+  };
+  const redis = redisPid();
+  /** @type {{ stop(): Promise<number | null>, proc: import('node:child_process').ChildProcess }[]} */
+  const children = [];
+  /** @type {Redis[]} */
+  const clients = [];
+  /** @type {TargetRun[]} */
+  const runs = [];
+  const sampler = new ProcSampler(1000);
+  let serviceExit = /** @type {number | null} */ (null);
+  let checked = { read: 0, bad: 0 };
+  try {
+    const uids = Array.from({ length: jobs }, (_, i) => `bench-jobs-${i}`);
+    const seeding = new Progress('jobs: seeding conversations', jobs);
+    const ids = targets.includes('service') ? await seed(store, uids, segments, seeding) : new Map();
+    seeding.end();
+
+    /** @type {number | undefined} */
+    let llmPid;
+    if (llmMs !== null && targets.includes('service')) {
+      const port = await freePort();
+      const llm = track(spawn(process.execPath, [path.join(BENCH_DIR, 'jobs/llm-fake.mjs'), '--port', String(port), '--delay-ms', String(llmMs)], { stdio: ['ignore', 'pipe', 'inherit'] }));
+      await once(/** @type {import('node:stream').Readable} */ (llm.stdout), 'data');
+      children.push({ proc: llm, stop: async () => (llm.kill('SIGTERM'), (await once(llm, 'exit'))[0]) });
+      llmPid = llm.pid;
+      Object.assign(env, { LLM_BASE_URL: `http://127.0.0.1:${port}/v1`, LLM_API_KEY: 'bench', LLM_MODEL: 'bench-model' });
+      sampler.add('llm fake', /** @type {number} */ (llmPid));
+    }
+    if (redis !== undefined) sampler.add('redis-server', redis);
+    sampler.start();
+
+    if (targets.includes('service')) {
+      const service = await startChild({ name: 'service', args: ['dist/engine/index.js'], env, port: Number(env.PORT), probePath: '/health' });
+      children.push(service);
+      const pid = /** @type {number} */ (service.proc.pid);
+      sampler.add('service', pid);
+      const tokens = await signTokens(env, uids, 3600);
+      const c = new Completions();
+      clients.push(await subscribe(`${prefix}:listen:events`, (id) => c.done(id)));
+      const progress = new Progress('jobs: service', jobs);
+      const ticker = setInterval(() => progress.update(c.completed, `${c.completed} processed`), 250);
+      const before = { worker: cpuSeconds(pid), redis: redis === undefined ? 0 : cpuSeconds(redis), llm: llmPid === undefined ? 0 : cpuSeconds(llmPid) };
+      const rssFrom = sampler.samples.length;
+      let refused = 0;
+      c.begin(jobs);
+      await drive(jobs, inFlight, rate, async (i) => {
+        const uid = /** @type {string} */ (uids[i]);
+        c.start(/** @type {string} */ (ids.get(uid)));
+        const res = await fetch(`${service.url}/v1/conversations`, { method: 'POST', headers: { authorization: `Bearer ${tokens[i]}`, 'content-type': 'application/json' }, body: '{}' });
+        const body = /** @type {any} */ (await res.json().catch(() => undefined));
+        if (res.status !== 200 || body?.memory?.id !== ids.get(uid)) refused++;
+      });
+      const enqueuedAt = performance.now();
+      await c.wait(timeoutS * 1000);
+      clearInterval(ticker);
+      progress.update(jobs);
+      progress.end();
+      runs.push(
+        targetRun({
+          name: 'service',
+          what: `POST /v1/conversations → process-conversation job (${llmMs === null ? 'built-in processor' : `LLM processor, model answering in ${llmMs} ms`}, ${segments} segments) → memory_created`,
+          jobs,
+          c,
+          refused,
+          enqueuedAt,
+          cpu: { worker: /** @type {number} */ (cpuSince(pid, before.worker)), redis: cpuSince(redis, before.redis), llm: cpuSince(llmPid, before.llm) },
+          rss: sampler.samples.slice(rssFrom).map((s) => s.procs.service?.rssMiB ?? NaN).filter(Number.isFinite),
+        }),
+      );
+      // What a user reads back: a sample of the conversations, processed, with their structure.
+      for (const i of Array.from({ length: Math.min(jobs, 20) }, (_, k) => Math.floor((k * jobs) / Math.min(jobs, 20)))) {
+        const res = await fetch(`${service.url}/v1/dev/user/conversations/${ids.get(uids[i])}`, { headers: { authorization: `Bearer ${tokens[i]}` } });
+        const body = /** @type {any} */ (await res.json().catch(() => undefined));
+        checked.read++;
+        // The developer view has no status: an in-progress conversation has no title yet, a processed one has.
+        if (res.status !== 200 || !(body?.structured?.title?.length > 0)) checked.bad++;
+      }
+      serviceExit = await service.stop();
+      sampler.remove('service');
+    }
+
+    if (targets.includes('bare')) {
+      const queueName = 'bare';
+      const channel = `${prefix}:bare:events`;
+      const bare = track(
+        spawn(process.execPath, [path.join(BENCH_DIR, 'jobs/bare-bullmq.mjs'), '--prefix', prefix, '--queue', queueName, '--channel', channel, '--concurrency', String(concurrency)], { stdio: ['ignore', 'pipe', 'inherit'] }),
+      );
+      children.push({ proc: bare, stop: async () => (bare.kill('SIGTERM'), (await once(bare, 'exit'))[0]) });
+      await once(/** @type {import('node:stream').Readable} */ (bare.stdout), 'data');
+      const pid = /** @type {number} */ (bare.pid);
+      sampler.add('bare BullMQ worker', pid);
+      const connection = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 2 });
+      clients.push(connection);
+      const queue = new Queue(queueName, { connection, prefix });
+      const c = new Completions();
+      clients.push(await subscribe(channel, (id) => c.done(id)));
+      const progress = new Progress('jobs: bare BullMQ', jobs);
+      const ticker = setInterval(() => progress.update(c.completed, `${c.completed} done`), 250);
+      const before = { worker: cpuSeconds(pid), redis: redis === undefined ? 0 : cpuSeconds(redis) };
+      const rssFrom = sampler.samples.length;
+      let refused = 0;
+      c.begin(jobs);
+      // The same job options as the service's (engine/jobs/queues.ts ProcessingQueue.process).
+      await drive(jobs, inFlight, rate, async (i) => {
+        const id = `bare-${i}`;
+        c.start(id);
+        await queue
+          .add('process-conversation', { conversationId: id, uid: uids[i] }, { jobId: id, attempts: 3, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: true, removeOnFail: 1000 })
+          .catch(() => refused++);
+      });
+      const enqueuedAt = performance.now();
+      await c.wait(timeoutS * 1000);
+      clearInterval(ticker);
+      progress.update(jobs);
+      progress.end();
+      await queue.close();
+      runs.push(
+        targetRun({
+          name: 'bare',
+          what: 'Queue.add → bare BullMQ worker whose job only publishes its id (baseline)',
+          jobs,
+          c,
+          refused,
+          enqueuedAt,
+          cpu: { worker: /** @type {number} */ (cpuSince(pid, before.worker)), redis: cpuSince(redis, before.redis), llm: null },
+          rss: sampler.samples.slice(rssFrom).map((s) => s.procs['bare BullMQ worker']?.rssMiB ?? NaN).filter(Number.isFinite),
+        }),
+      );
+    }
+  } finally {
+    sampler.stop();
+    for (const c of clients) c.disconnect();
+    for (const c of children.reverse()) await c.stop();
+    await cleanRedis(prefix);
+    rmSync(dataDir, { recursive: true, force: true });
+    if (storeKind === 'pg') {
+      const k = knexFactory({ client: 'pg', connection: PG_URL });
+      await k.raw('drop schema if exists ?? cascade', [schema]).finally(() => k.destroy());
+    }
+  }
+
+  const result = jobsResult({ m, options: { jobs, concurrency, llmMs, segments, inFlight, rate, store: storeKind, targets, smoke }, runs, checked, serviceExit, sampler });
+  finish(/** @type {any} */ (result), options);
+  const broken = runs.filter((r) => r.lost > 0 || r.refused > 0);
+  if (broken.length > 0) throw new Error(`jobs were refused or lost (${broken.map((r) => `${r.name}: ${r.refused} refused, ${r.lost} lost`).join('; ')}): the figures are not valid`);
+  if (checked.bad > 0) throw new Error(`${checked.bad} of ${checked.read} conversations read back had no structure (not processed)`);
+  if (targets.includes('service') && serviceExit !== 0) throw new Error(`the service exited with ${serviceExit} on SIGTERM`);
+  return result;
+}
+
+/**
+ * The common result (lib/report.mjs) of a jobs run.
+ * @param {{ m: ReturnType<typeof machine>, options: Record<string, unknown>, runs: TargetRun[], checked: { read: number, bad: number }, serviceExit: number | null, sampler: ProcSampler }} a
+ */
+function jobsResult({ m, options, runs, checked, serviceExit, sampler }) {
+  const service = runs.find((r) => r.name === 'service');
+  const bare = runs.find((r) => r.name === 'bare');
+  const ratio = service && bare && bare.jobsPerSec > 0 ? Math.round((service.jobsPerSec / bare.jobsPerSec) * 1000) / 1000 : null;
+  const lat = (/** @type {TargetRun} */ r) => `${r.latency.p50} / ${r.latency.p95} / ${r.latency.p99} / ${r.latency.max}`;
+  const n = (/** @type {number | null} */ v) => (v === null ? '-' : String(v));
+  const lost = runs.reduce((s, r) => s + r.lost, 0);
+  return {
+    scenario: 'jobs',
+    version: 2,
+    startedAt: new Date().toISOString(),
+    machine: m,
+    options,
+    baseline: `bare: a BullMQ worker on the same Redis whose job only publishes its id, concurrency ${options.concurrency}, jobs added with the service's job options, ${options.inFlight} adds in flight`,
+    summary: {
+      head: ['target', 'jobs', 'processed', 'lost', 'jobs/s', 'end → processed p50 / p95 / p99 / max, ms', 'CPU ms per job', 'Redis CPU ms per job', 'RSS MiB', 'enqueued in s', 'what'],
+      rows: runs.map((r) => [r.name, String(r.jobs), String(r.completed), String(r.lost + r.refused), String(r.jobsPerSec), lat(r), n(r.cpuMsPerJob), n(r.redisCpuMsPerJob), n(r.rssMiB), String(r.enqueueS), r.what]),
+    },
+    figures: figuresOf(
+      Object.fromEntries([
+        ...runs.flatMap((r) => [
+          [`${r.name} jobs/s`, [r.jobsPerSec, 'jobs/s', 'higher']],
+          [`${r.name} latency p50 ms`, [r.latency.p50, 'ms', 'lower']],
+          [`${r.name} latency p99 ms`, [r.latency.p99, 'ms', 'lower']],
+          [`${r.name} CPU ms per job`, [r.cpuMsPerJob, 'ms', 'lower']],
+        ]),
+        ['service / bare jobs/s', [ratio, '', 'higher']],
+      ]),
+    ),
+    goals: [{ name: 'jobs lost or refused', target: '0', value: lost + runs.reduce((s, r) => s + r.refused, 0), met: runs.length > 0 && runs.every((r) => r.lost === 0 && r.refused === 0) }],
+    notes: [
+      'end → processed: from sending POST /v1/conversations (bare: Queue.add) to the memory_created event on Redis; the queue wait is included, so with every job ended at once it grows through the run',
+      `CPU per job: the process that ran the jobs (the service answers the end requests too) and redis-server over the target's whole run${options.llmMs === null ? '' : `; the LLM fake spent ${n(service?.llmCpuMsPerJob ?? null)} ms per job`}`,
+      service ? `read back over REST: ${checked.read - checked.bad} of ${checked.read} sampled conversations processed (a title in their structure)` : undefined,
+      service && ratio !== null ? `service ${service.jobsPerSec} jobs/s against the bare worker's ${bare?.jobsPerSec} (${ratio})` : undefined,
+      'webhook delivery is not part of this bench yet (no webhook queue)',
+    ].filter(Boolean),
+    charts: [
+      { title: 'Jobs processed per second', yLabel: 'jobs', lines: runs.map((r) => ({ name: r.name, points: r.perSecond, dashed: r.name === 'bare' })) },
+      { title: 'End → processed p95 of the jobs processed in each second', yLabel: 'ms', lines: runs.map((r) => ({ name: r.name, points: r.p95PerSecond, dashed: r.name === 'bare' })) },
+      { title: 'CPU per process (both targets, one after the other)', yLabel: 'cores', lines: sampler.lines('cores') },
+      { title: 'RSS per process', yLabel: 'MiB', lines: sampler.lines('rssMiB') },
+    ],
+    targets: Object.fromEntries(runs.map((r) => [r.name, r])),
+    ratio,
+    serviceExitCode: serviceExit,
+  };
+}
