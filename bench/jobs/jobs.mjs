@@ -10,13 +10,14 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import knexFactory from 'knex';
-import { BENCH_DIR, ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
+import { summarize } from '../lib/cpuprofile.mjs';
+import { BENCH_DIR, RESULTS_DIR, ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { Histogram } from '../lib/histogram.mjs';
 import { ProcSampler, cpuSeconds, median } from '../lib/procstat.mjs';
@@ -34,6 +35,7 @@ export const USAGE = `npm run bench -- jobs [--jobs 2000] [--concurrency 2] [--l
   --store        sqlite (default: the embedded store) or pg (PostgreSQL at 127.0.0.1:5432/test, a schema of its own)
   --targets      which targets to run, comma-separated (default service,bare)
   --timeout      seconds to wait for the last job of a target (default 300)
+  --profile      run the service under node --cpu-prof and print its top self-time costs
   --smoke        20 jobs of 5 segments (the test in test/bench/ uses it)
   --out          result file (default bench/results/<timestamp>-jobs.json)`;
 
@@ -285,6 +287,7 @@ export async function run(options) {
   const timeoutS = Number(options.timeout ?? 300);
   const storeKind = String(options.store ?? 'sqlite');
   const targets = String(options.targets ?? 'service,bare').split(',');
+  const profileDir = options.profile === true ? path.join(RESULTS_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
   for (const [k, v] of Object.entries({ jobs, concurrency, segments, 'in-flight': inFlight, timeout: timeoutS })) {
     if (!Number.isInteger(v) || v <= 0) throw new Error(`--${k} must be a positive integer`);
   }
@@ -342,7 +345,7 @@ export async function run(options) {
     sampler.start();
 
     if (targets.includes('service')) {
-      const service = await startChild({ name: 'service', args: ['dist/engine/index.js'], env, port: Number(env.PORT), probePath: '/health' });
+      const service = await startChild({ name: 'service', args: [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/engine/index.js'], env, port: Number(env.PORT), probePath: '/health' });
       children.push(service);
       const pid = /** @type {number} */ (service.proc.pid);
       sampler.add('service', pid);
@@ -451,7 +454,10 @@ export async function run(options) {
     }
   }
 
-  const result = jobsResult({ m, options: { jobs, concurrency, llmMs, segments, inFlight, rate, store: storeKind, targets, smoke }, runs, checked, serviceExit, sampler });
+  // The main thread's profile (the largest file; worker threads write their own).
+  const profiles = profileDir ? readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profileDir, f)) : [];
+  const prof = profiles.length ? summarize(profiles.sort((a, b) => statSync(b).size - statSync(a).size)[0] ?? '') : undefined;
+  const result = jobsResult({ m, options: { jobs, concurrency, llmMs, segments, inFlight, rate, store: storeKind, targets, smoke, profile: Boolean(profileDir) }, runs, checked, serviceExit, sampler, prof });
   finish(/** @type {any} */ (result), options);
   const broken = runs.filter((r) => r.lost > 0 || r.refused > 0);
   if (broken.length > 0) throw new Error(`jobs were refused or lost (${broken.map((r) => `${r.name}: ${r.refused} refused, ${r.lost} lost`).join('; ')}): the figures are not valid`);
@@ -462,9 +468,9 @@ export async function run(options) {
 
 /**
  * The common result (lib/report.mjs) of a jobs run.
- * @param {{ m: ReturnType<typeof machine>, options: Record<string, unknown>, runs: TargetRun[], checked: { read: number, bad: number }, serviceExit: number | null, sampler: ProcSampler }} a
+ * @param {{ m: ReturnType<typeof machine>, options: Record<string, unknown>, runs: TargetRun[], checked: { read: number, bad: number }, serviceExit: number | null, sampler: ProcSampler, prof: ReturnType<typeof summarize> | undefined }} a
  */
-function jobsResult({ m, options, runs, checked, serviceExit, sampler }) {
+function jobsResult({ m, options, runs, checked, serviceExit, sampler, prof }) {
   const service = runs.find((r) => r.name === 'service');
   const bare = runs.find((r) => r.name === 'bare');
   const ratio = service && bare && bare.jobsPerSec > 0 ? Math.round((service.jobsPerSec / bare.jobsPerSec) * 1000) / 1000 : null;
@@ -501,6 +507,12 @@ function jobsResult({ m, options, runs, checked, serviceExit, sampler }) {
       service && ratio !== null ? `service ${service.jobsPerSec} jobs/s against the bare worker's ${bare?.jobsPerSec} (${ratio})` : undefined,
       'webhook delivery is not part of this bench yet (no webhook queue)',
     ].filter(Boolean),
+    tables: prof
+      ? [
+          { title: 'service profile by area (main thread)', head: ['self ms', '%', 'area'], rows: prof.areas.map((a) => [String(a.selfMs), a.pct.toFixed(1), a.area]) },
+          { title: 'service profile by function (main thread)', head: ['self ms', '%', 'function', 'where'], rows: prof.functions.map((f) => [String(f.selfMs), f.pct.toFixed(1), f.name, f.where]) },
+        ]
+      : [],
     charts: [
       { title: 'Jobs processed per second', yLabel: 'jobs', lines: runs.map((r) => ({ name: r.name, points: r.perSecond, dashed: r.name === 'bare' })) },
       { title: 'End → processed p95 of the jobs processed in each second', yLabel: 'ms', lines: runs.map((r) => ({ name: r.name, points: r.p95PerSecond, dashed: r.name === 'bare' })) },
