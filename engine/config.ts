@@ -92,7 +92,12 @@ export interface Config {
   readonly mallocTrimIntervalS: number;
   /** Seconds between two compactions of the JS heap (engine/heap-compaction.ts); 0 turns them off. @defaultValue 10 */
   readonly heapCompactIntervalS: number;
-  /** process-conversation jobs one node runs at once. @defaultValue 2 */
+  /**
+   * process-conversation jobs one node runs at once. A job mostly waits on the language model, so a node's throughput
+   * is about this many jobs per model answer time (`npm run bench -- jobs --llm-ms 1000`: 2.0 jobs/s at 2, 15.5 at 16,
+   * 55 at 64); with the built-in processor the main thread's CPU sets it instead (112 jobs/s at 2, 120 at 16).
+   * @defaultValue 16
+   */
   readonly jobConcurrency: number;
   /** Speech engines in preference order, from provider_a, provider_b, local. @defaultValue the providers that have keys, then local */
   readonly sttProviders: readonly SttProviderName[];
@@ -242,7 +247,7 @@ export function loadConfig(env: Env = process.env): Config {
     codecInlineBusyPct: int(env, 'CODEC_INLINE_BUSY_PCT', availableParallelism() === 1 ? 100 : 0, 0, 100),
     mallocTrimIntervalS: int(env, 'MALLOC_TRIM_INTERVAL_S', 10, 0, 3600),
     heapCompactIntervalS: int(env, 'HEAP_COMPACT_INTERVAL_S', 10, 0, 3600),
-    jobConcurrency: int(env, 'JOB_CONCURRENCY', 2, 1, 256),
+    jobConcurrency: int(env, 'JOB_CONCURRENCY', 16, 1, 256),
     ...sttConfig(env),
     customSttUrl: url(env, 'CUSTOM_STT_URL', ['wss:', 'ws:']),
   };

@@ -24,9 +24,9 @@ import { ProcSampler, cpuSeconds, median } from '../lib/procstat.mjs';
 import { cleanRedis, freePort, startChild, track } from '../lib/processes.mjs';
 import { signTokens } from '../listen/stack.mjs';
 
-export const USAGE = `npm run bench -- jobs [--jobs 2000] [--concurrency 2] [--llm-ms D] [--segments 30] [--in-flight 32] [--rate R] [--store sqlite|pg] [--targets service,bare] [--timeout 300] [--smoke]
+export const USAGE = `npm run bench -- jobs [--jobs 2000] [--concurrency 16] [--llm-ms D] [--segments 30] [--in-flight 32] [--rate R] [--store sqlite|pg] [--targets service,bare] [--timeout 300] [--profile] [--smoke]
   --jobs         conversations ended and processed (default 2000; 20 with --smoke)
-  --concurrency  JOB_CONCURRENCY of the service, and the bare worker's concurrency (default 2, the service's default)
+  --concurrency  JOB_CONCURRENCY of the service, and the bare worker's concurrency (default 16, the service's default)
   --llm-ms       process with the LLM processor against a local OpenAI-compatible fake that answers after D ms
                  (default: the built-in processor, which \`npm start\` runs when LLM_BASE_URL is not set)
   --segments     transcript segments per conversation, ~12 words each (default 30)
@@ -279,7 +279,7 @@ const cpuSince = (/** @type {number | undefined} */ pid, /** @type {number} */ b
 export async function run(options) {
   const smoke = options.smoke === true;
   const jobs = Number(options.jobs ?? (smoke ? 20 : 2000));
-  const concurrency = Number(options.concurrency ?? 2);
+  const concurrency = Number(options.concurrency ?? 16);
   const llmMs = options['llm-ms'] === undefined ? null : Number(options['llm-ms']);
   const segments = Number(options.segments ?? (smoke ? 5 : 30));
   const inFlight = Number(options['in-flight'] ?? 32);

@@ -63,7 +63,7 @@ export interface ProcessConversationWorkerOptions {
   redisUrl: string;
   /** BullMQ key prefix (REDIS_PREFIX). */
   prefix: string;
-  /** Jobs run at once on this node. @defaultValue 2 */
+  /** Jobs run at once on this node (JOB_CONCURRENCY). @defaultValue 16 */
   concurrency?: number;
   /** Conversations still waiting for kept audio (any node): their processing is deferred until it is transcribed. */
   kept?: { pending(conversationId: string): Promise<number> };
@@ -80,7 +80,7 @@ export class ProcessConversationWorker {
     this.worker = new Worker<ProcessConversationData, ProcessOutcome>(
       QueueName.PROCESSING,
       (job: Job<ProcessConversationData>, _token?: string, signal?: AbortSignal) => processConversation(opts.services, opts.events, job.data, signal, opts.kept),
-      { connection: this.#connection, prefix: opts.prefix, concurrency: opts.concurrency ?? 2 },
+      { connection: this.#connection, prefix: opts.prefix, concurrency: opts.concurrency ?? 16 },
     );
     this.worker.on('error', () => undefined);
   }
