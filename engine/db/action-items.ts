@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow } from './store.js';
+import { insertRowsSql, writeTransaction } from './prepared.js';
 
 export interface ActionItemRecord {
   id: string;
@@ -80,6 +81,8 @@ function newRow(userId: string, item: NewActionItem, conversationId: string | nu
   };
 }
 
+const COLUMNS = ['id', 'user_id', 'description', 'completed', 'due_at', 'completed_at', 'conversation_id', 'created_at', 'updated_at'] as const;
+
 /** Every write goes through `versions`, so nodes caching answers about the user's action items hear of it. */
 export class ActionItemsRepository {
   constructor(
@@ -125,10 +128,11 @@ export class ActionItemsRepository {
    */
   async createFromConversation(userId: string, conversationId: string, items: { description: string; dueAt: string | null }[], now: number): Promise<void> {
     const rows = items.map((i) => newRow(userId, { description: i.description, completed: false, dueAt: i.dueAt }, conversationId, now));
+    // Kept statements in one transaction, as MemoriesRepository.createFromConversation (one INSERT text per count).
     await this.versions.write(userId, () =>
-      this.knex.transaction(async (trx) => {
-        await trx('action_items').where({ user_id: userId, conversation_id: conversationId }).delete();
-        if (rows.length > 0) await trx('action_items').insert(rows);
+      writeTransaction(this.knex, async (run) => {
+        await run('DELETE FROM action_items WHERE user_id = ? AND conversation_id = ?', [userId, conversationId]);
+        if (rows.length > 0) await run(insertRowsSql('action_items', COLUMNS, rows.length), rows.flatMap((r) => COLUMNS.map((c) => r[c] as string | boolean | null)));
       }),
     );
   }

@@ -473,7 +473,7 @@ export class ConversationsRepository {
   }
 
   async segments(conversationId: string): Promise<SegmentRecord[]> {
-    const rows = (await this.knex('conversation_segments').where({ conversation_id: conversationId }).orderBy('position')) as SegmentRow[];
+    const rows = await select<SegmentRow>(this.knex, 'SELECT * FROM conversation_segments WHERE conversation_id = ? ORDER BY position', [conversationId]);
     return rows.map(toSegment);
   }
 
@@ -512,17 +512,11 @@ export class ConversationsRepository {
       action_items: s.actionItems.map((a): ActionItemView => ({ description: a.description, completed: false, completed_at: null, conversation_id: id, created_at: at, due_at: a.dueAt, updated_at: at })),
       events: s.events.map((e): EventView => ({ title: e.title, start: e.start, description: e.description, duration: e.duration, created: false })),
     };
-    await this.knex('conversations').where({ id }).update({
-      status: ConversationStatus.COMPLETED,
-      title: s.title,
-      overview: s.overview,
-      emoji: s.emoji,
-      category: s.category,
-      structured_extra: JSON.stringify(extra),
-      produced_by: result.producedBy,
-      discarded: result.discarded,
-      updated_at: at,
-    });
+    await execute(
+      this.knex,
+      'UPDATE conversations SET status = ?, title = ?, overview = ?, emoji = ?, category = ?, structured_extra = ?, produced_by = ?, discarded = ?, updated_at = ? WHERE id = ?',
+      [ConversationStatus.COMPLETED, s.title, s.overview, s.emoji, s.category, JSON.stringify(extra), result.producedBy, result.discarded, at, id],
+    );
   }
 
   /** The user's newest conversation in `status` (live sessions resume their `in_progress` one). */
@@ -539,9 +533,9 @@ export class ConversationsRepository {
 
   /** Moves `id` from status `from` to `to` only if it is still in `from`; true when this call made the change. */
   async transition(id: string, from: ConversationStatus, to: ConversationStatus, now: number, extra: { finishedAt?: string } = {}): Promise<boolean> {
-    const n = await this.knex('conversations')
-      .where({ id, status: from })
-      .update({ status: to, updated_at: isoNow(now), ...(extra.finishedAt ? { finished_at: extra.finishedAt } : {}) });
+    const n = extra.finishedAt
+      ? await execute(this.knex, 'UPDATE conversations SET status = ?, updated_at = ?, finished_at = ? WHERE id = ? AND status = ?', [to, isoNow(now), extra.finishedAt, id, from])
+      : await execute(this.knex, 'UPDATE conversations SET status = ?, updated_at = ? WHERE id = ? AND status = ?', [to, isoNow(now), id, from]);
     return n > 0;
   }
 

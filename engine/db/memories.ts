@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow, type Dialect } from './store.js';
-import { execute, insertRowsSql, select } from './prepared.js';
+import { execute, insertRowsSql, select, writeTransaction } from './prepared.js';
 
 /** Memory categories (SPEC, Resources: Memory), exact strings. */
 export const MEMORY_CATEGORIES = ['core', 'hobbies', 'lifestyle', 'interests', 'habits', 'work', 'skills', 'learnings', 'other', 'system'] as const;
@@ -154,10 +154,12 @@ export class MemoriesRepository {
     const rows = memories.map((m) =>
       newRow(userId, { content: m.content, category: isMemoryCategory(m.category) ? m.category : 'other', visibility: 'private', tags: [] }, false, conversationId, now),
     );
+    // Kept statements in one transaction (prepared.ts): a process-conversation job's writes were a fifth of its CPU
+    // as knex queries (each one prepared, run and finalised through the thread pool).
     await this.versions.write(userId, () =>
-      this.knex.transaction(async (trx) => {
-        await trx('memories').where({ user_id: userId, conversation_id: conversationId, manually_added: false }).delete();
-        if (rows.length > 0) await trx('memories').insert(rows);
+      writeTransaction(this.knex, async (run) => {
+        await run('DELETE FROM memories WHERE user_id = ? AND conversation_id = ? AND manually_added = ?', [userId, conversationId, false]);
+        if (rows.length > 0) await run(insertSql(rows.length), rows.flatMap((r) => COLUMNS.map((c) => r[c] as string | boolean | null)));
       }),
     );
   }
