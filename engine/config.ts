@@ -95,7 +95,8 @@ export interface Config {
   /**
    * process-conversation jobs one node runs at once. A job mostly waits on the language model, so a node's throughput
    * is about this many jobs per model answer time (`npm run bench -- jobs --llm-ms 1000`: 2.0 jobs/s at 2, 15.5 at 16,
-   * 55 at 64); with the built-in processor the main thread's CPU sets it instead (112 jobs/s at 2, 120 at 16, before d17fd00).
+   * 55 at 64); with the built-in processor the main thread's CPU sets it instead (before d17fd00: 112 jobs/s at 2,
+   * 120 at 16).
    * @defaultValue 16
    */
   readonly jobConcurrency: number;

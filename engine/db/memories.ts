@@ -154,8 +154,8 @@ export class MemoriesRepository {
     const rows = memories.map((m) =>
       newRow(userId, { content: m.content, category: isMemoryCategory(m.category) ? m.category : 'other', visibility: 'private', tags: [] }, false, conversationId, now),
     );
-    // Kept statements in one transaction (prepared.ts): a process-conversation job's writes were a fifth of its CPU
-    // as knex queries (each one prepared, run and finalised through the thread pool).
+    // Kept statements in one transaction (prepared.ts): as knex queries (each prepared, run and finalised through the
+    // thread pool) sqlite3 and knex were ~15% of the main thread in `npm run bench -- jobs --profile`.
     await this.versions.write(userId, () =>
       writeTransaction(this.knex, async (run) => {
         await run('DELETE FROM memories WHERE user_id = ? AND conversation_id = ? AND manually_added = ?', [userId, conversationId, false]);

@@ -144,11 +144,11 @@ export function titleCase(words: readonly string[]): string {
 }
 
 /**
- * CATEGORY_KEYWORDS indexed for categorize(): a stem of 5+ letters under itself (a token matches it by its prefix of
- * that length), a shorter stem under itself and its plural (exact matches), phrases apart. Each entry lists the index of
- * every category that names it, once per time it is named.
+ * CATEGORY_KEYWORDS indexed for categorize(): a stem of 5+ letters under itself (a token matches it by its prefix
+ * of that length), a shorter stem under itself and its plural (exact matches), phrases apart. Each entry lists the
+ * index of every category that names it, once per time it is named.
  *
- * Rationale: comparing every token with every stem (~600 stems) cost ~1.3 ms per 30-segment conversation, a tenth of a
+ * Rationale: comparing every token with each of the 429 stems cost ~1.3 ms per 30-segment conversation, a tenth of a
  * process-conversation job's CPU (`npm run bench -- jobs --profile`); a distinct token now costs one lookup per prefix
  * length.
  */

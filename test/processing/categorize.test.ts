@@ -2,7 +2,8 @@
 import t from 'tap';
 import { CATEGORY_KEYWORDS, categorize, tokenize } from '../../engine/processing/builtin.js';
 
-/** The rule as written: each stem against each token (5+ letters as a prefix, shorter exactly or plus s), phrases twice. */
+/** The rule as written: each stem against each token (5+ letters as a prefix, shorter ones exactly or plus s), a
+ * phrase twice. */
 function byEveryStem(text: string): string {
   const tokens = tokenize(text);
   const spaced = ` ${tokens.join(' ')} `;
