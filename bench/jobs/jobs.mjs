@@ -22,9 +22,9 @@ import { Progress } from '../lib/progress.mjs';
 import { Histogram } from '../lib/histogram.mjs';
 import { ProcSampler, cpuSeconds, median } from '../lib/procstat.mjs';
 import { cleanRedis, freePort, startChild, track } from '../lib/processes.mjs';
-import { signTokens } from '../listen/stack.mjs';
+import { SERVICE_NODE_ARGS, signTokens } from '../listen/stack.mjs';
 
-export const USAGE = `npm run bench -- jobs [--jobs 2000] [--concurrency 16] [--llm-ms D] [--segments 30] [--in-flight 32] [--rate R] [--store sqlite|pg] [--targets service,bare] [--timeout 300] [--profile] [--smoke]
+export const USAGE = `npm run bench -- jobs [--jobs 2000] [--concurrency 16] [--llm-ms D] [--segments 30] [--in-flight 32] [--rate R] [--store sqlite|pg] [--job-nodes N] [--targets service,bare] [--timeout 300] [--profile] [--smoke]
   --jobs         conversations ended and processed (default 2000; 20 with --smoke)
   --concurrency  JOB_CONCURRENCY of the service, and the bare worker's concurrency (default 16, the service's default)
   --llm-ms       process with the LLM processor against a local OpenAI-compatible fake that answers after D ms
@@ -33,6 +33,8 @@ export const USAGE = `npm run bench -- jobs [--jobs 2000] [--concurrency 16] [--
   --in-flight    end requests (or bare job adds) in flight at once (default 32)
   --rate         end R conversations per second instead of all as fast as --in-flight allows
   --store        sqlite (default: the embedded store) or pg (PostgreSQL at 127.0.0.1:5432/test, a schema of its own)
+  --job-nodes    N more service nodes with ROLE=jobs run the jobs, the first node (ROLE=api) only takes the requests
+                 (default 0: one node, ROLE=all; needs --store pg, the store nodes share)
   --targets      which targets to run, comma-separated (default service,bare)
   --timeout      seconds to wait for the last job of a target (default 300)
   --profile      run the service under node --cpu-prof and print its top self-time costs
@@ -286,6 +288,7 @@ export async function run(options) {
   const rate = Number(options.rate ?? 0);
   const timeoutS = Number(options.timeout ?? 300);
   const storeKind = String(options.store ?? 'sqlite');
+  const jobNodes = Number(options['job-nodes'] ?? 0);
   const targets = String(options.targets ?? 'service,bare').split(',');
   const profileDir = options.profile === true ? path.join(RESULTS_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
   for (const [k, v] of Object.entries({ jobs, concurrency, segments, 'in-flight': inFlight, timeout: timeoutS })) {
@@ -294,6 +297,8 @@ export async function run(options) {
   if (llmMs !== null && !(llmMs >= 0)) throw new Error('--llm-ms must be a number of milliseconds ≥ 0');
   if (!(rate >= 0)) throw new Error('--rate must be ≥ 0');
   if (storeKind !== 'sqlite' && storeKind !== 'pg') throw new Error('--store must be sqlite or pg');
+  if (!Number.isInteger(jobNodes) || jobNodes < 0) throw new Error('--job-nodes must be an integer ≥ 0');
+  if (jobNodes > 0 && storeKind !== 'pg') throw new Error('--job-nodes needs --store pg: nodes share their store, and the embedded sqlite is one node\'s');
   if (!targets.every((t) => t === 'service' || t === 'bare')) throw new Error('--targets takes service and bare');
   const m = machine();
 
@@ -326,9 +331,13 @@ export async function run(options) {
   let checked = { read: 0, bad: 0 };
   try {
     const uids = Array.from({ length: jobs }, (_, i) => `bench-jobs-${i}`);
-    const seeding = new Progress('jobs: seeding conversations', jobs);
-    const ids = targets.includes('service') ? await seed(store, uids, segments, seeding) : new Map();
-    seeding.end();
+    /** @type {Map<string, string>} */
+    let ids = new Map();
+    if (targets.includes('service')) {
+      const seeding = new Progress('jobs: seeding conversations', jobs);
+      ids = await seed(store, uids, segments, seeding);
+      seeding.end();
+    }
 
     /** @type {number | undefined} */
     let llmPid;
@@ -345,16 +354,32 @@ export async function run(options) {
     sampler.start();
 
     if (targets.includes('service')) {
-      const service = await startChild({ name: 'service', args: [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/engine/index.js'], env, port: Number(env.PORT), probePath: '/health' });
+      const service = await startChild({
+        name: 'service',
+        args: [...SERVICE_NODE_ARGS, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/engine/index.js'],
+        env: { ...env, ...(jobNodes > 0 ? { ROLE: 'api' } : {}) },
+        port: Number(env.PORT),
+        probePath: '/health',
+      });
       children.push(service);
       const pid = /** @type {number} */ (service.proc.pid);
       sampler.add('service', pid);
+      // Scaled out: the jobs run on nodes of their own (same store, same Redis prefix), as README's Scaling out says.
+      const nodes = [service];
+      for (let k = 1; k <= jobNodes; k++) {
+        const port = await freePort();
+        const node = await startChild({ name: `service (jobs node ${k})`, args: [...SERVICE_NODE_ARGS, 'dist/engine/index.js'], env: { ...env, ROLE: 'jobs', PORT: String(port) }, port, probePath: '/health' });
+        children.push(node);
+        nodes.push(node);
+        sampler.add(`jobs node ${k}`, /** @type {number} */ (node.proc.pid));
+      }
+      const nodesCpu = () => nodes.reduce((s, n) => s + cpuSeconds(/** @type {number} */ (n.proc.pid)), 0);
       const tokens = await signTokens(env, uids, 3600);
       const c = new Completions();
       clients.push(await subscribe(`${prefix}:listen:events`, (id) => c.done(id)));
       const progress = new Progress('jobs: service', jobs);
       const ticker = setInterval(() => progress.update(c.completed, `${c.completed} processed`), 250);
-      const before = { worker: cpuSeconds(pid), redis: redis === undefined ? 0 : cpuSeconds(redis), llm: llmPid === undefined ? 0 : cpuSeconds(llmPid) };
+      const before = { worker: nodesCpu(), redis: redis === undefined ? 0 : cpuSeconds(redis), llm: llmPid === undefined ? 0 : cpuSeconds(llmPid) };
       const rssFrom = sampler.samples.length;
       let refused = 0;
       c.begin(jobs);
@@ -373,25 +398,30 @@ export async function run(options) {
       runs.push(
         targetRun({
           name: 'service',
-          what: `POST /v1/conversations → process-conversation job (${llmMs === null ? 'built-in processor' : `LLM processor, model answering in ${llmMs} ms`}, ${segments} segments) → memory_created`,
+          what: `POST /v1/conversations → process-conversation job (${llmMs === null ? 'built-in processor' : `LLM processor, model answering in ${llmMs} ms`}, ${segments} segments${jobNodes > 0 ? `, on ${jobNodes} ROLE=jobs node${jobNodes > 1 ? 's' : ''}` : ''}) → memory_created`,
           jobs,
           c,
           refused,
           enqueuedAt,
-          cpu: { worker: /** @type {number} */ (cpuSince(pid, before.worker)), redis: cpuSince(redis, before.redis), llm: cpuSince(llmPid, before.llm) },
+          cpu: { worker: nodesCpu() - before.worker, redis: cpuSince(redis, before.redis), llm: cpuSince(llmPid, before.llm) },
           rss: sampler.samples.slice(rssFrom).map((s) => s.procs.service?.rssMiB ?? NaN).filter(Number.isFinite),
         }),
       );
       // What a user reads back: a sample of the conversations, processed, with their structure.
       for (const i of Array.from({ length: Math.min(jobs, 20) }, (_, k) => Math.floor((k * jobs) / Math.min(jobs, 20)))) {
-        const res = await fetch(`${service.url}/v1/dev/user/conversations/${ids.get(uids[i])}`, { headers: { authorization: `Bearer ${tokens[i]}` } });
+        const res = await fetch(`${service.url}/v1/dev/user/conversations/${ids.get(/** @type {string} */ (uids[i]))}`, { headers: { authorization: `Bearer ${tokens[i]}` } });
         const body = /** @type {any} */ (await res.json().catch(() => undefined));
         checked.read++;
         // The developer view has no status: an in-progress conversation has no title yet, a processed one has.
         if (res.status !== 200 || !(body?.structured?.title?.length > 0)) checked.bad++;
       }
-      serviceExit = await service.stop();
+      // The first non-zero exit among the nodes is the one reported.
+      for (const n of nodes.reverse()) {
+        const code = await n.stop();
+        if (serviceExit === null || serviceExit === 0) serviceExit = code;
+      }
       sampler.remove('service');
+      for (let k = 1; k <= jobNodes; k++) sampler.remove(`jobs node ${k}`);
     }
 
     if (targets.includes('bare')) {
@@ -457,7 +487,7 @@ export async function run(options) {
   // The main thread's profile (the largest file; worker threads write their own).
   const profiles = profileDir ? readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profileDir, f)) : [];
   const prof = profiles.length ? summarize(profiles.sort((a, b) => statSync(b).size - statSync(a).size)[0] ?? '') : undefined;
-  const result = jobsResult({ m, options: { jobs, concurrency, llmMs, segments, inFlight, rate, store: storeKind, targets, smoke, profile: Boolean(profileDir) }, runs, checked, serviceExit, sampler, prof });
+  const result = jobsResult({ m, options: { jobs, concurrency, llmMs, segments, inFlight, rate, store: storeKind, jobNodes, targets, smoke, profile: Boolean(profileDir) }, runs, checked, serviceExit, sampler, prof });
   finish(/** @type {any} */ (result), options);
   const broken = runs.filter((r) => r.lost > 0 || r.refused > 0);
   if (broken.length > 0) throw new Error(`jobs were refused or lost (${broken.map((r) => `${r.name}: ${r.refused} refused, ${r.lost} lost`).join('; ')}): the figures are not valid`);
@@ -502,7 +532,7 @@ function jobsResult({ m, options, runs, checked, serviceExit, sampler, prof }) {
     goals: [{ name: 'jobs lost or refused', target: '0', value: lost + runs.reduce((s, r) => s + r.refused, 0), met: runs.length > 0 && runs.every((r) => r.lost === 0 && r.refused === 0) }],
     notes: [
       'end → processed: from sending POST /v1/conversations (bare: Queue.add) to the memory_created event on Redis; the queue wait is included, so with every job ended at once it grows through the run',
-      `CPU per job: the process that ran the jobs (the service answers the end requests too) and redis-server over the target's whole run${options.llmMs === null ? '' : `; the LLM fake spent ${n(service?.llmCpuMsPerJob ?? null)} ms per job`}`,
+      `CPU per job: the processes that ran the jobs (the service answers the end requests too; with --job-nodes every node) and redis-server over the target's whole run${options.llmMs === null ? '' : `; the LLM fake spent ${n(service?.llmCpuMsPerJob ?? null)} ms per job`}`,
       service ? `read back over REST: ${checked.read - checked.bad} of ${checked.read} sampled conversations processed (a title in their structure)` : undefined,
       service && ratio !== null ? `service ${service.jobsPerSec} jobs/s against the bare worker's ${bare?.jobsPerSec} (${ratio})` : undefined,
       'webhook delivery is not part of this bench yet (no webhook queue)',

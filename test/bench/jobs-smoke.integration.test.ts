@@ -7,7 +7,11 @@ import { runBench } from '../helpers/bench.js';
 
 for (const variant of [
   { name: 'built-in processor on sqlite', args: [] as string[], what: /built-in processor/ },
-  { name: 'LLM processor (the fake answering in 50 ms) on PostgreSQL', args: ['--llm-ms', '50', '--store', 'pg', '--concurrency', '4'], what: /LLM processor, model answering in 50 ms/ },
+  {
+    name: 'LLM processor (the fake answering in 50 ms) on PostgreSQL, jobs on a ROLE=jobs node',
+    args: ['--llm-ms', '50', '--store', 'pg', '--concurrency', '4', '--job-nodes', '1'],
+    what: /LLM processor, model answering in 50 ms, 5 segments, on 1 ROLE=jobs node\)/,
+  },
 ]) {
   t.test(`npm run bench -- jobs --smoke, ${variant.name}: every job processed, result and report written`, async (t) => {
     const out = path.join(t.testdir(), 'jobs.json');
