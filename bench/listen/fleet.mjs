@@ -65,12 +65,20 @@ export function num(options, name, fallback) {
  * @param {number} pid
  * @param {Record<string, string | true>} options
  * @param {import('../lib/progress.mjs').Progress} progress
+ * @param {() => void} [onSample] called at each RSS sample too (once a second)
  */
-export function idleRss(pid, options, progress) {
+export function idleRss(pid, options, progress, onSample) {
   const minS = num(options, 'idle-settle', 20);
   const maxS = Math.max(minS, 45);
   progress.phase('service: idle RSS settling', maxS);
-  return settledRss(pid, { minS, maxS, onSample: (left) => progress.update(maxS - left) });
+  return settledRss(pid, {
+    minS,
+    maxS,
+    onSample: (left) => {
+      progress.update(maxS - left);
+      onSample?.();
+    },
+  });
 }
 
 /** @param {Record<string, string | true>} options */
@@ -165,45 +173,60 @@ export async function run(options) {
     if (sessions < 1 || seconds < 1) throw new Error('--sessions and --seconds must be at least 1');
     const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs });
     const pid = svc.service.pid;
+    // The baseline's stack starts while the service's idle RSS settles (its processes then wait idle, as in the
+    // interleaved ramp), so that `fleet --sessions 50 --seconds 20` stays under a minute.
+    const bareUp = baselineSeconds > 0 ? bareTarget({ ...common, devices: sessions }) : undefined;
+    bareUp?.catch(() => undefined); // awaited after the service (a failed start is reported there)
+    let bareStopped = false;
     let exitCode = null;
     /** @type {any} */
     const figures = { stt: svc.stt, note: svc.note };
     try {
-      figures.idleRss = await idleRss(pid, options, progress);
-      figures.idleCores = await coresOver(pid, 2);
-      figures.idleMem = await svc.service.memory();
-      // Phase 1: every device connects and waits, ready, sending keep-alives only.
-      const fleet = svc.ctx.fleet;
-      fleet.open(sessions, false);
-      progress.phase(`service: opening ${sessions} sessions`, sessions);
-      const openStart = performance.now();
-      await fleet.waitFor((t) => (progress.update(t.ready), t.ready >= sessions), 30_000 + sessions * 100, `${sessions} ready sessions`);
-      figures.openMs = Math.round(performance.now() - openStart);
-      figures.idleSessionsCores = await coresOver(pid, 2);
-      figures.idleSessionsRss = rssBytes(pid);
-      // Phase 2: they all stream; 2 s of warm-up, then the measured window.
-      fleet.stream();
-      await fleet.waitFor((t) => t.streaming >= sessions, 10_000, `${sessions} streaming sessions`);
-      await new Promise((r) => setTimeout(r, 2000));
-      figures.window = await observe(svc.ctx, { seconds, label: `service: ${sessions} sessions streaming`, sessions });
-      figures.windowMem = await svc.service.memory();
-      figures.drain = await drain(svc.ctx, fixture);
-      figures.liveAfterDrain = await svc.service.liveSessions();
-    } finally {
-      exitCode = await svc.stop();
-    }
-    if (baselineSeconds > 0) {
-      const bare = await bareTarget({ ...common, devices: sessions });
       try {
-        bare.ctx.fleet.open(sessions, true);
-        progress.phase(`bare: opening ${sessions} sessions`, sessions);
-        await bare.ctx.fleet.waitFor((t) => (progress.update(t.streaming), t.streaming >= sessions), 30_000 + sessions * 50, `${sessions} streaming sessions`);
-        await new Promise((r) => setTimeout(r, 1000));
-        figures.bare = await observe(bare.ctx, { seconds: baselineSeconds, label: `bare: ${sessions} sessions streaming`, sessions });
-        figures.bareDrain = await drain(bare.ctx, fixture);
+        // The idle CPU is read over the settled RSS's last two seconds, when the service was idle by that measure.
+        /** @type {[number, number][]} */
+        const cpuAt = [];
+        figures.idleRss = await idleRss(pid, options, progress, () => cpuAt.push([performance.now(), treeCpuSeconds(pid)]));
+        const [from, to] = [cpuAt[cpuAt.length - 3], cpuAt[cpuAt.length - 1]];
+        figures.idleCores = from && to ? (to[1] - from[1]) / ((to[0] - from[0]) / 1000) : await coresOver(pid, 2);
+        figures.idleMem = await svc.service.memory();
+        // Phase 1: every device connects and waits, ready, sending keep-alives only.
+        const fleet = svc.ctx.fleet;
+        fleet.open(sessions, false);
+        progress.phase(`service: opening ${sessions} sessions`, sessions);
+        const openStart = performance.now();
+        await fleet.waitFor((t) => (progress.update(t.ready), t.ready >= sessions), 30_000 + sessions * 100, `${sessions} ready sessions`);
+        figures.openMs = Math.round(performance.now() - openStart);
+        figures.idleSessionsCores = await coresOver(pid, 2);
+        figures.idleSessionsRss = rssBytes(pid);
+        // Phase 2: they all stream; 2 s of warm-up, then the measured window.
+        fleet.stream();
+        await fleet.waitFor((t) => t.streaming >= sessions, 10_000, `${sessions} streaming sessions`);
+        await new Promise((r) => setTimeout(r, 2000));
+        figures.window = await observe(svc.ctx, { seconds, label: `service: ${sessions} sessions streaming`, sessions });
+        figures.windowMem = await svc.service.memory();
+        figures.drain = await drain(svc.ctx, fixture);
+        figures.liveAfterDrain = await svc.service.liveSessions();
       } finally {
-        await bare.stop();
+        exitCode = await svc.stop();
       }
+      if (bareUp) {
+        const bare = await bareUp;
+        try {
+          bare.ctx.fleet.open(sessions, true);
+          progress.phase(`bare: opening ${sessions} sessions`, sessions);
+          await bare.ctx.fleet.waitFor((t) => (progress.update(t.streaming), t.streaming >= sessions), 30_000 + sessions * 50, `${sessions} streaming sessions`);
+          await new Promise((r) => setTimeout(r, 1000));
+          figures.bare = await observe(bare.ctx, { seconds: baselineSeconds, label: `bare: ${sessions} sessions streaming`, sessions });
+          figures.bareDrain = await drain(bare.ctx, fixture);
+        } finally {
+          bareStopped = true;
+          await bare.stop();
+        }
+      }
+    } finally {
+      // The service's phases failed: the baseline's stack, started beside them, goes too.
+      if (bareUp && !bareStopped) await (await bareUp.catch(() => undefined))?.stop();
     }
     return fleetResult({ m, options, codec, fixture, sessions, seconds, baselineSeconds, figures, exitCode, sampler, timeline, profileDir });
   } finally {
