@@ -69,8 +69,8 @@ export class ConversationLifecycle {
   /** in_progress → processing and a process-conversation job; a conversation without segments or photos is deleted instead. */
   async end(conversationId: string, uid: string): Promise<EndOutcome> {
     const { conversations, clock, queue, events } = this.#o;
-    const segments = await conversations.segments(conversationId);
-    const empty = segments.length === 0 && (await conversations.photoCount(conversationId)) === 0;
+    // A count, not the rows: a day-long conversation has thousands of segments, and the job reads them anyway.
+    const empty = !(await conversations.hasContent(conversationId));
     if (empty && !((await this.#o.keptAudio?.pending(conversationId)) ?? 0)) {
       await conversations.deleteById(conversationId);
       return 'deleted';
@@ -80,7 +80,7 @@ export class ConversationLifecycle {
     if (!moved) return 'gone';
     await queue.process(conversationId, uid);
     await events.publish({ type: SessionEventType.PROCESSING_STARTED, uid, conversationId }).catch(() => undefined);
-    this.#o.logger.debug({ conversationId, segments: segments.length }, 'conversation handed to processing');
+    this.#o.logger.debug({ conversationId }, 'conversation handed to processing');
     return 'processing';
   }
 

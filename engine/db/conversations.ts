@@ -468,8 +468,18 @@ export class ConversationsRepository {
 
   /** How many photos the conversation has (an ended conversation with photos is not empty). */
   async photoCount(conversationId: string): Promise<number> {
-    const row = (await this.knex('conversation_photos').where({ conversation_id: conversationId }).count({ n: '*' }).first()) as { n: number | string } | undefined;
+    const [row] = await select<{ n: number | string }>(this.knex, 'SELECT COUNT(*) AS n FROM conversation_photos WHERE conversation_id = ?', [conversationId]);
     return Number(row?.n ?? 0);
+  }
+
+  /** Whether the conversation has a transcript segment or a photo: what ending it keeps (not the rows themselves). */
+  async hasContent(conversationId: string): Promise<boolean> {
+    const [row] = await select<{ n: number | string }>(
+      this.knex,
+      'SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM conversation_segments WHERE conversation_id = ? LIMIT 1) s) + (SELECT COUNT(*) FROM (SELECT 1 FROM conversation_photos WHERE conversation_id = ? LIMIT 1) p) AS n',
+      [conversationId, conversationId],
+    );
+    return Number(row?.n ?? 0) > 0;
   }
 
   async segments(conversationId: string): Promise<SegmentRecord[]> {

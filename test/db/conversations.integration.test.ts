@@ -20,8 +20,14 @@ for (const kind of STORES) {
 
     const stub = await repo.create({ userId: 'u1', status: 'in_progress', startedAt: new Date(NOW).toISOString(), finishedAt: null, source: 'omi', language: 'en', now: NOW });
     t.match(stub, { status: 'in_progress', title: '', emoji: '🧠', category: 'other', discarded: false, actionItems: [], events: [], folderId: null });
+    t.equal(await repo.hasContent(stub.id), false, 'nothing said yet: ending it keeps nothing');
+    const photoOnly = await repo.create({ userId: 'u1', status: 'in_progress', startedAt: new Date(NOW).toISOString(), finishedAt: null, source: 'omi', language: 'en', now: NOW });
+    await repo.addPhoto(photoOnly.id, new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]), NOW);
+    t.equal(await repo.hasContent(photoOnly.id), true, 'a photo alone is content');
+    t.equal(await repo.photoCount(photoOnly.id), 1);
 
     t.equal(await repo.appendSegments(stub.id, [{ text: 'Remind me to', start: 0, end: 0.6, speaker: 'SPEAKER_01' }], NOW + 600), 0);
+    t.equal(await repo.hasContent(stub.id), true, 'a segment is content');
     t.equal(await repo.appendSegments(stub.id, [{ text: 'buy', start: 0.6, end: 1.2 }, { text: 'milk', start: 1.2, end: 1.8, isUser: true }], NOW + 1200), 1);
     await repo.replaceSegmentsFrom(stub.id, 1, [{ text: 'buy milk tomorrow.', start: 0.6, end: 2.4 }], NOW + 1800);
     const segs = await repo.segments(stub.id);
