@@ -173,7 +173,7 @@ export class Service {
         authenticator,
         conversations,
         folders: new FoldersRepository(store.knex),
-        processor: await createProcessor(config, logger),
+        processor: await createProcessor(config, logger, { thread: true }),
         memories: new MemoriesRepository(store.knex, store.dialect, versions),
         actionItems: new ActionItemsRepository(store.knex, versions),
         goals: new GoalsRepository(store.knex, store.dialect, versions),
@@ -328,6 +328,8 @@ export class Service {
     const live = this.#live;
     await closeWithin(live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), this.config.shutdownTimeoutMs);
     await live.worker?.close();
+    // No job runs now, and the HTTP routes that process in the request have finished (or timed out) above.
+    await this.services.processor.close?.();
     await live.keptJobs?.close();
     await live.queue.close();
     await live.events.close();

@@ -6,12 +6,18 @@ import type { ConversationProcessor } from './types.js';
 
 export type { ConversationProcessor, ProcessInput, ProcessResult } from './types.js';
 
-/** Async because the LLM client (the `openai` package, ~13 MiB resident) is loaded only when an LLM is configured. */
+/**
+ * Async because the LLM client (the `openai` package, ~13 MiB resident) is loaded only when an LLM is configured.
+ * `thread`: the built-in extractor (the processor, or the LLM's fallback) runs on a thread of its own (the service
+ * asks for it; close() the processor to end the thread).
+ */
 export async function createProcessor(
   config: Pick<Config, 'llmBaseUrl' | 'llmApiKey' | 'llmModel' | 'llmTimeoutMs' | 'llmMaxRetries'>,
   logger: Logger,
+  opts: { thread?: boolean } = {},
 ): Promise<ConversationProcessor> {
-  if (!config.llmBaseUrl) return new BuiltinProcessor();
+  const builtin = new BuiltinProcessor({ thread: opts.thread ?? false });
+  if (!config.llmBaseUrl) return builtin;
   const { LlmProcessor } = await import('./llm.js');
   return new LlmProcessor({
     baseUrl: config.llmBaseUrl,
@@ -20,5 +26,6 @@ export async function createProcessor(
     timeoutMs: config.llmTimeoutMs,
     maxRetries: config.llmMaxRetries,
     logger,
+    fallback: builtin,
   });
 }

@@ -2,7 +2,7 @@
 import OpenAI from 'openai';
 import { Ajv } from 'ajv';
 import type { Logger } from '../logger.js';
-import { processBuiltin, transcriptText, emptyStructured, MAX_MEMORY_CHARS, MAX_TITLE_WORDS } from './builtin.js';
+import { BuiltinProcessor, transcriptText, emptyStructured, MAX_MEMORY_CHARS, MAX_TITLE_WORDS } from './builtin.js';
 import {
   CONVERSATION_CATEGORIES,
   MEMORY_CATEGORIES,
@@ -24,6 +24,8 @@ export interface LlmProcessorOptions {
   /** Retries of a failed request (timeouts, 429, 5xx). */
   readonly maxRetries: number;
   readonly logger: Logger;
+  /** What answers when the model cannot (its thread, for the service). @defaultValue the built-in processor inline */
+  readonly fallback?: BuiltinProcessor;
 }
 
 /** The answer the model must give; strict mode wants every property required and no others. */
@@ -138,9 +140,11 @@ function toResult(a: Answer, input: ProcessInput): ProcessResult {
 export class LlmProcessor implements ConversationProcessor {
   readonly #client: OpenAI;
   readonly #opts: LlmProcessorOptions;
+  readonly #fallback: BuiltinProcessor;
 
   constructor(opts: LlmProcessorOptions) {
     this.#opts = opts;
+    this.#fallback = opts.fallback ?? new BuiltinProcessor();
     this.#client = new OpenAI({
       baseURL: opts.baseUrl,
       // The SDK refuses to start without a key; local OpenAI-compatible servers often need none.
@@ -154,7 +158,7 @@ export class LlmProcessor implements ConversationProcessor {
     signal?.throwIfAborted();
     const text = transcriptText(input);
     // Nothing to send: the built-in rules decide (an empty transcript is discarded without a request).
-    if (text.trim() === '') return processBuiltin(input);
+    if (text.trim() === '') return this.#fallback.run(input);
     let content: string | null | undefined;
     try {
       const completion = await this.#client.chat.completions.create(
@@ -177,7 +181,7 @@ export class LlmProcessor implements ConversationProcessor {
       const kind = err instanceof OpenAI.APIConnectionTimeoutError ? 'timeout' : err instanceof OpenAI.APIConnectionError ? 'connection' : 'api';
       // Static message: provider bodies may echo the transcript.
       this.#opts.logger.warn({ status, kind }, 'llm request failed; using the built-in extractor');
-      return processBuiltin(input, 'builtin-fallback');
+      return this.#fallback.run(input, 'builtin-fallback');
     }
     let parsed: unknown;
     try {
@@ -188,8 +192,12 @@ export class LlmProcessor implements ConversationProcessor {
     const answer = readAnswer(parsed);
     if (!answer) {
       this.#opts.logger.warn('llm answer did not match the schema; using the built-in extractor');
-      return processBuiltin(input, 'builtin-fallback');
+      return this.#fallback.run(input, 'builtin-fallback');
     }
     return toResult(answer, input);
+  }
+
+  async close(): Promise<void> {
+    await this.#fallback.close();
   }
 }

@@ -83,4 +83,6 @@ export interface ProcessResult {
 
 export interface ConversationProcessor {
   process(input: ProcessInput, signal?: AbortSignal): Promise<ProcessResult>;
+  /** Frees what the processor holds (a thread); the service calls it once no job or request can use it. */
+  close?(): Promise<void>;
 }
