@@ -500,20 +500,26 @@ export function shouldDiscard(input: ProcessInput, text: string, concrete: boole
 
 export interface BuiltinProcessorOptions {
   /**
-   * Runs the extractor on a worker thread of its own, started with the first transcript (the service does). Its CPU
-   * grows with the transcript (`jobs --segments 1000`: ~50 ms, 4,000 segments ~160 ms), and on the main thread that
-   * would hold up every live session's audio for as long. @defaultValue false: on the calling thread
+   * Transcripts of at least this many characters go to a worker thread of the processor's own, started with the first
+   * of them (the service sets THREAD_FROM_CHARS). The extractor's CPU grows with the transcript (~0.05 ms per
+   * segment: 45-49 ms for 1,000 segments, 181-185 for 4,000), and on the main thread that holds up every live
+   * session's audio for as long; a short one costs less than the hop to a thread and back (~1 ms), and a thread
+   * started for short conversations would cost every node its memory (~10 MiB).
+   * @defaultValue Infinity: every transcript on the calling thread
    */
-  thread?: boolean;
+  threadFromChars?: number;
 }
 
+/** What the service sends to the thread: ~10,000 characters (~150 segments) take ~6 ms inline. */
+export const THREAD_FROM_CHARS = 10_000;
+
 export class BuiltinProcessor implements ConversationProcessor {
-  readonly #onThread: boolean;
+  readonly #threadFromChars: number;
   #thread: TaskThread<BuiltinTask, ProcessResult> | undefined;
   #closed = false;
 
   constructor(opts: BuiltinProcessorOptions = {}) {
-    this.#onThread = opts.thread ?? false;
+    this.#threadFromChars = opts.threadFromChars ?? Infinity;
   }
 
   async process(input: ProcessInput, signal?: AbortSignal): Promise<ProcessResult> {
@@ -521,15 +527,17 @@ export class BuiltinProcessor implements ConversationProcessor {
     return this.run(input);
   }
 
-  /** processBuiltin(), on the thread when there is one (the LLM processor's fallback runs here too). */
+  /** processBuiltin(), on the thread for a long transcript (the LLM processor's fallback runs here too). */
   run(input: ProcessInput, producedBy: ProcessResult['producedBy'] = 'builtin'): Promise<ProcessResult> {
-    if (!this.#onThread) return Promise.resolve(processBuiltin(input, producedBy));
+    let chars = 0;
+    for (const s of input.segments) chars += s.text.length;
+    if (chars < this.#threadFromChars) return Promise.resolve(processBuiltin(input, producedBy));
     if (this.#closed) return Promise.reject(new Error('the built-in processor is closed'));
     this.#thread ??= new TaskThread<BuiltinTask, ProcessResult>(THREAD_HANDLER);
     return this.#thread.run({ input, producedBy });
   }
 
-  /** Ends the thread; transcripts still on it are rejected, later ones too. */
+  /** Ends the thread; transcripts still on it are rejected, later long ones too. */
   async close(): Promise<void> {
     this.#closed = true;
     await this.#thread?.destroy();

@@ -1,7 +1,7 @@
-// The built-in processor on its own thread (as the service runs it): the same structure as on the calling thread, and
-// the calling thread stays free while a long transcript is processed.
+// The built-in processor's thread (the service sends it long transcripts): the same structure as on the calling
+// thread, the calling thread free while a long transcript is processed, short ones answered without the hop.
 import t from 'tap';
-import { BuiltinProcessor, processBuiltin } from '../../engine/processing/builtin.js';
+import { BuiltinProcessor, processBuiltin, THREAD_FROM_CHARS } from '../../engine/processing/builtin.js';
 import type { ProcessInput } from '../../engine/processing/types.js';
 
 const LINES = [
@@ -31,7 +31,8 @@ async function settledWithinOneTurn(p: Promise<unknown>): Promise<boolean> {
 }
 
 t.test('the thread answers what the calling thread would', async (t) => {
-  const proc = new BuiltinProcessor({ thread: true });
+  // Every transcript to the thread.
+  const proc = new BuiltinProcessor({ threadFromChars: 0 });
   t.teardown(() => proc.close());
   for (const n of [1, 4, 40]) t.same(await proc.process(transcript(n)), processBuiltin(transcript(n)), `${n} segments`);
   t.same(await proc.run(transcript(4), 'builtin-fallback'), processBuiltin(transcript(4), 'builtin-fallback'), 'as the LLM fallback');
@@ -39,21 +40,25 @@ t.test('the thread answers what the calling thread would', async (t) => {
 
 t.test('a long transcript leaves the calling thread free', async (t) => {
   const long = transcript(2000);
-  const onThread = new BuiltinProcessor({ thread: true });
+  const onThread = new BuiltinProcessor({ threadFromChars: THREAD_FROM_CHARS });
   t.teardown(() => onThread.close());
   const pending = onThread.process(long);
   t.equal(await settledWithinOneTurn(pending), false, 'on the thread: the next turn comes before the answer');
   t.ok((await pending).structured.title.length > 0, 'and the answer comes');
   // The same transcript inline has been processed, synchronously, before the next turn.
   t.equal(await settledWithinOneTurn(new BuiltinProcessor().process(long)), true, 'inline: done within the call');
+  // A short one, under THREAD_FROM_CHARS, does not take the hop (nor start a thread for it).
+  const short = new BuiltinProcessor({ threadFromChars: THREAD_FROM_CHARS });
+  t.teardown(() => short.close());
+  t.equal(await settledWithinOneTurn(short.process(transcript(30))), true, 'a 30-segment transcript: inline');
 });
 
 t.test('closed, it refuses transcripts instead of starting a new thread', async (t) => {
-  const proc = new BuiltinProcessor({ thread: true });
+  const proc = new BuiltinProcessor({ threadFromChars: 0 });
   await proc.process(transcript(1));
   await proc.close();
   await t.rejects(proc.process(transcript(1)), /closed/);
-  const never = new BuiltinProcessor({ thread: true });
+  const never = new BuiltinProcessor({ threadFromChars: 0 });
   await never.close();
   await t.rejects(never.process(transcript(1)), /closed/, 'closed before its first transcript');
 });
