@@ -1,5 +1,6 @@
-// One worker thread with a task/answer face, for the codec shards (engine/pool.ts): run() posts a task, the promise
-// settles with the thread's answer; a thread that exits is replaced and the tasks it held are rejected.
+// One worker thread with a task/answer face, for the codec shards (engine/pool.ts) and the built-in processor's long
+// transcripts: run() posts a task, the promise settles with the thread's answer; a thread that exits is replaced and
+// the tasks it held are rejected.
 //
 // Rationale: measured on this VM with a 6 KB moved buffer per task, Piscina costs ~324 µs of CPU per round trip
 // back-to-back (raw worker_threads: ~72 µs) and ~1,045 µs paced at 20 ms (raw: ~717 µs); a shard has one thread and
@@ -94,7 +95,7 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
     worker.on('error', (err) => (lastError = err));
     worker.on('exit', (code) => {
       if (this.#destroyed || worker !== this.#worker) return;
-      const error = lastError ?? new Error(`codec thread exited with code ${code}`);
+      const error = lastError ?? new Error(`worker thread exited with code ${code}`);
       this.#failAll(error);
       this.#worker = this.#spawn();
       this.#onExit(error);
