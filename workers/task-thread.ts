@@ -1,5 +1,6 @@
-// Entry of a task thread (a codec shard, the built-in processor; engine/task-thread.ts starts it): loads the handler module named in workerData and
-// answers each `{ id, task }` with `{ id, answer }`, moving the buffers the handler marked (workers/messages.ts).
+// Entry of a task thread (a codec shard, the built-in processor; engine/task-thread.ts starts it): loads the handler
+// module named in workerData and answers each `{ id, task }` with `{ id, answer }`, moving the buffers the handler
+// marked (workers/messages.ts).
 //
 // Rationale: a shard is one thread with one caller, so a pool's queueing, async-resource and balancing work per task
 // is not needed; this loop is all that is. Tasks run as they arrive: an async handler lets the next task start while it
