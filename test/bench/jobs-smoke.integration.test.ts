@@ -6,7 +6,9 @@ import path from 'node:path';
 import { runBench } from '../helpers/bench.js';
 
 for (const variant of [
-  { name: 'built-in processor on sqlite', args: [] as string[], what: /built-in processor/ },
+  { name: 'built-in processor on sqlite', args: [] as string[], what: /built-in processor, 5 segments/ },
+  // Over the 10,000 characters that send a transcript to the processor's own thread (and the service must close it).
+  { name: 'built-in processor on its thread (300-segment transcripts)', args: ['--segments', '300'], what: /built-in processor, 300 segments/ },
   {
     name: 'LLM processor (the fake answering in 50 ms) on PostgreSQL, jobs on a ROLE=jobs node',
     args: ['--llm-ms', '50', '--store', 'pg', '--concurrency', '4', '--job-nodes', '1'],
