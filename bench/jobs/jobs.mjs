@@ -29,7 +29,7 @@ export const USAGE = `npm run bench -- jobs [--jobs 2000] [--concurrency 16] [--
   --concurrency  JOB_CONCURRENCY of the service, and the bare worker's concurrency (default 16, the service's default)
   --llm-ms       process with the LLM processor against a local OpenAI-compatible fake that answers after D ms
                  (default: the built-in processor, which \`npm start\` runs when LLM_BASE_URL is not set)
-  --segments     transcript segments per conversation, ~12 words each (default 30)
+  --segments     transcript segments per conversation, ~20 words each (default 30)
   --in-flight    end requests (or bare job adds) in flight at once (default 32)
   --rate         end R conversations per second instead of all as fast as --in-flight allows
   --store        sqlite (default: the embedded store) or pg (PostgreSQL at 127.0.0.1:5432/test, a schema of its own)
