@@ -1,14 +1,13 @@
 // Macro bench of the developer REST API: the real service in its own process vs a bare uWebSockets.js server (the baseline).
 // Targets: GET /v1/dev/user/memories (API-key auth + rate limit in Redis + memory gate + the answer, reused while the user's
 // data is unchanged), the same GET on a second node that keeps no answers, POST of one memory, and the bare server.
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BENCH_DIR, RESULTS_DIR, finish, machine } from '../lib/report.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { load } from './load.mjs';
-import { cleanRedis, freePort, idToken, startChild } from '../lib/processes.mjs';
+import { UNREACHED_RATE_LIMITS, cleanRedis, freePort, idToken, serviceEnv, startChild } from '../lib/processes.mjs';
 import { restResult } from './rest-report.mjs';
 
 export const USAGE = `npm run bench -- rest [--seconds 10] [--connections 50] [--pipelining 1] [--warmup 1] [--targets get,uncached,post,bare] [--profile] [--smoke]
@@ -56,20 +55,9 @@ export async function run(options) {
   const m = machine();
 
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-rest-'));
-  const redisPrefix = `bench-${randomUUID()}`;
   const profileDir = path.join(RESULTS_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
-  const env = {
-    HOST: '127.0.0.1',
-    PORT: String(await freePort()),
-    DATA_DIR: dataDir,
-    REDIS_URL: 'redis://127.0.0.1:6379',
-    REDIS_PREFIX: redisPrefix,
-    REDIS_EMBEDDED: 'never',
-    LOG_LEVEL: 'warn',
-    // Limits stay ON (every request pays the Redis round trip) but are never hit. 10^7 is the largest RATE_LIMIT_PER_MINUTE config accepts.
-    RATE_LIMIT_PER_MINUTE: '10000000',
-    RATE_LIMIT_PER_DAY: '1000000000',
-  };
+  const env = await serviceEnv(dataDir, UNREACHED_RATE_LIMITS);
+  const redisPrefix = env.REDIS_PREFIX;
   /** @type {Awaited<ReturnType<typeof startChild>>[]} */
   const children = [];
   /** The service nodes among the children. */

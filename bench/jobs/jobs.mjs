@@ -21,7 +21,7 @@ import { BENCH_DIR, RESULTS_DIR, ROOT_DIR, figuresOf, finish, machine } from '..
 import { Progress } from '../lib/progress.mjs';
 import { Histogram } from '../lib/histogram.mjs';
 import { ProcSampler, cpuSeconds, median } from '../lib/procstat.mjs';
-import { cleanRedis, freePort, startChild, track } from '../lib/processes.mjs';
+import { UNREACHED_RATE_LIMITS, cleanRedis, freePort, serviceEnv, startChild, track } from '../lib/processes.mjs';
 import { SERVICE_NODE_ARGS, signTokens } from '../listen/stack.mjs';
 
 export const USAGE = `npm run bench -- jobs [--jobs 2000] [--concurrency 16] [--llm-ms D] [--segments 30] [--in-flight 32] [--rate R] [--store sqlite|pg] [--job-nodes N] [--targets service,bare] [--timeout 300] [--profile] [--smoke]
@@ -272,8 +272,49 @@ function targetRun(a) {
   };
 }
 
-/** CPU seconds of `pid` since `before` (null without a pid). */
-const cpuSince = (/** @type {number | undefined} */ pid, /** @type {number} */ before) => (pid === undefined ? null : cpuSeconds(pid) - before);
+/** CPU seconds of `pid` so far (null without a pid). */
+const cpuOf = (/** @type {number | undefined} */ pid) => (pid === undefined ? null : cpuSeconds(pid));
+
+/**
+ * Starts one of this bench's helper scripts and waits for its first line (it prints one once it is ready).
+ * @param {string} script file name in bench/jobs/
+ * @param {string[]} args
+ */
+async function spawnReady(script, args) {
+  const proc = track(spawn(process.execPath, [path.join(BENCH_DIR, 'jobs', script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] }));
+  await once(/** @type {import('node:stream').Readable} */ (proc.stdout), 'data');
+  return { proc, pid: /** @type {number} */ (proc.pid), stop: async () => (proc.kill('SIGTERM'), (await once(proc, 'exit'))[0]) };
+}
+
+/**
+ * The part both targets share: starts the `jobs` (`add`, false when refused) under the run's pacing, waits for their
+ * completions, and reads what it cost meanwhile.
+ * @param {{ label: string, c: Completions, jobs: number, inFlight: number, rate: number, timeoutS: number, add: (i: number) => Promise<boolean>, cpu: () => { worker: number, redis: number | null, llm: number | null }, sampler: ProcSampler, rssOf: string }} o
+ */
+async function measure(o) {
+  const progress = new Progress(o.label, o.jobs);
+  const ticker = setInterval(() => progress.update(o.c.completed, `${o.c.completed} done`), 250);
+  const before = o.cpu();
+  const rssFrom = o.sampler.samples.length;
+  let refused = 0;
+  o.c.begin(o.jobs);
+  await drive(o.jobs, o.inFlight, o.rate, async (i) => {
+    if (!(await o.add(i))) refused++;
+  });
+  const enqueuedAt = performance.now();
+  await o.c.wait(o.timeoutS * 1000);
+  clearInterval(ticker);
+  progress.update(o.jobs);
+  progress.end();
+  const after = o.cpu();
+  const spent = (/** @type {number | null} */ a, /** @type {number | null} */ b) => (a === null || b === null ? null : a - b);
+  return {
+    refused,
+    enqueuedAt,
+    cpu: { worker: after.worker - before.worker, redis: spent(after.redis, before.redis), llm: spent(after.llm, before.llm) },
+    rss: o.sampler.samples.slice(rssFrom).map((s) => s.procs[o.rssOf]?.rssMiB ?? NaN).filter(Number.isFinite),
+  };
+}
 
 /**
  * @param {Record<string, string | true>} options
@@ -303,22 +344,14 @@ export async function run(options) {
   const m = machine();
 
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-jobs-'));
-  const prefix = `bench-${randomUUID()}`;
   const schema = `bench_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const store = storeKind === 'pg' ? { dataDir, databaseUrl: PG_URL, databaseSchema: schema } : { dataDir };
-  const env = {
-    HOST: '127.0.0.1',
-    PORT: String(await freePort()),
-    DATA_DIR: dataDir,
-    REDIS_URL: 'redis://127.0.0.1:6379',
-    REDIS_PREFIX: prefix,
-    REDIS_EMBEDDED: 'never',
-    LOG_LEVEL: 'warn',
+  const env = await serviceEnv(dataDir, {
     JOB_CONCURRENCY: String(concurrency),
-    RATE_LIMIT_PER_MINUTE: '10000000',
-    RATE_LIMIT_PER_DAY: '1000000000',
+    ...UNREACHED_RATE_LIMITS,
     ...(storeKind === 'pg' ? { DATABASE_URL: PG_URL, DATABASE_SCHEMA: schema } : {}),
-  };
+  });
+  const prefix = env.REDIS_PREFIX;
   const redis = redisPid();
   /** @type {{ stop(): Promise<number | null>, proc: import('node:child_process').ChildProcess }[]} */
   const children = [];
@@ -343,12 +376,11 @@ export async function run(options) {
     let llmPid;
     if (llmMs !== null && targets.includes('service')) {
       const port = await freePort();
-      const llm = track(spawn(process.execPath, [path.join(BENCH_DIR, 'jobs/llm-fake.mjs'), '--port', String(port), '--delay-ms', String(llmMs)], { stdio: ['ignore', 'pipe', 'inherit'] }));
-      await once(/** @type {import('node:stream').Readable} */ (llm.stdout), 'data');
-      children.push({ proc: llm, stop: async () => (llm.kill('SIGTERM'), (await once(llm, 'exit'))[0]) });
+      const llm = await spawnReady('llm-fake.mjs', ['--port', String(port), '--delay-ms', String(llmMs)]);
+      children.push(llm);
       llmPid = llm.pid;
       Object.assign(env, { LLM_BASE_URL: `http://127.0.0.1:${port}/v1`, LLM_API_KEY: 'bench', LLM_MODEL: 'bench-model' });
-      sampler.add('llm fake', /** @type {number} */ (llmPid));
+      sampler.add('llm fake', llm.pid);
     }
     if (redis !== undefined) sampler.add('redis-server', redis);
     sampler.start();
@@ -377,34 +409,31 @@ export async function run(options) {
       const tokens = await signTokens(env, uids, 3600);
       const c = new Completions();
       clients.push(await subscribe(`${prefix}:listen:events`, (id) => c.done(id)));
-      const progress = new Progress('jobs: service', jobs);
-      const ticker = setInterval(() => progress.update(c.completed, `${c.completed} processed`), 250);
-      const before = { worker: nodesCpu(), redis: redis === undefined ? 0 : cpuSeconds(redis), llm: llmPid === undefined ? 0 : cpuSeconds(llmPid) };
-      const rssFrom = sampler.samples.length;
-      let refused = 0;
-      c.begin(jobs);
-      await drive(jobs, inFlight, rate, async (i) => {
-        const uid = /** @type {string} */ (uids[i]);
-        c.start(/** @type {string} */ (ids.get(uid)));
-        const res = await fetch(`${service.url}/v1/conversations`, { method: 'POST', headers: { authorization: `Bearer ${tokens[i]}`, 'content-type': 'application/json' }, body: '{}' });
-        const body = /** @type {any} */ (await res.json().catch(() => undefined));
-        if (res.status !== 200 || body?.memory?.id !== ids.get(uid)) refused++;
+      const measured = await measure({
+        label: 'jobs: service',
+        c,
+        jobs,
+        inFlight,
+        rate,
+        timeoutS,
+        sampler,
+        rssOf: 'service',
+        cpu: () => ({ worker: nodesCpu(), redis: cpuOf(redis), llm: cpuOf(llmPid) }),
+        add: async (i) => {
+          const id = /** @type {string} */ (ids.get(/** @type {string} */ (uids[i])));
+          c.start(id);
+          const res = await fetch(`${service.url}/v1/conversations`, { method: 'POST', headers: { authorization: `Bearer ${tokens[i]}`, 'content-type': 'application/json' }, body: '{}' });
+          const body = /** @type {any} */ (await res.json().catch(() => undefined));
+          return res.status === 200 && body?.memory?.id === id;
+        },
       });
-      const enqueuedAt = performance.now();
-      await c.wait(timeoutS * 1000);
-      clearInterval(ticker);
-      progress.update(jobs);
-      progress.end();
       runs.push(
         targetRun({
           name: 'service',
           what: `POST /v1/conversations → process-conversation job (${llmMs === null ? 'built-in processor' : `LLM processor, model answering in ${llmMs} ms`}, ${segments} segments${jobNodes > 0 ? `, on ${jobNodes} ROLE=jobs node${jobNodes > 1 ? 's' : ''}` : ''}) → memory_created`,
           jobs,
           c,
-          refused,
-          enqueuedAt,
-          cpu: { worker: nodesCpu() - before.worker, redis: cpuSince(redis, before.redis), llm: cpuSince(llmPid, before.llm) },
-          rss: sampler.samples.slice(rssFrom).map((s) => s.procs.service?.rssMiB ?? NaN).filter(Number.isFinite),
+          ...measured,
         }),
       );
       // What a user reads back: a sample of the conversations, processed, with their structure.
@@ -427,50 +456,37 @@ export async function run(options) {
     if (targets.includes('bare')) {
       const queueName = 'bare';
       const channel = `${prefix}:bare:events`;
-      const bare = track(
-        spawn(process.execPath, [path.join(BENCH_DIR, 'jobs/bare-bullmq.mjs'), '--prefix', prefix, '--queue', queueName, '--channel', channel, '--concurrency', String(concurrency)], { stdio: ['ignore', 'pipe', 'inherit'] }),
-      );
-      children.push({ proc: bare, stop: async () => (bare.kill('SIGTERM'), (await once(bare, 'exit'))[0]) });
-      await once(/** @type {import('node:stream').Readable} */ (bare.stdout), 'data');
-      const pid = /** @type {number} */ (bare.pid);
-      sampler.add('bare BullMQ worker', pid);
+      const bare = await spawnReady('bare-bullmq.mjs', ['--prefix', prefix, '--queue', queueName, '--channel', channel, '--concurrency', String(concurrency)]);
+      children.push(bare);
+      sampler.add('bare BullMQ worker', bare.pid);
       const connection = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 2 });
       clients.push(connection);
       const queue = new Queue(queueName, { connection, prefix });
       const c = new Completions();
       clients.push(await subscribe(channel, (id) => c.done(id)));
-      const progress = new Progress('jobs: bare BullMQ', jobs);
-      const ticker = setInterval(() => progress.update(c.completed, `${c.completed} done`), 250);
-      const before = { worker: cpuSeconds(pid), redis: redis === undefined ? 0 : cpuSeconds(redis) };
-      const rssFrom = sampler.samples.length;
-      let refused = 0;
-      c.begin(jobs);
-      // The same job options as the service's (engine/jobs/queues.ts ProcessingQueue.process).
-      await drive(jobs, inFlight, rate, async (i) => {
-        const id = `bare-${i}`;
-        c.start(id);
-        await queue
-          .add('process-conversation', { conversationId: id, uid: uids[i] }, { jobId: id, attempts: 3, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: true, removeOnFail: 1000 })
-          .catch(() => refused++);
+      const { PROCESS_JOB_OPTIONS } = await import(path.join(ROOT_DIR, 'dist/engine/jobs/queues.js'));
+      const measured = await measure({
+        label: 'jobs: bare BullMQ',
+        c,
+        jobs,
+        inFlight,
+        rate,
+        timeoutS,
+        sampler,
+        rssOf: 'bare BullMQ worker',
+        cpu: () => ({ worker: cpuSeconds(bare.pid), redis: cpuOf(redis), llm: null }),
+        // The service's job options (engine/jobs/queues.ts).
+        add: async (i) => {
+          const id = `bare-${i}`;
+          c.start(id);
+          return queue.add('process-conversation', { conversationId: id, uid: uids[i] }, { ...PROCESS_JOB_OPTIONS, jobId: id }).then(
+            () => true,
+            () => false,
+          );
+        },
       });
-      const enqueuedAt = performance.now();
-      await c.wait(timeoutS * 1000);
-      clearInterval(ticker);
-      progress.update(jobs);
-      progress.end();
       await queue.close();
-      runs.push(
-        targetRun({
-          name: 'bare',
-          what: 'Queue.add → bare BullMQ worker whose job only publishes its id (baseline)',
-          jobs,
-          c,
-          refused,
-          enqueuedAt,
-          cpu: { worker: /** @type {number} */ (cpuSince(pid, before.worker)), redis: cpuSince(redis, before.redis), llm: null },
-          rss: sampler.samples.slice(rssFrom).map((s) => s.procs['bare BullMQ worker']?.rssMiB ?? NaN).filter(Number.isFinite),
-        }),
-      );
+      runs.push(targetRun({ name: 'bare', what: 'Queue.add → bare BullMQ worker whose job only publishes its id (baseline)', jobs, c, ...measured }));
     }
   } finally {
     sampler.stop();

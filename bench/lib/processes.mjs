@@ -1,5 +1,6 @@
 // Child processes of a bench: the real service (dist/engine/index.js) and the bare uWS baseline, started, probed and stopped.
 import { spawn, execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
@@ -29,6 +30,32 @@ export function track(proc) {
 export function killChildren() {
   for (const p of live) if (p.exitCode === null) p.kill('SIGTERM');
 }
+
+/**
+ * The service's environment in every bench: loopback on a free port, `dataDir`, the local Redis under a fresh prefix
+ * (`cleanRedis(env.REDIS_PREFIX)` deletes what the run left), warnings only; `more` adds or overrides.
+ * @param {string} dataDir
+ * @param {Record<string, string>} [more]
+ * @returns {Promise<Record<string, string> & { PORT: string, REDIS_PREFIX: string }>}
+ */
+export async function serviceEnv(dataDir, more = {}) {
+  return {
+    HOST: '127.0.0.1',
+    PORT: String(await freePort()),
+    DATA_DIR: dataDir,
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    REDIS_PREFIX: `bench-${randomUUID()}`,
+    REDIS_EMBEDDED: 'never',
+    LOG_LEVEL: 'warn',
+    ...more,
+  };
+}
+
+/**
+ * Rate limits that stay on (every request pays the Redis round trip) but are never hit: 10^7 is the largest
+ * RATE_LIMIT_PER_MINUTE the config accepts.
+ */
+export const UNREACHED_RATE_LIMITS = { RATE_LIMIT_PER_MINUTE: '10000000', RATE_LIMIT_PER_DAY: '1000000000' };
 
 /** A free TCP port on 127.0.0.1; the service logs its port only at info level, and the bench runs it at warn. */
 export async function freePort() {

@@ -1,12 +1,11 @@
 // The processes a listen bench measures, each in its own process: the real service, the provider_a fake it streams PCM
 // to, and the bare uWS baseline; plus ID tokens for many devices and the provider's /stats.
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BENCH_DIR, ROOT_DIR } from '../lib/report.mjs';
-import { cleanRedis, freePort, startChild, track } from '../lib/processes.mjs';
+import { cleanRedis, serviceEnv, startChild, track } from '../lib/processes.mjs';
 
 export const FAKE_PROVIDER = 'dist/test/fakes/deepgram-server.js';
 export const SERVICE_ENTRY = 'dist/engine/index.js';
@@ -172,17 +171,7 @@ async function metrics(url) {
  */
 export async function startService(o = {}) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-listen-'));
-  const env = {
-    HOST: '127.0.0.1',
-    PORT: String(await freePort()),
-    DATA_DIR: dataDir,
-    REDIS_URL: 'redis://127.0.0.1:6379',
-    REDIS_PREFIX: `bench-${randomUUID()}`,
-    REDIS_EMBEDDED: 'never',
-    LOG_LEVEL: 'warn',
-    MAX_SESSIONS: '100000',
-    ...o.env,
-  };
+  const env = await serviceEnv(dataDir, { MAX_SESSIONS: '100000', ...o.env });
   const child = await startChild({ name: 'service', args: [...SERVICE_NODE_ARGS, ...extraNodeArgs(), ...(o.nodeArgs ?? []), o.entry ?? SERVICE_ENTRY], env, port: Number(env.PORT), probePath: '/health' });
   return {
     child,

@@ -45,6 +45,17 @@ export async function within(p: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
+/**
+ * BullMQ options of a process-conversation job (its id, the conversation id, is set per job): three attempts, backing
+ * off from 2 s; done jobs removed, the last 1,000 failed ones kept. The jobs bench gives its baseline's jobs the same.
+ */
+export const PROCESS_JOB_OPTIONS = {
+  attempts: 3,
+  backoff: { type: 'exponential', delay: 2000 },
+  removeOnComplete: true,
+  removeOnFail: 1000,
+} as const;
+
 export class ProcessingQueue {
   readonly #connection: Redis;
   readonly queue: Queue<ProcessConversationData>;
@@ -57,13 +68,7 @@ export class ProcessingQueue {
 
   /** Enqueues processing; the job id is the conversation id, so enqueueing twice runs it once. */
   async process(conversationId: string, uid: string): Promise<void> {
-    await this.queue.add(JobName.PROCESS_CONVERSATION, { conversationId, uid }, {
-      jobId: conversationId,
-      attempts: 3,
-      backoff: { type: 'exponential', delay: 2000 },
-      removeOnComplete: true,
-      removeOnFail: 1000,
-    });
+    await this.queue.add(JobName.PROCESS_CONVERSATION, { conversationId, uid }, { ...PROCESS_JOB_OPTIONS, jobId: conversationId });
   }
 
   /** Ends the conversation after `delayMs` unless a segment arrived meanwhile (a session left it `in_progress`). */
