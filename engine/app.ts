@@ -226,6 +226,7 @@ export class Service {
         const pool = (codecPool = new CodecPool({
           ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}),
           batchWindowMs: config.codecBatchMs,
+          uplinks: config.sttSockets === 'codec',
           onTaskDelay: (s) => decodeDelay.observe(s),
           ...(mainLoad ? { inline: (sessions: number) => mainLoad.admit(sessions) } : {}),
         }));

@@ -19,7 +19,7 @@ import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { EngineError } from './errors.js';
 import { encodedDurationS } from './audio/encoded-duration.js';
-import { checkCodecParams, codecIndex, OUTPUT_SAMPLE_RATE_HZ, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type HeapAnswer, type PackedAnswer } from '../workers/messages.js';
+import { checkCodecParams, codecIndex, OUTPUT_SAMPLE_RATE_HZ, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type HeapAnswer, type PackedAnswer, type PcmAnswer, type UplinkEvent, type UplinkOpenAnswer, type UplinkOpenTask } from '../workers/messages.js';
 import { eachPackedPart, MAX_SPARE_BUFFERS, RecordWriter } from '../workers/packing.js';
 import { InlineRunner, TaskThread, type TaskRunner } from './task-thread.js';
 
@@ -50,6 +50,11 @@ export interface CodecPoolOptions {
    * Absent: every session goes to a shard.
    */
   inline?: (sessions: number) => boolean;
+  /**
+   * Whether remote providers' sockets may live in the shard that decodes the session (STT_SOCKETS=codec): the
+   * session's PCM then goes onto the socket from that thread (CodecStream.uplink()). @defaultValue false
+   */
+  uplinks?: boolean;
   /** Worker module; tests point it at a fixture. @defaultValue dist/workers/decode.js */
   filename?: string;
   /**
@@ -109,6 +114,87 @@ export interface CodecStreamEvents {
   failure: [error: EngineError, lostMessages: number];
   /** After `close()` finished; no event follows. */
   close: [];
+  /**
+   * PCM of `channel` the shard sent on the channel's provider socket instead of answering with it (CodecStream.uplink()),
+   * in order with the 'pcm' events: `samples` 16 kHz samples.
+   */
+  uplinked: [channel: number, samples: number];
+}
+
+/** What a provider socket held by a codec shard tells its owner on the main thread (CodecStream.uplink()). */
+export interface UplinkHandlers {
+  text(text: string): void;
+  /** The socket closed (by the provider, the network, or a codec thread that exited: code 1006); nothing follows. */
+  close(code: number, reason: string): void;
+  /** More than `maxBufferedBytes` waits on the socket. */
+  stuck(): void;
+}
+
+/** How to open a provider socket in a shard (workers/messages.ts UplinkOpenTask without the stream's own fields). */
+export type UplinkSpec = Omit<UplinkOpenTask, 'type' | 'key' | 'channel'>;
+
+/**
+ * A provider socket in the shard of a session's codec stream, for one channel (CodecStream.uplink()). Tasks reach the
+ * thread in order, so text sent after the 'pcm' or 'uplinked' event of a batch goes out after that batch's audio.
+ */
+export class ShardUplink {
+  #handlers: UplinkHandlers | undefined;
+  #closed = false;
+
+  /** @internal built by CodecStream.uplink() */
+  constructor(
+    readonly stream: CodecStream,
+    readonly channel: number,
+    readonly run: (task: CodecTask, transferList?: ArrayBuffer[]) => Promise<CodecAnswer>,
+  ) {}
+
+  /** Opens the socket; resolves with how the handshake went (a refusal's status and Retry-After). */
+  async open(spec: UplinkSpec, handlers: UplinkHandlers): Promise<UplinkOpenAnswer> {
+    this.#handlers = handlers;
+    const answer = (await this.run({ type: 'uplinkOpen', key: this.stream.key, channel: this.channel, ...spec })) as UplinkOpenAnswer | FailAnswer;
+    if ('code' in answer) return { ok: false, why: answer.message };
+    return answer;
+  }
+
+  /** A text message; `flush` sends a rest of PCM still waiting in the shard first. */
+  sendText(text: string, flush: boolean): void {
+    if (!this.#closed) void this.run({ type: 'uplinkText', key: this.stream.key, channel: this.channel, text, flush }).catch(() => undefined);
+  }
+
+  /** PCM that reached this thread (copied: the caller's array may be a view into a shard's answer). */
+  sendPcm(pcm: Int16Array): void {
+    if (this.#closed || pcm.length === 0) return;
+    const copy = pcm.slice();
+    void this.run({ type: 'uplinkPcm', key: this.stream.key, channel: this.channel, pcm: copy }, [copy.buffer]).catch(() => undefined);
+  }
+
+  /** Frees the socket in the shard at once; no handler is called afterwards. */
+  terminate(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#handlers = undefined;
+    this.stream.dropUplink(this);
+    void this.run({ type: 'uplinkClose', key: this.stream.key, channel: this.channel }).catch(() => undefined);
+  }
+
+  /** @internal an event of the socket in the shard. */
+  event(e: UplinkEvent): void {
+    const h = this.#handlers;
+    if (h === undefined || this.#closed) return;
+    if (e.kind === 'text') h.text(e.text);
+    else if (e.kind === 'stuck') h.stuck();
+    else this.lost(e.code, e.reason);
+  }
+
+  /** @internal the socket is gone (closed in the shard, or its thread exited). */
+  lost(code: number, reason: string): void {
+    const h = this.#handlers;
+    if (h === undefined || this.#closed) return;
+    this.#closed = true;
+    this.#handlers = undefined;
+    this.stream.dropUplink(this);
+    h.close(code, reason);
+  }
 }
 
 function rebuild(answer: { code: string; message: string }): EngineError {
@@ -146,6 +232,8 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   inFlightBytes = 0;
   #idleWaiters: (() => void)[] = [];
   #state: 'open' | 'closing' | 'closed' = 'open';
+  /** Provider sockets in the shard, by channel (uplink()). */
+  #uplinks: (ShardUplink | undefined)[] = [];
 
   /** @internal built by CodecPool.open() */
   constructor(shard: Shard, key: number, options: CodecStreamOptions) {
@@ -171,6 +259,48 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   /** True when the session's audio is decoded on the main thread (CodecPoolOptions.inline). */
   get inline(): boolean {
     return this.#shard.inline;
+  }
+
+  /**
+   * A provider socket for `channel` in this stream's shard, when the pool lets sockets live there
+   * (CodecPoolOptions.uplinks): once it is open, that channel's PCM goes onto it from the shard and comes back here
+   * only as 'uplinked' counts (or as 'pcm' once the socket is gone). Undefined when the pool keeps sockets here.
+   */
+  uplink(channel: number): ShardUplink | undefined {
+    if (!this.#shard.uplinks || this.#state !== 'open') return undefined;
+    this.#uplinks[channel]?.terminate();
+    const u = new ShardUplink(this, channel, (task, transferList) => this.#shard.run(task, transferList));
+    this.#uplinks[channel] = u;
+    this.#shard.holdsUplinks(this, true);
+    return u;
+  }
+
+  /** @internal a socket's event or count from the shard. */
+  uplinkEvent(e: UplinkEvent): void {
+    this.#uplinks[e.channel]?.event(e);
+  }
+
+  /** @internal every socket of the stream is gone (its thread exited, the pool is closing). */
+  uplinksLost(code: number, reason: string): void {
+    for (const u of [...this.#uplinks]) u?.lost(code, reason);
+  }
+
+  /** @internal the open sockets, for the pool to free them. */
+  get openUplinks(): ShardUplink[] {
+    return this.#uplinks.filter((u): u is ShardUplink => u !== undefined);
+  }
+
+  /** @internal */
+  dropUplink(u: ShardUplink): void {
+    if (this.#uplinks[u.channel] === u) this.#uplinks[u.channel] = undefined;
+    if (!this.#uplinks.some(Boolean)) this.#shard.holdsUplinks(this, false);
+  }
+
+  /** @internal samples a shard sent on a channel's socket. */
+  uplinked(channel: number, samples: number): void {
+    const s = this.stats.samples;
+    s[channel] = (s[channel] ?? 0) + samples;
+    this.emit('uplinked', channel, samples);
   }
 
   /** Bytes pushed whose PCM has not come back (staged or being decoded). */
@@ -226,6 +356,8 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     if (this.stagedMessages > 0 || this.inFlightMessages > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
     try {
       const answer = await this.#shard.run({ type: 'close', key: this.key, flush });
+      const sent = (answer as PcmAnswer).uplinked;
+      if (sent) for (let i = 0; i < sent.length; i += 2) this.uplinked(sent[i]!, sent[i + 1]!);
       if (answer.ok && 'recreated' in answer && answer.pcm.some((p) => p.length > 0)) this.#emitPcm(answer.pcm, 0, 0, false, true);
     } catch {
       // The thread died while closing: its decoders went with it, nothing is left to flush.
@@ -287,6 +419,11 @@ let nextStreamKey = 1;
 /** @internal one codec thread (or the main thread) and the sessions pinned to it. */
 class Shard {
   readonly #streams = new Map<number, CodecStream>();
+  /**
+   * Streams with a provider socket in this shard, by key: a socket outlives its codec stream (the provider's last
+   * answers come after the decoders' tail), so its events are routed from here, not from `#streams`.
+   */
+  readonly #uplinkStreams = new Map<number, CodecStream>();
   readonly #thread: TaskRunner<CodecTask, CodecAnswer>;
   readonly #windowMs: number;
   /**
@@ -317,16 +454,24 @@ class Shard {
     windowMs: number,
     maxHoldMs: number,
     readonly onTaskDelay: ((seconds: number) => void) | undefined,
+    readonly uplinks: boolean,
     readonly inline = false,
   ) {
     this.#windowMs = windowMs;
     this.#maxHoldMs = maxHoldMs;
+    const onEvent = (e: unknown): void => this.#uplinkStreams.get((e as UplinkEvent).key)?.uplinkEvent(e as UplinkEvent);
     // Decode tasks go one at a time (see #send); open and close go as they come.
     this.#thread = inline
-      ? new InlineRunner<CodecTask, CodecAnswer>(filename)
-      : new TaskThread<CodecTask, CodecAnswer>(filename, () => {
-          this.crashes++;
-        });
+      ? new InlineRunner<CodecTask, CodecAnswer>(filename, onEvent)
+      : new TaskThread<CodecTask, CodecAnswer>(
+          filename,
+          () => {
+            this.crashes++;
+            // The provider sockets went with the thread: their streams fail over as on a dropped connection.
+            for (const s of [...this.#uplinkStreams.values()]) s.uplinksLost(1006, 'codec thread exited');
+          },
+          onEvent,
+        );
   }
 
   get size(): number {
@@ -346,6 +491,11 @@ class Shard {
 
   forget(stream: CodecStream): void {
     this.#streams.delete(stream.key);
+  }
+
+  holdsUplinks(stream: CodecStream, holds: boolean): void {
+    if (holds) this.#uplinkStreams.set(stream.key, stream);
+    else this.#uplinkStreams.delete(stream.key);
   }
 
   run(task: CodecTask, transferList?: ArrayBuffer[]): Promise<CodecAnswer> {
@@ -486,6 +636,8 @@ class Shard {
     if (answer instanceof Error || !answer.ok) {
       for (const s of streams) s.settle(answer, s.takeInFlight());
     } else {
+      const sent = answer.uplinked;
+      if (sent) for (let j = 0; j < sent.length; j += 3) this.#streams.get(sent[j]!)?.uplinked(sent[j + 1]!, sent[j + 2]!);
       let i = 0;
       eachPackedPart(answer, (key, part) => {
         const s = streams[i++];
@@ -500,6 +652,8 @@ class Shard {
   }
 
   destroy(): Promise<void> {
+    // Sockets held on this thread (the inline shard) would outlive the runner: free them first.
+    for (const s of [...this.#uplinkStreams.values()]) for (const u of s.openUplinks) u.terminate();
     this.#destroyed = true;
     clearTimeout(this.#timer as NodeJS.Timeout);
     clearImmediate(this.#timer as NodeJS.Immediate);
@@ -520,9 +674,10 @@ export class CodecPool {
     const windowMs = options.batchWindowMs ?? 5;
     const maxHoldMs = options.maxHoldMs ?? 100;
     const filename = options.filename ?? new URL('../workers/decode.js', import.meta.url).href;
-    this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, windowMs, maxHoldMs, options.onTaskDelay));
+    const uplinks = options.uplinks ?? false;
+    this.#shards = Array.from({ length: threads }, (_, i) => new Shard(i, filename, windowMs, maxHoldMs, options.onTaskDelay, uplinks));
     if (options.inline !== undefined) {
-      this.#inline = { shard: new Shard(threads, filename, windowMs, maxHoldMs, options.onTaskDelay, true), admit: options.inline };
+      this.#inline = { shard: new Shard(threads, filename, windowMs, maxHoldMs, options.onTaskDelay, uplinks, true), admit: options.inline };
     }
   }
 

@@ -43,6 +43,7 @@ interface Pending {
 export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
   readonly #filename: string;
   readonly #onExit: (error: Error) => void;
+  readonly #onEvent: (event: unknown) => void;
   #worker: Worker;
   #pending = new Map<number, Pending>();
   #nextId = 1;
@@ -51,10 +52,12 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
   /**
    * @param filename URL or path of a module whose default export answers a task (value or promise).
    * @param onExit told when the thread exited on its own (a crash); a new thread is already starting.
+   * @param onEvent told what the module sends between answers (its `events` export), in order with the answers.
    */
-  constructor(filename: string, onExit: (error: Error) => void = () => undefined) {
+  constructor(filename: string, onExit: (error: Error) => void = () => undefined, onEvent: (event: unknown) => void = () => undefined) {
     this.#filename = filename;
     this.#onExit = onExit;
+    this.#onEvent = onEvent;
     this.#worker = this.#spawn();
   }
 
@@ -86,6 +89,10 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
     const worker = new Worker(ENTRY, { workerData: { filename: this.#filename } });
     let lastError: Error | undefined;
     worker.on('message', (reply: ThreadReply) => {
+      if ('event' in reply) {
+        this.#onEvent(reply.event);
+        return;
+      }
       const p = this.#pending.get(reply.id);
       if (p === undefined) return;
       this.#pending.delete(reply.id);
@@ -120,16 +127,20 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
  */
 export class InlineRunner<Task, Answer> implements TaskRunner<Task, Answer> {
   #handle: ((task: Task) => Answer | Promise<Answer>) | undefined;
+  /** Removes this runner's listener from the module's events. */
+  #unlisten: (() => void) | undefined;
   /** Tasks that came before the module was loaded, run in order once it is. */
   #waiting: { task: Task; resolve: (answer: Answer | Promise<Answer>) => void; reject: (error: Error) => void }[] = [];
   /** Why the module did not load: every task fails with it. */
   #failed: Error | undefined;
   #destroyed = false;
 
-  constructor(filename: string) {
+  /** @param onEvent told what the module sends between answers (its `events` export; shared by every runner of it). */
+  constructor(filename: string, onEvent?: (event: unknown) => void) {
     void import(filename).then(
-      (m: { default: (task: Task) => Answer | Promise<Answer> }) => {
+      (m: { default: (task: Task) => Answer | Promise<Answer>; events?: (listener: (event: unknown) => void) => () => void }) => {
         this.#handle = m.default;
+        if (onEvent && !this.#destroyed) this.#unlisten = m.events?.(onEvent);
         for (const w of this.#waiting.splice(0)) this.run(w.task).then(w.resolve, w.reject);
       },
       (err: unknown) => {
@@ -153,6 +164,7 @@ export class InlineRunner<Task, Answer> implements TaskRunner<Task, Answer> {
 
   destroy(): Promise<void> {
     this.#destroyed = true;
+    this.#unlisten?.();
     for (const w of this.#waiting.splice(0)) w.reject(new Error('thread destroyed'));
     return Promise.resolve();
   }

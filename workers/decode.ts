@@ -1,8 +1,9 @@
 // Codec shard worker: keeps `stream key → decoders` in this thread and answers open / decodePacked / close tasks.
 import { getHeapStatistics } from 'node:v8';
-import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer } from './messages.js';
+import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer, type UplinkEvent } from './messages.js';
 import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
 import { concatPcm, packAnswer, PcmBuffers, readRecords, type DecodedPart } from './packing.js';
+import { Uplinks } from './uplink.js';
 
 interface Session {
   /** One decoder per channel: index 0 = channel id 0x01, index 1 = 0x02. */
@@ -13,6 +14,23 @@ const sessions = new Map<number, Session>();
 /** Decode tasks' PCM memory, reused (workers/packing.ts says why). */
 const buffers = new PcmBuffers();
 const scratch = (samples: number): Int16Array => buffers.scratch(samples);
+/** Provider sockets held here (workers/uplink.ts): a channel with an open one sends its PCM there. */
+const uplinks = new Uplinks();
+/** Samples the current task sent on provider sockets: [key, channel, samples] triples. */
+let uplinked: number[] = [];
+
+/** workers/task-thread.ts hands the thread's event channel here (the main thread's InlineRunner adds its own). */
+export function events(listener: (e: UplinkEvent) => void): () => void {
+  return uplinks.listen(listener);
+}
+
+/** A channel's PCM on its provider socket when the shard holds an open one; answers the PCM left to answer with. */
+function toUplink(key: number, channel: number, pcm: Int16Array[]): Int16Array[] {
+  const taken = uplinks.get(key, channel)?.take(pcm) ?? 0;
+  if (taken === 0) return pcm;
+  uplinked.push(key, channel, taken);
+  return [];
+}
 
 function fail(code: FailAnswer['code'], message: string): FailAnswer {
   return { ok: false, code, message };
@@ -40,7 +58,7 @@ function decodeStream(key: number, params: () => CodecParams, messages: readonly
   const { channels } = session;
   if (channels.length === 1) {
     const r = channels[0]!.decode(messages);
-    return { pcm: [r.pcm], frames: r.frames, corruptFrames: r.corruptFrames, recreated };
+    return { pcm: [toUplink(key, 0, r.pcm)], frames: r.frames, corruptFrames: r.corruptFrames, recreated };
   }
   // Two channels: the first byte of each message names its channel.
   let routedOut = 0;
@@ -57,7 +75,7 @@ function decodeStream(key: number, params: () => CodecParams, messages: readonly
     frames += r.frames;
     corruptFrames += r.corruptFrames;
   }
-  return { pcm: results.map((r) => r.pcm), frames, corruptFrames, recreated };
+  return { pcm: results.map((r, ch) => toUplink(key, ch, r.pcm)), frames, corruptFrames, recreated };
 }
 
 /** A decoder that threw on something other than a frame is not trusted further: drop it; the next task re-creates it. */
@@ -71,6 +89,10 @@ type StreamResult = { key: number; result: DecodedPart | FailAnswer };
 
 function packed(parts: readonly StreamResult[]): PackedAnswer {
   const answer = packAnswer(parts, buffers);
+  if (uplinked.length > 0) {
+    answer.uplinked = uplinked;
+    uplinked = [];
+  }
   return moveAnswer<PackedAnswer>(answer, [answer.entries.buffer as ArrayBuffer, answer.pcm.buffer as ArrayBuffer]);
 }
 
@@ -102,11 +124,19 @@ function close(key: number, flush: boolean): CodecAnswer {
     return pcmAnswer([]);
   }
   const pcm: Int16Array[] = [];
-  for (const c of session.channels) pcm.push(concatPcm([c.end()]));
-  return pcmAnswer(pcm);
+  const sent: number[] = [];
+  session.channels.forEach((c, ch) => {
+    const tail = c.end();
+    const taken = uplinks.get(key, ch)?.take([tail]) ?? 0;
+    if (taken > 0) sent.push(ch, taken);
+    pcm.push(taken > 0 ? new Int16Array(0) : concatPcm([tail]));
+  });
+  const answer = pcmAnswer(pcm);
+  if (sent.length > 0) answer.uplinked = sent;
+  return answer;
 }
 
-export default function handle(task: CodecTask): CodecAnswer {
+export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnswer> {
   try {
     switch (task.type) {
       case 'open': {
@@ -123,6 +153,17 @@ export default function handle(task: CodecTask): CodecAnswer {
         } catch (err) {
           return dropAfterError(task.key, err);
         }
+      case 'uplinkOpen':
+        return uplinks.open(task);
+      case 'uplinkText':
+        uplinks.get(task.key, task.channel)?.sendText(task.text, task.flush);
+        return { ok: true };
+      case 'uplinkPcm':
+        uplinks.get(task.key, task.channel)?.take([task.pcm]);
+        return { ok: true };
+      case 'uplinkClose':
+        uplinks.close(task.key, task.channel);
+        return { ok: true };
       case 'heap': {
         const h = getHeapStatistics();
         return { ok: true, usedBytes: h.used_heap_size, committedBytes: h.total_heap_size };

@@ -84,7 +84,55 @@ export interface HeapTask {
   type: 'heap';
 }
 
-export type CodecTask = OpenTask | DecodePackedTask | CloseTask | CrashTask | HeapTask;
+/** Opens a provider socket in the shard for one channel of stream `key` (workers/uplink.ts). */
+export interface UplinkOpenTask {
+  type: 'uplinkOpen';
+  key: number;
+  channel: number;
+  url: string;
+  headers: Record<string, string>;
+  /** Longest message taken from the provider, in bytes. */
+  maxPayload: number;
+  /** Bytes queued on the socket beyond which the provider is deemed stuck (a 'stuck' event). */
+  maxBufferedBytes: number;
+  /** A decoded batch shorter than this waits for the next one (providers refuse messages under 20 ms). */
+  minSamples: number;
+}
+
+/** A text message on a channel's provider socket; `flush` sends a waiting rest of PCM first. */
+export interface UplinkTextTask {
+  type: 'uplinkText';
+  key: number;
+  channel: number;
+  text: string;
+  flush: boolean;
+}
+
+/** PCM that reached the main thread for a channel whose socket is in the shard (the decoders' tail at close). */
+export interface UplinkPcmTask {
+  type: 'uplinkPcm';
+  key: number;
+  channel: number;
+  pcm: Int16Array;
+}
+
+/** Frees a channel's provider socket at once. */
+export interface UplinkCloseTask {
+  type: 'uplinkClose';
+  key: number;
+  channel: number;
+}
+
+export type CodecTask = OpenTask | DecodePackedTask | CloseTask | CrashTask | HeapTask | UplinkOpenTask | UplinkTextTask | UplinkPcmTask | UplinkCloseTask;
+
+/** How a provider socket's opening went: the handshake's status and Retry-After when the provider refused. */
+export type UplinkOpenAnswer = { ok: true } | { ok: false; status?: number; retryAfter?: string | undefined; requestId?: string | undefined; why: string };
+
+/** What a shard's provider socket tells the main thread, outside any task's answer. */
+export type UplinkEvent =
+  | { key: number; channel: number; kind: 'text'; text: string }
+  | { key: number; channel: number; kind: 'close'; code: number; reason: string }
+  | { key: number; channel: number; kind: 'stuck' };
 
 export interface PcmAnswer {
   ok: true;
@@ -96,6 +144,8 @@ export interface PcmAnswer {
   corruptFrames: number;
   /** Whether the decoders had to be re-created (a new thread after a crash). */
   recreated: boolean;
+  /** Samples the shard sent on its provider sockets instead of answering with them: [channel, samples] pairs. */
+  uplinked?: number[];
 }
 
 export interface OkAnswer {
@@ -122,9 +172,11 @@ export interface PackedAnswer {
   entries: Int32Array;
   pcm: Int16Array;
   failures: { key: number; code: FailAnswer['code']; message: string }[];
+  /** Samples the shard sent on its provider sockets instead of answering with them: [key, channel, samples] triples. */
+  uplinked?: number[];
 }
 
-export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer | PackedAnswer | HeapAnswer;
+export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer | PackedAnswer | HeapAnswer | UplinkOpenAnswer;
 
 /** Buffers an answer moves to the main thread (workers/task-thread.ts reads them); a WeakMap so answers stay plain. */
 const moves = new WeakMap<object, ArrayBuffer[]>();

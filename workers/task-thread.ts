@@ -13,14 +13,18 @@ export interface ThreadRequest {
   task: unknown;
 }
 
-export type ThreadReply = { id: number; answer: unknown } | { id: number; error: string };
+/** An answer to task `id`, or an event the handler module sent on its own (its `events` export). */
+export type ThreadReply = { id: number; answer: unknown } | { id: number; error: string } | { event: unknown };
 
 type Handler = (task: unknown) => unknown;
 
 const port = parentPort;
 if (port === null) throw new Error('workers/task-thread.js runs in a worker thread');
 const { filename } = workerData as { filename: string };
-const handle = ((await import(filename)) as { default: Handler }).default;
+const mod = (await import(filename)) as { default: Handler; events?: (listener: (event: unknown) => void) => unknown };
+const handle = mod.default;
+// A module with something to say between answers (a codec shard's provider sockets) gets a channel for it.
+mod.events?.((event) => port.postMessage({ event } satisfies ThreadReply));
 
 function reply(id: number, answer: unknown): void {
   port!.postMessage({ id, answer } satisfies ThreadReply, movesOf(answer));

@@ -7,6 +7,8 @@ export interface AudioInletOptions {
   maxBytes: number;
   /** 16 kHz mono PCM per channel, in order. */
   onPcm: (pcm: Int16Array[], info: PcmInfo) => void;
+  /** PCM of a channel the codec shard sent on a provider socket it holds (CodecStream 'uplinked'), in order with onPcm. */
+  onUplinked?: (channel: number, samples: number) => void;
   /**
    * Each message as it goes to the decoder, in order (lent for the call: copy what is kept). It may answer the seconds
    * of audio the message holds (its channel's, for two channels) when it read them from the bytes: the codec stream
@@ -26,6 +28,7 @@ export class AudioInlet {
   constructor(opts: AudioInletOptions) {
     this.#o = opts;
     opts.codec.on('pcm', opts.onPcm);
+    if (opts.onUplinked) opts.codec.on('uplinked', opts.onUplinked);
   }
 
   /** Bytes received and not yet decoded. */
@@ -77,6 +80,7 @@ export class AudioInlet {
     this.#held = [];
     this.#heldBytes = 0;
     this.#o.codec.removeAllListeners('pcm');
+    this.#o.codec.removeAllListeners('uplinked');
     void this.#o.codec.close({ flush: false }).catch(() => undefined);
   }
 }

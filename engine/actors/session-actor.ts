@@ -2,7 +2,7 @@
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
-import type { CodecPool } from '../pool.js';
+import type { CodecPool, CodecStream } from '../pool.js';
 import { checkCodecParams, type Codec } from '../../workers/messages.js';
 import { concatPcm } from '../../workers/packing.js';
 import { isEngineError } from '../errors.js';
@@ -78,6 +78,8 @@ export class SessionActor {
   #state: SessionState = SessionState.OPENING;
   readonly #out: Outbox;
   #inlet: AudioInlet | undefined;
+  /** The session's codec stream (its shard may hold the provider sockets: CodecStream.uplink()). */
+  #codec: CodecStream | undefined;
   #speech: SessionStt | undefined;
   #custom: CustomSttClient | undefined;
   /** Aborted on dispose: a provider connect still retrying stops. */
@@ -131,7 +133,8 @@ export class SessionActor {
     try {
       if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
       const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
-      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames), onDecode: (m) => this.#speech?.retain(m) });
+      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames), onUplinked: (ch, n) => this.#onUplinked(ch, n), onDecode: (m) => this.#speech?.retain(m) });
+      this.#codec = codec;
     } catch (err) {
       const reason = bad ?? (isEngineError(err) ? err.message : 'unsupported audio format');
       this.#close(CloseCode.UNSUPPORTED_DATA, reason);
@@ -320,6 +323,7 @@ export class SessionActor {
       logger: this.#o.logger,
       ...(this.#o.usage ? { usage: { recorder: this.#o.usage, uid: this.uid, now: () => this.#o.clock.now() } } : {}),
       audio: { codec: p.codec, sampleRate: p.sampleRate, decode: (messages) => this.#decodeKept(messages) },
+      uplink: (channel) => this.#codec?.uplink(channel),
       onSegments: (segs, provider, ch) => this.#loop.add(segs.map((x) => this.#raw(x, provider, ch))),
       onFailure: (f, provider) => {
         this.#draining ??= this.#failed(f, provider);
@@ -420,6 +424,13 @@ export class SessionActor {
       stats.pcmSamples += channel.length;
       if (channel.length > 0) this.#speech?.write(i, channel);
     }
+    this.#holdForSpeech();
+  }
+
+  /** PCM the codec shard sent on a provider socket it holds. */
+  #onUplinked(channel: number, samples: number): void {
+    this.stats.pcmSamples += samples;
+    this.#speech?.uplinked(channel, samples);
     this.#holdForSpeech();
   }
 

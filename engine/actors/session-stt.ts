@@ -7,6 +7,7 @@ import { Outcome } from '../protocol.js';
 import type { SttRegistry } from '../stt/registry.js';
 import { openStreams } from '../stt/failover.js';
 import type { SttFailure, SttSegment, SttStream } from '../stt/types.js';
+import type { ShardUplink } from '../pool.js';
 import type { KeptAudioMeta } from '../stt/kept-audio.js';
 import { countWords, type UsageRecorder } from '../usage.js';
 import { EncodedTail, type EncodedSlice } from '../audio/encoded-tail.js';
@@ -27,6 +28,8 @@ export interface SessionSttOptions {
    * engine, the audio its final results have not yet covered is kept encoded and decoded again only if it fails.
    */
   audio?: { codec: string; sampleRate: number; decode: (messages: readonly Uint8Array[]) => Promise<Int16Array> };
+  /** Provider sockets in the session's codec shard (SttStreamOptions.uplink): their PCM is reported by uplinked(). */
+  uplink?: (channel: number) => ShardUplink | undefined;
   /** Unanswered audio kept per channel at most, in seconds (a provider that never answers). @defaultValue 120 */
   maxKeptS?: number;
   onSegments(segments: SttSegment[], provider: string, channel: number): void;
@@ -50,6 +53,8 @@ export class SessionStt {
   #streams: SttStream[] = [];
   /** Samples written per channel since the stream began (stream time). */
   readonly #written: number[];
+  /** Of those, the samples already recorded as usage (close() may run more than once). */
+  #billed = 0;
   /** Per channel, the stream's acknowledged samples when its tail was last trimmed (a trim only when they moved). */
   readonly #released: number[];
   /** Set once a stream failed: PCM goes here instead of to the engines. */
@@ -82,7 +87,7 @@ export class SessionStt {
     const r = await openStreams({
       engines,
       channels: o.channels,
-      stream: { language: o.language, sampleRateHz: SAMPLE_RATE, sessionId: o.sessionId },
+      stream: { language: o.language, sampleRateHz: SAMPLE_RATE, sessionId: o.sessionId, ...(o.uplink ? { uplink: o.uplink } : {}) },
       scheduler: o.scheduler,
       signal,
       onAttemptFailed: (engine, attempt, f) => o.logger.warn({ sessionId: o.sessionId, engine, attempt, reason: f.reason }, 'speech provider did not open'),
@@ -128,6 +133,28 @@ export class SessionStt {
     return seconds;
   }
 
+  /**
+   * PCM of `channel` the codec shard sent on the channel's provider socket itself (SessionSttOptions.uplink). After a
+   * failure it still counts: it went to a socket that failed, so it is decoded again from the kept encoded tail.
+   */
+  uplinked(channel: number, samples: number): void {
+    const ch = Math.min(channel, this.#o.channels - 1);
+    this.#written[ch]! += samples;
+    if (this.#kept) return;
+    const s = this.#streams[ch];
+    s?.taken?.(samples);
+    this.#release(ch, s);
+  }
+
+  /** Finals move the acknowledgement every second or two; between them the tail is not touched. */
+  #release(ch: number, s: SttStream | undefined): void {
+    const acked = s?.acknowledgedSamples?.();
+    if (acked !== undefined && acked !== this.#released[ch]) {
+      this.#released[ch] = acked;
+      this.#tails?.[ch]?.release(acked);
+    }
+  }
+
   /** PCM of `channel`; after a failure it is kept instead. */
   write(channel: number, pcm: Int16Array): void {
     const ch = Math.min(channel, this.#o.channels - 1);
@@ -143,12 +170,7 @@ export class SessionStt {
     if (!s) return;
     this.#written[ch]! += pcm.length;
     s.write(pcm);
-    // Finals move the acknowledgement every second or two; between them the tail is not touched.
-    const acked = s.acknowledgedSamples?.();
-    if (acked !== undefined && acked !== this.#released[ch]) {
-      this.#released[ch] = acked;
-      this.#tails?.[ch]?.release(acked);
-    }
+    this.#release(ch, s);
   }
 
   /** Samples the engines' next messages still lack, the least over channels; 0 when audio should not wait (failed, local engine). */
@@ -184,6 +206,7 @@ export class SessionStt {
 
   /** The audio kept since the failure, per channel with audio; empty when nothing failed or nothing was lost. */
   takeKept(): KeptChannel[] {
+    this.#sliceTails();
     const kept = (this.#kept ?? []).filter((k) => k.samples > 0 || k.replay !== undefined);
     this.#kept = this.#kept?.map((k) => ({ channel: k.channel, startS: k.startS, chunks: [], samples: 0 }));
     return kept;
@@ -221,10 +244,10 @@ export class SessionStt {
     for (const s of this.#streams) void s.close().catch(() => undefined);
     this.#streams = [];
     const u = this.#o.usage;
-    const samples = this.#written.reduce((a, b) => a + b, 0);
+    const samples = this.#written.reduce((a, b) => a + b, 0) - this.#billed;
     if (u && this.provider && (samples > 0 || this.words > 0)) {
       u.recorder.record({ uid: u.uid, provider: this.provider, audioSeconds: samples / SAMPLE_RATE, words: this.words, at: u.now() });
-      this.#written.fill(0);
+      this.#billed += samples;
       this.words = 0;
     }
   }
@@ -236,11 +259,26 @@ export class SessionStt {
     this.#kept = this.#streams.map((s, channel) => {
       const written = this.#written[channel]!;
       const acked = Math.min(s.acknowledgedSamples?.() ?? written, written);
-      const slice = acked < written ? this.#tails?.[channel]?.slice(acked, written) : undefined;
-      return { channel, startS: acked / SAMPLE_RATE, chunks: [], samples: 0, ...(slice ? { replay: { ...slice, from: acked, to: written } } : {}) };
+      return { channel, startS: acked / SAMPLE_RATE, chunks: [], samples: 0 };
     });
-    this.#tails = undefined;
     this.close();
     this.#o.onFailure(f, provider);
+  }
+
+  /**
+   * The encoded audio each kept channel still needs from its tail: from its last acknowledgement to what was written,
+   * read once the decoding in flight at the failure has come back (a codec shard may have sent some of it on the
+   * failed socket meanwhile: uplinked() counted it). Frees the tails.
+   */
+  #sliceTails(): void {
+    const tails = this.#tails;
+    if (tails === undefined || this.#kept === undefined) return;
+    this.#tails = undefined;
+    for (const k of this.#kept) {
+      const acked = Math.round(k.startS * SAMPLE_RATE);
+      const written = this.#written[k.channel]!;
+      const slice = acked < written ? tails[k.channel]?.slice(acked, written) : undefined;
+      if (slice) k.replay = { ...slice, from: acked, to: written };
+    }
   }
 }

@@ -58,7 +58,7 @@ function wait(scheduler: Scheduler, ms: number, signal: AbortSignal): Promise<vo
 async function openAll(engine: SttEngine, o: OpenStreamsOptions): Promise<SttStream[]> {
   const streams: SttStream[] = [];
   try {
-    for (let ch = 0; ch < o.channels; ch++) streams.push(await engine.open(o.stream));
+    for (let ch = 0; ch < o.channels; ch++) streams.push(await engine.open({ ...o.stream, channel: ch }));
     return streams;
   } catch (err) {
     for (const s of streams) void s.close().catch(() => undefined);

@@ -4,7 +4,7 @@
 // a long pause outlives Deepgram's 10 s idle rule. How far final results (Deepgram's `start + duration`) have covered
 // the audio is told by acknowledgedSamples(); the audio itself is kept, encoded, by the session (engine/audio/
 // encoded-tail.ts), so a message goes back to the pool as soon as the socket has it. A failure is reported once.
-import type WebSocket from 'ws';
+import type { ProviderSocket } from './provider-socket.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import { SAMPLE_RATE_HZ, segmentsOf, streamFailure, type DgResults } from './provider-a-protocol.js';
@@ -27,7 +27,7 @@ export interface ProviderAStreamOptions {
   maxBufferedBytes: number;
   /** Audio buffered before a message goes out, in samples: 320 (20 ms) to 4000 (250 ms). */
   sendSamples: number;
-  /** Samples of the first message (sendSamples, or fewer to stagger streams that start together). */
+  /** Samples of the first message (sendSamples, or fewer to stagger streams that start together); with a socket in the shard, the first hold. */
   firstSamples: number;
   /** The engine's message arrays (`samples` = sendSamples): a message goes back once the socket has it. */
   chunks: PcmChunkPool;
@@ -44,7 +44,7 @@ interface Waiter {
 
 export class ProviderAStream extends SttEmitter implements SttStream {
   readonly provider = 'provider_a';
-  readonly #ws: WebSocket;
+  readonly #ws: ProviderSocket;
   readonly #o: ProviderAStreamOptions;
   #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
   readonly #batcher: PcmBatcher;
@@ -57,15 +57,15 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   #socketClosed: (() => void) | undefined;
   #closing: Promise<void> | undefined;
 
-  constructor(ws: WebSocket, o: ProviderAStreamOptions) {
+  constructor(ws: ProviderSocket, o: ProviderAStreamOptions) {
     super();
     this.#ws = ws;
     this.#o = o;
-    ws.on('message', (data, isBinary) => {
-      if (!isBinary) this.#onText(data.toString());
+    ws.listen({
+      text: (text) => this.#onText(text),
+      close: (code, reason) => this.#onClose(code, reason),
+      stuck: () => this.#fail({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'send_failed' }),
     });
-    ws.on('close', (code, reason) => this.#onClose(code, reason.toString()));
-    ws.on('error', (err) => o.logger.debug({ provider: this.provider, sessionId: o.sessionId, err: { name: err.name } }, 'provider_a socket error'));
     this.#keepAlive = o.scheduler.every(o.keepAliveMs, () => this.#tick());
     this.#batcher = new PcmBatcher({ sendSamples: o.sendSamples, minSamples: MIN_SEND_SAMPLES, firstSamples: o.firstSamples, pool: o.chunks, flusher: o.flusher, send: (pcm) => this.#sendAudio(pcm) });
   }
@@ -76,7 +76,17 @@ export class ProviderAStream extends SttEmitter implements SttStream {
    */
   write(pcm: Int16Array): void {
     if (this.#state !== 'open' || pcm.length === 0) return;
-    this.#batcher.write(pcm);
+    if (!this.#ws.inShard) return this.#batcher.write(pcm);
+    // What still reaches this thread with the socket in the shard (the decoders' tail): after the shard's own audio.
+    this.#ws.sendAudio(pcm);
+    this.taken(pcm.length);
+  }
+
+  /** PCM the session's codec shard sent on this stream's socket (a socket in the shard). */
+  taken(samples: number): void {
+    if (this.#state !== 'open') return;
+    this.#sent += samples;
+    this.#sentSinceTick = true;
   }
 
   /** Samples covered by final results (at most those sent): the session keeps the audio after them. */
@@ -85,7 +95,10 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   }
 
   samplesUntilSend(): number {
-    return this.#state === 'open' ? this.#batcher.samplesUntilSend : 0;
+    if (this.#state !== 'open') return 0;
+    // In the shard every decoded batch is one message: the hold is a message's worth each time.
+    if (this.#ws.inShard) return this.#sent === 0 ? this.#o.firstSamples : this.#o.sendSamples;
+    return this.#batcher.samplesUntilSend;
   }
 
   /** Sends what is buffered and Finalize; resolves once Deepgram answered for it (from_finalize) or after finalizeTimeoutMs. */
@@ -94,7 +107,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     this.#batcher.flush();
     const target = this.#sent;
     if (this.#acked >= target || this.#state !== 'open') return Promise.resolve();
-    this.#sendText('{"type":"Finalize"}');
+    this.#ws.sendText('{"type":"Finalize"}', true);
     return new Promise<void>((resolve) => {
       const waiter: Waiter = { target, resolve, timer: this.#o.scheduler.after(this.#o.finalizeTimeoutMs, () => this.#settle((w) => w === waiter)) };
       this.#waiters.push(waiter);
@@ -113,7 +126,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
       this.#batcher.flush();
       if (this.#state === 'open') {
         this.#state = 'closing';
-        this.#sendText('{"type":"CloseStream"}');
+        this.#ws.sendText('{"type":"CloseStream"}', true);
         await new Promise<void>((resolve) => {
           const timer = this.#o.scheduler.after(this.#o.closeTimeoutMs, () => resolve());
           this.#socketClosed = () => {
@@ -135,17 +148,13 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     this.#sent += pcm.length;
     this.#sentSinceTick = true;
     // ws masks a client frame into its own buffer, so the array is free again once send() returns.
-    this.#ws.send(Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+    this.#ws.sendAudio(pcm);
     this.#o.chunks.give(pcm);
     if (this.#ws.bufferedAmount > this.#o.maxBufferedBytes) this.#fail({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'send_failed' });
   }
 
-  #sendText(text: string): void {
-    this.#ws.send(text);
-  }
-
   #tick(): void {
-    if (this.#state === 'open' && !this.#sentSinceTick) this.#sendText('{"type":"KeepAlive"}');
+    if (this.#state === 'open' && !this.#sentSinceTick) this.#ws.sendText('{"type":"KeepAlive"}', false);
     this.#sentSinceTick = false;
   }
 

@@ -10,7 +10,8 @@ import { Outcome } from '../protocol.js';
 import { NOVA3_LANGUAGES } from './deepgram-languages.js';
 import { SAMPLE_RATE_HZ, cleanKeyterms, listenUrl, openFailure, retryAfterMs } from './provider-a-protocol.js';
 import { PcmChunkPool } from './chunk-pool.js';
-import { firstMessageSamples, sendSamplesOf } from './pcm-batcher.js';
+import { firstMessageSamples, MIN_SEND_SAMPLES, sendSamplesOf } from './pcm-batcher.js';
+import { LocalSocket, ShardSocket, type ProviderSocket } from './provider-socket.js';
 import { ProviderAStream } from './provider-a-stream.js';
 import { StaleFlusher } from './stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttStreamOptions } from './types.js';
@@ -30,6 +31,9 @@ export interface ProviderAEngineOptions extends RemoteEngineOptions {
   /** Audio queued on a socket that does not drain before the stream fails with send_failed, in seconds. @defaultValue 15 */
   maxBufferedS?: number;
 }
+
+/** Longest message taken from provider_a, in bytes. */
+const MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
 
 export class ProviderAEngine implements SttEngine {
   readonly name = 'provider_a';
@@ -94,62 +98,85 @@ export class ProviderAEngine implements SttEngine {
     }
     if (opts.sampleRateHz !== SAMPLE_RATE_HZ) return Promise.reject(new RangeError('sampleRateHz must be 16000'));
     const log = { provider: this.name, sessionId: opts.sessionId };
-    const ws = new WebSocket(listenUrl(o.url, o.model, opts.language, o.keyterms), {
-      headers: { Authorization: `Token ${o.apiKey}` },
-      perMessageDeflate: false,
-      followRedirects: false,
-      maxPayload: 4 * 1024 * 1024,
-    });
+    const url = listenUrl(o.url, o.model, opts.language, o.keyterms);
+    const headers = { Authorization: `Token ${o.apiKey}` };
+    const maxBufferedBytes = Math.round(o.maxBufferedS * SAMPLE_RATE_HZ * 2);
     return new Promise<ProviderAStream>((resolve, reject) => {
       let settled = false;
-      const fail = (status: number | undefined, retryAfter: number | undefined, why: string) => {
+      let socket: { terminate(): void } | undefined;
+      const fail = (status: number | undefined, retryAfter: string | undefined, why: string): void => {
         if (settled) return;
         settled = true;
         o.scheduler.cancel(timer);
-        ws.terminate();
+        socket?.terminate();
         const failure = openFailure(status);
-        o.logger.warn({ ...log, status, reason: failure.reason, why, retryAfterMs: retryAfter }, 'provider_a connect failed');
-        reject(new SttOpenError(failure, `provider_a ${why}`, retryAfter));
+        const waitMs = status === 429 || status === 503 ? retryAfterMs(retryAfter, o.clock.now()) : undefined;
+        o.logger.warn({ ...log, status, reason: failure.reason, why, retryAfterMs: waitMs }, 'provider_a connect failed');
+        reject(new SttOpenError(failure, `provider_a ${why}`, waitMs));
+      };
+      const opened = (s: ProviderSocket): void => {
+        if (settled) return s.terminate();
+        settled = true;
+        o.scheduler.cancel(timer);
+        resolve(this.#stream(s, opts.sessionId, maxBufferedBytes));
       };
       const timer = o.scheduler.after(o.connectTimeoutMs, () => fail(undefined, undefined, 'connect timeout'));
+      const uplink = opts.uplink?.(opts.channel ?? 0);
+      if (uplink) {
+        // The socket lives in the session's codec shard: the same handshake there, its outcome answered here.
+        const s = new ShardSocket(uplink);
+        socket = s;
+        s.open({ url, headers, maxPayload: MAX_PAYLOAD_BYTES, maxBufferedBytes, minSamples: MIN_SEND_SAMPLES }).then(
+          (a) => {
+            if (a.ok) return opened(s);
+            if (a.status !== undefined) o.logger.debug({ ...log, status: a.status, requestId: a.requestId }, 'provider_a handshake refused');
+            fail(a.status, a.retryAfter, a.why);
+          },
+          (err: unknown) => fail(undefined, undefined, `codec thread ${(err as Error)?.name ?? 'error'}`),
+        );
+        return;
+      }
+      const ws = new WebSocket(url, { headers, perMessageDeflate: false, followRedirects: false, maxPayload: MAX_PAYLOAD_BYTES });
+      socket = ws;
       ws.on('error', (err) => fail(undefined, undefined, `socket error ${err.name}`));
       ws.on('unexpected-response', (req, res) => {
         const status = res.statusCode;
-        const retryAfter = status === 429 || status === 503 ? retryAfterMs(headerValue(res.headers['retry-after']), o.clock.now()) : undefined;
         o.logger.debug({ ...log, status, requestId: headerValue(res.headers['dg-request-id']) }, 'provider_a handshake refused');
         req.destroy();
         res.destroy();
-        fail(status, retryAfter, `handshake refused with ${status}`);
+        fail(status, headerValue(res.headers['retry-after']), `handshake refused with ${status}`);
       });
       ws.once('open', () => {
-        if (settled) return;
-        settled = true;
-        o.scheduler.cancel(timer);
         ws.removeAllListeners('error');
         ws.removeAllListeners('unexpected-response');
-        const stream: ProviderAStream = new ProviderAStream(ws, {
-          sessionId: opts.sessionId,
-          scheduler: o.scheduler,
-          logger: o.logger,
-          keepAliveMs: o.keepAliveMs,
-          finalizeTimeoutMs: o.finalizeTimeoutMs,
-          closeTimeoutMs: o.closeTimeoutMs,
-          maxBufferedBytes: Math.round(o.maxBufferedS * SAMPLE_RATE_HZ * 2),
-          sendSamples: this.#sendSamples,
-          firstSamples: firstMessageSamples(this.#sendSamples, o.staggerFirst),
-          chunks: this.#chunks,
-          flusher: this.#flusher,
-          onClosed: () => {
-            this.#streams.delete(stream);
-            this.#fitPool();
-          },
-        });
-        this.#streams.add(stream);
-        this.#fitPool();
-        o.logger.debug(log, 'provider_a stream open');
-        resolve(stream);
+        opened(new LocalSocket(ws, (err) => o.logger.debug({ ...log, err: { name: err.name } }, 'provider_a socket error')));
       });
     });
+  }
+
+  #stream(socket: ProviderSocket, sessionId: string, maxBufferedBytes: number): ProviderAStream {
+    const o = this.#o;
+    const stream: ProviderAStream = new ProviderAStream(socket, {
+      sessionId,
+      scheduler: o.scheduler,
+      logger: o.logger,
+      keepAliveMs: o.keepAliveMs,
+      finalizeTimeoutMs: o.finalizeTimeoutMs,
+      closeTimeoutMs: o.closeTimeoutMs,
+      maxBufferedBytes,
+      sendSamples: this.#sendSamples,
+      firstSamples: firstMessageSamples(this.#sendSamples, o.staggerFirst),
+      chunks: this.#chunks,
+      flusher: this.#flusher,
+      onClosed: () => {
+        this.#streams.delete(stream);
+        this.#fitPool();
+      },
+    });
+    this.#streams.add(stream);
+    this.#fitPool();
+    o.logger.debug({ provider: this.name, sessionId, inShard: socket.inShard }, 'provider_a stream open');
+    return stream;
   }
 
   /** Closes every open stream (CloseStream, bounded wait) and refuses new ones. */

@@ -1,4 +1,5 @@
 // The speech-to-text contract every engine implements (local, provider_a, provider_b, custom): PCM in, timed words/segments out.
+import type { ShardUplink } from '../pool.js';
 import type { Outcome } from '../protocol.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
@@ -48,6 +49,14 @@ export interface SttStreamOptions {
   sampleRateHz: 16000;
   /** Session id, for logs only. */
   sessionId: string;
+  /** The session's channel this stream serves (0, or 1 for a two-channel call's second). @defaultValue 0 */
+  channel?: number;
+  /**
+   * A provider socket in the codec shard that decodes the session, for a channel (STT_SOCKETS=codec; engine/pool.ts
+   * CodecStream.uplink()): an engine that can use it sends nothing through write() but what still reaches the main
+   * thread, and learns of the rest from taken(). Absent, or answering undefined: the socket is the engine's own.
+   */
+  uplink?: (channel: number) => ShardUplink | undefined;
 }
 
 /**
@@ -74,6 +83,8 @@ export interface SttStream {
    * open). The session's decoder holds audio back until that much is there (engine/pool.ts CodecStream.holdUntil()).
    */
   samplesUntilSend?(): number;
+  /** PCM of this stream's channel the codec shard sent on the stream's socket (one opened through `uplink`). */
+  taken?(samples: number): void;
   finalize(): Promise<void>;
   close(): Promise<void>;
   on<E extends keyof SttStreamEvents>(event: E, listener: SttStreamEvents[E]): this;

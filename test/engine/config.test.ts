@@ -35,6 +35,8 @@ t.test('values are read and converted', async (t) => {
   t.equal(loadConfig({ RESPONSE_CACHE_BYTES: '0' }).responseCacheBytes, 0, '0 keeps no answers');
   t.equal(loadConfig({ CODEC_BATCH_MS: '0' }).codecBatchMs, 0, '0: a task as soon as the last one is back');
   t.equal(loadConfig({ CODEC_INLINE_BUSY_PCT: '40' }).codecInlineBusyPct, 40);
+  t.equal(loadConfig({}).sttSockets, 'codec', 'provider sockets in the codec shards by default');
+  t.equal(loadConfig({ STT_SOCKETS: 'main' }).sttSockets, 'main');
 });
 
 const bad: [Record<string, string>, string][] = [
@@ -46,6 +48,7 @@ const bad: [Record<string, string>, string][] = [
   [{ CODEC_BATCH_MS: '101' }, 'CODEC_BATCH_MS'],
   [{ CODEC_INLINE_BUSY_PCT: '0.5' }, 'CODEC_INLINE_BUSY_PCT'],
   [{ CODEC_INLINE_BUSY_PCT: '101' }, 'CODEC_INLINE_BUSY_PCT'],
+  [{ STT_SOCKETS: 'worker' }, 'STT_SOCKETS'],
   [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
   [{ DATABASE_URL: 'mysql://x/y' }, 'DATABASE_URL'],
   [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],

@@ -178,3 +178,40 @@ t.test('provider_a: a 12 s pause is bridged by KeepAlive, then 429 at connect is
   d.close();
   await d.closed;
 });
+
+// Both places a provider_a socket can live (STT_SOCKETS): in the codec shard the session's PCM goes onto it from that
+// thread, and a drop must still keep exactly the audio the provider never answered for, no sample twice or missing.
+for (const sockets of ['codec', 'main'] as const) {
+  t.test(`provider_a, sockets on the ${sockets} thread: the provider gets the device's samples; a drop keeps exactly the unanswered rest`, async (t) => {
+    const { startFakeDeepgram } = await import('../fakes/deepgram-server.js');
+    const fake = await startFakeDeepgram({ recordAudio: true, sweepEveryMs: 0 });
+    t.teardown(() => fake.close());
+    const say = { afterS: 0.95, words: [{ word: 'before', punctuated_word: 'Before.', speaker: 0, start: 0.2, end: 0.6 }] };
+    // Final results up to 0.95 s, then the connection drops once 2.5 s arrived; the job's stream takes the rest.
+    fake.script({ kind: 'accept', results: [say], dropAfterBytes: 2.5 * 32_000 }, { kind: 'accept', results: [] });
+    const ts = await startService(t, { env: { STT_PROVIDERS: 'provider_a', PROVIDER_A_URL: fake.url, PROVIDER_A_API_KEY: 'test-key', STT_SOCKETS: sockets } });
+    const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
+    await c.ready();
+    // Noise, not a tone: a tail shifted by whole periods of a tone would still compare equal.
+    const pcm = new Int16Array(4 * 16_000);
+    let seed = 7;
+    for (let i = 0; i < pcm.length; i++) pcm[i] = ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 16) - 32768;
+    const send = (from: number, to: number): void => {
+      for (let i = from; i < to; i += 1600) c.ws.send(new Uint8Array(pcm.buffer, i * 2, 3200).slice());
+    };
+    send(0, 32_000);
+    await until(async () => {
+      await advance(ts, 100);
+      return (fake.streams[0]?.resultsSent ?? 0) >= 1 && (fake.streams[0]?.bytes ?? 0) >= 64_000 - 3200;
+    }, 10_000, 'the first two seconds and the final result');
+    const live = fake.streams[0]!;
+    t.same(new Int16Array(new Uint8Array(Buffer.concat(live.audio)).buffer), pcm.subarray(0, live.bytes / 2), 'the live stream got the device’s samples in order');
+    send(32_000, 64_000);
+    t.match(await c.json((m) => m.status === 'stt_failed', 10_000), { provider: 'provider_a', reason: 'connection_lost' });
+    t.same(await c.closed, { code: 1011, reason: 'transcription_service_unavailable' });
+    await until(() => fake.streams.length === 2 && !fake.streams[1]!.open, 20_000, 'the kept audio streamed by the job');
+    const kept = new Int16Array(new Uint8Array(Buffer.concat(fake.streams[1]!.audio)).buffer);
+    t.equal(kept.length, pcm.length - 0.95 * 16_000, 'everything after the last final result, once');
+    t.same(kept, pcm.subarray(0.95 * 16_000), 'the same samples, in order');
+  });
+}

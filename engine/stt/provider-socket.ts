@@ -1,0 +1,111 @@
+// The socket under a remote provider's stream: a `ws` client on this thread, or one held by the codec shard that
+// decodes the session (STT_SOCKETS=codec, engine/pool.ts ShardUplink), where the session's PCM goes onto it without
+// coming back to this thread. The stream's protocol logic (keep-alives, Finalize, acknowledgements, failure) is the
+// same over both.
+import type WebSocket from 'ws';
+import type { ShardUplink, UplinkSpec } from '../pool.js';
+import type { UplinkOpenAnswer } from '../../workers/messages.js';
+
+export interface ProviderSocketHandlers {
+  text(text: string): void;
+  close(code: number, reason: string): void;
+  /** More audio waits on the socket than the stream allows (a shard's socket; a local one is checked by bufferedAmount). */
+  stuck(): void;
+}
+
+export interface ProviderSocket {
+  /**
+   * True when the session's PCM goes onto the socket from its codec shard: the stream then learns what went out from
+   * taken() and sends only what still reaches this thread (the decoders' tail) through sendAudio().
+   */
+  readonly inShard: boolean;
+  /** Bytes queued on a local socket; 0 for a shard's (it reports 'stuck' itself). */
+  readonly bufferedAmount: number;
+  listen(h: ProviderSocketHandlers): void;
+  /** One audio message (a local socket copies it while masking: the array is the caller's again on return). */
+  sendAudio(pcm: Int16Array): void;
+  /** A text message; `flush` first sends audio a shard still holds back (it holds only a rest under 20 ms). */
+  sendText(text: string, flush: boolean): void;
+  /** Frees the socket at once, without a close frame; no handler is called afterwards. */
+  terminate(): void;
+}
+
+/** A `ws` client socket on this thread, already open. */
+export class LocalSocket implements ProviderSocket {
+  readonly inShard = false;
+  readonly #ws: WebSocket;
+
+  constructor(ws: WebSocket, onError: (err: Error) => void) {
+    this.#ws = ws;
+    ws.on('error', onError);
+  }
+
+  get bufferedAmount(): number {
+    return this.#ws.bufferedAmount;
+  }
+
+  listen(h: ProviderSocketHandlers): void {
+    this.#ws.on('message', (data, isBinary) => {
+      if (!isBinary) h.text(data.toString());
+    });
+    this.#ws.on('close', (code, reason) => h.close(code, reason.toString()));
+  }
+
+  sendAudio(pcm: Int16Array): void {
+    this.#ws.send(Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+  }
+
+  sendText(text: string): void {
+    this.#ws.send(text);
+  }
+
+  terminate(): void {
+    this.#ws.terminate();
+  }
+}
+
+/** A socket held by the session's codec shard; open it with `openShardSocket()`. */
+export class ShardSocket implements ProviderSocket {
+  readonly inShard = true;
+  readonly bufferedAmount = 0;
+  readonly #uplink: ShardUplink;
+  #handlers: ProviderSocketHandlers | undefined;
+  /** Events that came before listen() (a provider may answer at once). */
+  #early: ((h: ProviderSocketHandlers) => void)[] = [];
+
+  constructor(uplink: ShardUplink) {
+    this.#uplink = uplink;
+  }
+
+  /** Opens the socket in the shard; resolves with how the handshake went. */
+  open(spec: UplinkSpec): Promise<UplinkOpenAnswer> {
+    const later = (f: (h: ProviderSocketHandlers) => void): void => {
+      if (this.#handlers) f(this.#handlers);
+      else this.#early.push(f);
+    };
+    return this.#uplink.open(spec, {
+      text: (t) => later((h) => h.text(t)),
+      close: (code, reason) => later((h) => h.close(code, reason)),
+      stuck: () => later((h) => h.stuck()),
+    });
+  }
+
+  listen(h: ProviderSocketHandlers): void {
+    this.#handlers = h;
+    for (const f of this.#early.splice(0)) f(h);
+  }
+
+  sendAudio(pcm: Int16Array): void {
+    this.#uplink.sendPcm(pcm);
+  }
+
+  sendText(text: string, flush: boolean): void {
+    this.#uplink.sendText(text, flush);
+  }
+
+  terminate(): void {
+    this.#handlers = undefined;
+    this.#early = [];
+    this.#uplink.terminate();
+  }
+}

@@ -1,0 +1,185 @@
+// A remote speech provider's socket held by the codec shard that decodes the session (STT_SOCKETS=codec): decoded PCM
+// goes onto it from the thread that decoded it, and only the provider's text answers and socket events cross to the
+// main thread, where the stream's protocol logic stays (engine/stt/shard-socket.ts is that side).
+//
+// Rationale: with the socket on the main thread every provider message crossed three threads (main → shard → main →
+// socket), and the answer waited behind whatever the busy main thread was doing. Measured at 600-650 streaming sessions
+// (fleet bench, 2 vCPUs, a trial build): frame p99 63-99 ms against 138-156, the same CPU. The shard sends each decoded
+// batch as one message: the session already holds its frames back until they complete the provider's next message
+// (engine/pool.ts CodecStream.holdUntil()); a batch shorter than `minSamples` (a rest after a pause) waits for more.
+import WebSocket from 'ws';
+import type { UplinkEvent, UplinkOpenAnswer, UplinkOpenTask } from './messages.js';
+
+/** Bytes of a batch that go out as one message; the rest of one too short to send waits here. */
+export class Uplink {
+  readonly key: number;
+  readonly channel: number;
+  readonly #ws: WebSocket;
+  readonly #minSamples: number;
+  readonly #maxBufferedBytes: number;
+  readonly #emit: (e: UplinkEvent) => void;
+  #state: 'connecting' | 'open' | 'down' = 'connecting';
+  #carry: Int16Array | undefined;
+  #stuck = false;
+
+  constructor(task: UplinkOpenTask, emit: (e: UplinkEvent) => void, opened: (answer: UplinkOpenAnswer) => void) {
+    this.key = task.key;
+    this.channel = task.channel;
+    this.#minSamples = task.minSamples;
+    this.#maxBufferedBytes = task.maxBufferedBytes;
+    this.#emit = emit;
+    const ws = new WebSocket(task.url, { headers: task.headers, perMessageDeflate: false, followRedirects: false, maxPayload: task.maxPayload });
+    this.#ws = ws;
+    let answered = false;
+    const answer = (a: UplinkOpenAnswer): void => {
+      if (answered) return;
+      answered = true;
+      opened(a);
+    };
+    ws.on('unexpected-response', (req, res) => {
+      const h = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
+      const status = res.statusCode ?? 0;
+      req.destroy();
+      res.destroy();
+      this.#state = 'down';
+      answer({ ok: false, status, retryAfter: h(res.headers['retry-after']), requestId: h(res.headers['dg-request-id']), why: `handshake refused with ${status}` });
+    });
+    ws.on('error', (err) => {
+      if (this.#state === 'connecting') {
+        this.#state = 'down';
+        answer({ ok: false, why: `socket error ${err.name}` });
+      }
+    });
+    ws.once('open', () => {
+      if (this.#state !== 'connecting') return;
+      this.#state = 'open';
+      answer({ ok: true });
+    });
+    ws.on('message', (data, isBinary) => {
+      if (!isBinary && this.#state === 'open') emit({ key: this.key, channel: this.channel, kind: 'text', text: data.toString() });
+    });
+    ws.on('close', (code, reason) => {
+      const was = this.#state;
+      this.#state = 'down';
+      if (was === 'open') emit({ key: this.key, channel: this.channel, kind: 'close', code, reason: reason.toString() });
+    });
+  }
+
+  /** Open: PCM given to take() goes to the provider. Once down it never comes back (the caller returns PCM instead). */
+  get open(): boolean {
+    return this.#state === 'open';
+  }
+
+  /**
+   * Sends one decoded batch (its chunks as one message, with a rest left from before in front); answers the samples
+   * taken, 0 when the socket is not open (the caller keeps the PCM). The arrays are only read: ws copies while masking.
+   */
+  take(chunks: readonly Int16Array[]): number {
+    if (this.#state !== 'open') return 0;
+    let n = this.#carry?.length ?? 0;
+    for (const c of chunks) n += c.length;
+    const taken = n - (this.#carry?.length ?? 0);
+    if (taken === 0) return 0;
+    let message: Int16Array;
+    if (n === chunks[0]?.length) message = chunks[0];
+    else {
+      message = new Int16Array(n);
+      let at = 0;
+      if (this.#carry) {
+        message.set(this.#carry);
+        at = this.#carry.length;
+      }
+      for (const c of chunks) {
+        message.set(c, at);
+        at += c.length;
+      }
+    }
+    if (n < this.#minSamples) {
+      this.#carry = message === chunks[0] ? message.slice() : message;
+      return taken;
+    }
+    this.#carry = undefined;
+    this.#send(message);
+    return taken;
+  }
+
+  /** Sends a rest left waiting, whatever its length (before Finalize or CloseStream). */
+  flush(): void {
+    const rest = this.#carry;
+    this.#carry = undefined;
+    if (rest !== undefined && this.#state === 'open') this.#send(rest);
+  }
+
+  sendText(text: string, flush: boolean): void {
+    if (flush) this.flush();
+    if (this.#state === 'open') this.#ws.send(text);
+  }
+
+  /** Frees the socket at once (no close frame); no event follows. */
+  terminate(): void {
+    this.#state = 'down';
+    this.#carry = undefined;
+    this.#ws.removeAllListeners('close');
+    this.#ws.on('error', () => undefined);
+    this.#ws.terminate();
+  }
+
+  #send(pcm: Int16Array): void {
+    this.#ws.send(Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+    if (!this.#stuck && this.#ws.bufferedAmount > this.#maxBufferedBytes) {
+      this.#stuck = true;
+      this.#emit({ key: this.key, channel: this.channel, kind: 'stuck' });
+    }
+  }
+}
+
+/** The uplinks of one thread, by stream key and channel. */
+export class Uplinks {
+  readonly #byKey = new Map<number, Uplink[]>();
+  #listeners = new Set<(e: UplinkEvent) => void>();
+
+  /** Adds a listener for every uplink's events; answers a function that removes it. */
+  listen(listener: (e: UplinkEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  get(key: number, channel: number): Uplink | undefined {
+    return this.#byKey.get(key)?.[channel];
+  }
+
+  open(task: UplinkOpenTask): Promise<UplinkOpenAnswer> {
+    this.close(task.key, task.channel);
+    return new Promise((resolve) => {
+      const u = new Uplink(task, (e) => {
+        // A socket that closed is gone: the stream's PCM is answered with again from now on.
+        if (e.kind === 'close' && this.get(task.key, task.channel) === u) this.#remove(u);
+        this.#emit(e);
+      }, (a) => {
+        if (!a.ok && this.get(task.key, task.channel) === u) this.#remove(u);
+        resolve(a);
+      });
+      const list = this.#byKey.get(task.key) ?? [];
+      list[task.channel] = u;
+      this.#byKey.set(task.key, list);
+    });
+  }
+
+  close(key: number, channel: number): void {
+    const u = this.get(key, channel);
+    if (u === undefined) return;
+    u.terminate();
+    this.#remove(u);
+  }
+
+  #remove(u: Uplink): void {
+    const list = this.#byKey.get(u.key);
+    if (list === undefined) return;
+    delete list[u.channel];
+    if (!list.some(Boolean)) this.#byKey.delete(u.key);
+  }
+
+  #emit(e: UplinkEvent): void {
+    for (const l of this.#listeners) l(e);
+  }
+}
