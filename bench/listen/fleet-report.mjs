@@ -120,6 +120,7 @@ export function fleetResult(a) {
       ['  of it: JS heap used / committed, external, malloc in use / free, KiB (at the window\'s end)', memoryPerSession(f.idleMem, f.windowMem, sessions), '-', '', ''],
       ['generator CPU, cores (µs per session-second)', `${v(w.generatorCores)} (${v(w.generatorCpuUsPerSessionS)})`, b ? `${v(b.generatorCores)} (${v(b.generatorCpuUsPerSessionS)})` : '-', '', ''],
       ['provider_a fake CPU, cores (a stand-in for a remote service, on the same cores)', v(w.fakeCores), '-', '', ''],
+      ['PCM per message at the provider (bare: per decoded frame), mean ms', v(w.messageMs), v(b?.messageMs), '', ''],
       ['generator lateness p50 / p95 / p99 / max, ms', pct(w.lateness), pct(b?.lateness), '', ''],
       ['sessions closed early', v(w.unexpectedCloses), v(b?.unexpectedCloses), '', '0'],
     ],

@@ -188,7 +188,9 @@ export async function observe(ctx, o) {
   const t0 = fleet.totals();
   const unexpected0 = Object.values(t0.unexpected).reduce((a, b) => a + b, 0);
   // A fresh lag window; an overloaded target that cannot answer even this fails the step (it must not end the run).
-  const unanswered = stats ? await stats.window().then(() => false, () => true) : false;
+  /** @type {{ bytes: number, chunks: number } | undefined} */
+  let totals0;
+  const unanswered = stats ? await stats.window().then((s) => ((totals0 = s), false), () => true) : false;
   const delays0 = await ctx.delays?.().catch(() => undefined);
   fleet.takeWindow();
   const seg = new Histogram();
@@ -262,6 +264,8 @@ export async function observe(ctx, o) {
     generatorCpuUsPerSessionS: round((genS / sessionSeconds) * 1e6, 0),
     // null without a fake (the bare server counts its own PCM)
     fakeCores: round(fakeS / cpuWallS, 3),
+    // PCM per message the target received over the window (cumulative totals; 16 kHz s16le: 32 bytes per ms).
+    messageMs: messageMs(totals0, windows.at(-1)),
     rssMiB: round(rssBytes(ctx.pid) / 2 ** 20),
     // The steady level: a single sample swung ±40% at 100 sessions here with the collector and malloc_trim.
     rssMedianMiB: round(median(rssSamples.length > 0 ? rssSamples : [rssBytes(ctx.pid)]) / 2 ** 20),
@@ -299,6 +303,16 @@ export async function drain(ctx, codec) {
   const receivedMs = s.bytes / 32; // 16 kHz s16le: 32 bytes per ms
   const lostMs = totals.audioMs - receivedMs - codecDelayMs;
   return { totals, receivedMs: round(receivedMs, 1), codecDelayMs: round(codecDelayMs, 1), lostMs: round(lostMs, 1), lostFrames: Math.round(lostMs / frameMs), streamsLeftOpen: s.streamsOpen };
+}
+
+/**
+ * Mean PCM per message between two /stats totals, in ms.
+ * @param {{ bytes: number, chunks: number } | undefined} a
+ * @param {{ bytes: number, chunks: number } | undefined} b
+ */
+function messageMs(a, b) {
+  if (a === undefined || b === undefined || b.chunks <= a.chunks) return null;
+  return round((b.bytes - a.bytes) / 32 / (b.chunks - a.chunks), 1);
 }
 
 /**
