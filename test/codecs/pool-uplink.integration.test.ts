@@ -163,3 +163,24 @@ t.test('a pool that keeps sockets on the main thread offers none', async (t) => 
   t.teardown(() => s.close());
   t.equal(s.uplink(0), undefined);
 });
+
+t.test('two channels: each channel’s socket gets that channel’s samples', async (t) => {
+  // Channel 0x01 the speech, 0x02 the same speech a second later: each message is the channel id, then one packet.
+  const second = opus.slice(50);
+  const messages: Uint8Array[] = [];
+  for (let i = 0; i < second.length; i++) {
+    messages.push(Uint8Array.of(0x01, ...opus[i]!), Uint8Array.of(0x02, ...second[i]!));
+  }
+  const want = await drive(plain.open({ sessionId: 'plain-2ch', codec: 'opus_fs320', sampleRate: 16000, channels: 2 }), messages, 10);
+  const s = threads.open({ sessionId: 'up-2ch', codec: 'opus_fs320', sampleRate: 16000, channels: 2 });
+  const before = fake.streams.length;
+  t.same(await s.uplink(0)!.open(spec, handlers()), { ok: true });
+  t.same(await s.uplink(1)!.open(spec, handlers()), { ok: true });
+  const { uplinked, answered } = await stream(s, messages);
+  t.equal(answered, 0);
+  t.equal(uplinked, want[0]!.length, 'channel 0 counted');
+  t.same(s.stats.samples, [want[0]!.length, want[1]!.length]);
+  await fake.until(() => fake.streams[before]!.bytes === want[0]!.length * 2 && fake.streams[before + 1]!.bytes === want[1]!.length * 2, 'both channels');
+  const got = [0, 1].map((i) => new Int16Array(new Uint8Array(Buffer.concat(fake.streams[before + i]!.audio)).buffer));
+  t.same(got, want, 'each socket has its channel, in order');
+});
