@@ -275,12 +275,12 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     return u;
   }
 
-  /** @internal a socket's event or count from the shard. */
+  /** @internal an event of one of the stream's sockets in the shard. */
   uplinkEvent(e: UplinkEvent): void {
     this.#uplinks[e.channel]?.event(e);
   }
 
-  /** @internal every socket of the stream is gone (its thread exited, the pool is closing). */
+  /** @internal every socket of the stream is gone with its thread (a crash). */
   uplinksLost(code: number, reason: string): void {
     for (const u of [...this.#uplinks]) u?.lost(code, reason);
   }
@@ -290,7 +290,7 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     return this.#uplinks.filter((u): u is ShardUplink => u !== undefined);
   }
 
-  /** @internal */
+  /** @internal a socket of the stream is gone (terminated or lost): its events are no longer routed here. */
   dropUplink(u: ShardUplink): void {
     if (this.#uplinks[u.channel] === u) this.#uplinks[u.channel] = undefined;
     if (!this.#uplinks.some(Boolean)) this.#shard.holdsUplinks(this, false);

@@ -10,7 +10,10 @@
 import WebSocket from 'ws';
 import type { UplinkEvent, UplinkOpenAnswer, UplinkOpenTask } from './messages.js';
 
-/** Bytes of a batch that go out as one message; the rest of one too short to send waits here. */
+/**
+ * One channel's provider socket in this thread: each decoded batch goes out as one message (a batch shorter than
+ * `minSamples` waits here for the next); text and close go to the main thread as events.
+ */
 export class Uplink {
   readonly key: number;
   readonly channel: number;
