@@ -134,11 +134,17 @@ export interface UplinkHandlers {
 export type UplinkSpec = Omit<UplinkOpenTask, 'type' | 'key' | 'channel'>;
 
 /**
- * A provider socket in the shard of a session's codec stream, for one channel (CodecStream.uplink()). Tasks reach the
- * thread in order, so text sent after the 'pcm' or 'uplinked' event of a batch goes out after that batch's audio.
+ * A provider socket in the shard of a session's codec stream, for one channel (CodecStream.uplink()); it is the
+ * ProviderSocket (engine/stt/provider-socket.ts) a provider stream runs over. Tasks reach the thread in order, so text
+ * sent after the 'pcm' or 'uplinked' event of a batch goes out after that batch's audio.
  */
 export class ShardUplink {
+  readonly inShard = true;
+  /** The shard watches what waits on the socket itself and reports 'stuck'. */
+  readonly bufferedAmount = 0;
   #handlers: UplinkHandlers | undefined;
+  /** Events that came before listen(): the provider may speak in the same read as the upgrade's answer. */
+  #early: ((h: UplinkHandlers) => void)[] = [];
   #closed = false;
 
   /** @internal built by CodecStream.uplink() */
@@ -149,11 +155,17 @@ export class ShardUplink {
   ) {}
 
   /** Opens the socket; resolves with how the handshake went (a refusal's status and Retry-After). */
-  async open(spec: UplinkSpec, handlers: UplinkHandlers): Promise<UplinkOpenAnswer> {
-    this.#handlers = handlers;
+  async open(spec: UplinkSpec): Promise<UplinkOpenAnswer> {
     const answer = (await this.run({ type: 'uplinkOpen', key: this.stream.key, channel: this.channel, ...spec })) as UplinkOpenAnswer | FailAnswer;
     if ('code' in answer) return { ok: false, why: answer.message };
     return answer;
+  }
+
+  /** Who hears the socket's text, close and 'stuck' (what came before is told now). */
+  listen(handlers: UplinkHandlers): void {
+    if (this.#closed && this.#early.length === 0) return;
+    this.#handlers = handlers;
+    for (const f of this.#early.splice(0)) f(handlers);
   }
 
   /** A text message; `flush` sends a rest of PCM still waiting in the shard first. */
@@ -162,7 +174,7 @@ export class ShardUplink {
   }
 
   /** PCM that reached this thread (copied: the caller's array may be a view into a shard's answer). */
-  sendPcm(pcm: Int16Array): void {
+  sendAudio(pcm: Int16Array): void {
     if (this.#closed || pcm.length === 0) return;
     const copy = pcm.slice();
     void this.run({ type: 'uplinkPcm', key: this.stream.key, channel: this.channel, pcm: copy }, [copy.buffer]).catch(() => undefined);
@@ -170,30 +182,34 @@ export class ShardUplink {
 
   /** Frees the socket in the shard at once; no handler is called afterwards. */
   terminate(): void {
+    this.#handlers = undefined;
+    this.#early = [];
     if (this.#closed) return;
     this.#closed = true;
-    this.#handlers = undefined;
     this.stream.dropUplink(this);
     void this.run({ type: 'uplinkClose', key: this.stream.key, channel: this.channel }).catch(() => undefined);
   }
 
   /** @internal an event of the socket in the shard. */
   event(e: UplinkEvent): void {
-    const h = this.#handlers;
-    if (h === undefined || this.#closed) return;
-    if (e.kind === 'text') h.text(e.text);
-    else if (e.kind === 'stuck') h.stuck();
+    if (this.#closed) return;
+    if (e.kind === 'text') this.#tell((h) => h.text(e.text));
+    else if (e.kind === 'stuck') this.#tell((h) => h.stuck());
     else this.lost(e.code, e.reason);
   }
 
   /** @internal the socket is gone (closed in the shard, or its thread exited). */
   lost(code: number, reason: string): void {
-    const h = this.#handlers;
-    if (h === undefined || this.#closed) return;
+    if (this.#closed) return;
     this.#closed = true;
-    this.#handlers = undefined;
     this.stream.dropUplink(this);
-    h.close(code, reason);
+    this.#tell((h) => h.close(code, reason));
+    this.#handlers = undefined;
+  }
+
+  #tell(f: (h: UplinkHandlers) => void): void {
+    if (this.#handlers) f(this.#handlers);
+    else this.#early.push(f);
   }
 }
 
@@ -356,8 +372,7 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
     if (this.stagedMessages > 0 || this.inFlightMessages > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
     try {
       const answer = await this.#shard.run({ type: 'close', key: this.key, flush });
-      const sent = (answer as PcmAnswer).uplinked;
-      if (sent) for (let i = 0; i < sent.length; i += 2) this.uplinked(sent[i]!, sent[i + 1]!);
+      this.#shard.uplinkedBy(answer as PcmAnswer);
       if (answer.ok && 'recreated' in answer && answer.pcm.some((p) => p.length > 0)) this.#emitPcm(answer.pcm, 0, 0, false, true);
     } catch {
       // The thread died while closing: its decoders went with it, nothing is left to flush.
@@ -491,6 +506,13 @@ class Shard {
 
   forget(stream: CodecStream): void {
     this.#streams.delete(stream.key);
+  }
+
+  /** Tells each stream what the shard sent on its sockets for an answer (workers/decode.ts withUplinked()). */
+  uplinkedBy(answer: { uplinked?: number[] }): void {
+    const sent = answer.uplinked;
+    // By the open streams, not the sockets: a socket terminated here may still have taken audio in the shard.
+    if (sent) for (let i = 0; i < sent.length; i += 3) this.#streams.get(sent[i]!)?.uplinked(sent[i + 1]!, sent[i + 2]!);
   }
 
   holdsUplinks(stream: CodecStream, holds: boolean): void {
@@ -636,8 +658,7 @@ class Shard {
     if (answer instanceof Error || !answer.ok) {
       for (const s of streams) s.settle(answer, s.takeInFlight());
     } else {
-      const sent = answer.uplinked;
-      if (sent) for (let j = 0; j < sent.length; j += 3) this.#streams.get(sent[j]!)?.uplinked(sent[j + 1]!, sent[j + 2]!);
+      this.uplinkedBy(answer);
       let i = 0;
       eachPackedPart(answer, (key, part) => {
         const s = streams[i++];

@@ -87,12 +87,17 @@ function dropAfterError(key: number, err: unknown): FailAnswer {
 
 type StreamResult = { key: number; result: DecodedPart | FailAnswer };
 
-function packed(parts: readonly StreamResult[]): PackedAnswer {
-  const answer = packAnswer(parts, buffers);
+/** Puts what this task sent on provider sockets into its answer. */
+function withUplinked<T extends { uplinked?: number[] }>(answer: T): T {
   if (uplinked.length > 0) {
     answer.uplinked = uplinked;
     uplinked = [];
   }
+  return answer;
+}
+
+function packed(parts: readonly StreamResult[]): PackedAnswer {
+  const answer = withUplinked(packAnswer(parts, buffers));
   return moveAnswer<PackedAnswer>(answer, [answer.entries.buffer as ArrayBuffer, answer.pcm.buffer as ArrayBuffer]);
 }
 
@@ -123,17 +128,7 @@ function close(key: number, flush: boolean): CodecAnswer {
     session.channels.forEach((c) => c.dispose());
     return pcmAnswer([]);
   }
-  const pcm: Int16Array[] = [];
-  const sent: number[] = [];
-  session.channels.forEach((c, ch) => {
-    const tail = c.end();
-    const taken = uplinks.get(key, ch)?.take([tail]) ?? 0;
-    if (taken > 0) sent.push(ch, taken);
-    pcm.push(taken > 0 ? new Int16Array(0) : concatPcm([tail]));
-  });
-  const answer = pcmAnswer(pcm);
-  if (sent.length > 0) answer.uplinked = sent;
-  return answer;
+  return withUplinked(pcmAnswer(session.channels.map((c, ch) => concatPcm(toUplink(key, ch, [c.end()])))));
 }
 
 export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnswer> {

@@ -1,4 +1,5 @@
 // Task and answer shapes of the codec shards (workers/decode.ts), shared by engine/pool.ts and the thread.
+import type { ConnectOutcome } from '../engine/stt/ws-connect.js';
 
 /** Codec names of the listen query (SPEC, "Real-time transcription WebSocket"). */
 export const CODECS = ['pcm8', 'pcm16', 'opus', 'opus_fs320', 'aac', 'lc3', 'lc3_fs1030'] as const;
@@ -126,7 +127,7 @@ export interface UplinkCloseTask {
 export type CodecTask = OpenTask | DecodePackedTask | CloseTask | CrashTask | HeapTask | UplinkOpenTask | UplinkTextTask | UplinkPcmTask | UplinkCloseTask;
 
 /** How a provider socket's opening went: the handshake's status and Retry-After when the provider refused. */
-export type UplinkOpenAnswer = { ok: true } | { ok: false; status?: number; retryAfter?: string | undefined; requestId?: string | undefined; why: string };
+export type UplinkOpenAnswer = ConnectOutcome;
 
 /** What a shard's provider socket tells the main thread, outside any task's answer. */
 export type UplinkEvent =
@@ -144,7 +145,7 @@ export interface PcmAnswer {
   corruptFrames: number;
   /** Whether the decoders had to be re-created (a new thread after a crash). */
   recreated: boolean;
-  /** Samples the shard sent on its provider sockets instead of answering with them: [channel, samples] pairs. */
+  /** Samples the shard sent on its provider sockets instead of answering with them: [key, channel, samples] triples. */
   uplinked?: number[];
 }
 

@@ -1,13 +1,14 @@
 // A remote speech provider's socket held by the codec shard that decodes the session (STT_SOCKETS=codec): decoded PCM
 // goes onto it from the thread that decoded it, and only the provider's text answers and socket events cross to the
-// main thread, where the stream's protocol logic stays (engine/stt/shard-socket.ts is that side).
+// main thread, where the stream's protocol logic stays (engine/pool.ts ShardUplink is that side).
 //
 // Rationale: with the socket on the main thread every provider message crossed three threads (main → shard → main →
-// socket), and the answer waited behind whatever the busy main thread was doing. Measured at 600-650 streaming sessions
-// (fleet bench, 2 vCPUs, a trial build): frame p99 63-99 ms against 138-156, the same CPU. The shard sends each decoded
+// socket), and the answer waited behind whatever the busy main thread was doing. Measured at 650 streaming sessions
+// (fleet bench, 2 vCPUs, runs in turn): frame p99 41 and 34 ms against 142 and 116, 8% less CPU. The shard sends each decoded
 // batch as one message: the session already holds its frames back until they complete the provider's next message
 // (engine/pool.ts CodecStream.holdUntil()); a batch shorter than `minSamples` (a rest after a pause) waits for more.
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
+import { connectWs } from '../engine/stt/ws-connect.js';
 import type { UplinkEvent, UplinkOpenAnswer, UplinkOpenTask } from './messages.js';
 
 /**
@@ -31,33 +32,11 @@ export class Uplink {
     this.#minSamples = task.minSamples;
     this.#maxBufferedBytes = task.maxBufferedBytes;
     this.#emit = emit;
-    const ws = new WebSocket(task.url, { headers: task.headers, perMessageDeflate: false, followRedirects: false, maxPayload: task.maxPayload });
-    this.#ws = ws;
-    let answered = false;
-    const answer = (a: UplinkOpenAnswer): void => {
-      if (answered) return;
-      answered = true;
+    const ws = connectWs(task, (a) => {
+      this.#state = a.ok ? 'open' : 'down';
       opened(a);
-    };
-    ws.on('unexpected-response', (req, res) => {
-      const h = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
-      const status = res.statusCode ?? 0;
-      req.destroy();
-      res.destroy();
-      this.#state = 'down';
-      answer({ ok: false, status, retryAfter: h(res.headers['retry-after']), requestId: h(res.headers['dg-request-id']), why: `handshake refused with ${status}` });
     });
-    ws.on('error', (err) => {
-      if (this.#state === 'connecting') {
-        this.#state = 'down';
-        answer({ ok: false, why: `socket error ${err.name}` });
-      }
-    });
-    ws.once('open', () => {
-      if (this.#state !== 'connecting') return;
-      this.#state = 'open';
-      answer({ ok: true });
-    });
+    this.#ws = ws;
     ws.on('message', (data, isBinary) => {
       if (!isBinary && this.#state === 'open') emit({ key: this.key, channel: this.channel, kind: 'text', text: data.toString() });
     });
@@ -66,11 +45,6 @@ export class Uplink {
       this.#state = 'down';
       if (was === 'open') emit({ key: this.key, channel: this.channel, kind: 'close', code, reason: reason.toString() });
     });
-  }
-
-  /** Open: PCM given to take() goes to the provider. Once down it never comes back (the caller returns PCM instead). */
-  get open(): boolean {
-    return this.#state === 'open';
   }
 
   /**
@@ -123,7 +97,6 @@ export class Uplink {
     this.#state = 'down';
     this.#carry = undefined;
     this.#ws.removeAllListeners('close');
-    this.#ws.on('error', () => undefined);
     this.#ws.terminate();
   }
 

@@ -1,5 +1,5 @@
 // A session's inbound audio: held until the session is READY, bounded in bytes, then handed to its codec stream.
-import type { CodecStream, PcmInfo } from '../pool.js';
+import type { CodecStream, PcmInfo, ShardUplink } from '../pool.js';
 
 export interface AudioInletOptions {
   codec: CodecStream;
@@ -50,6 +50,11 @@ export class AudioInlet {
       this.#heldBytes += message.byteLength;
     }
     return true;
+  }
+
+  /** A provider socket for `channel` in the codec stream's shard, when the pool allows it (CodecStream.uplink()). */
+  uplink(channel: number): ShardUplink | undefined {
+    return this.#o.codec.uplink(channel);
   }
 
   /** Lets the decoder gather audio until it decodes to `samples` samples (CodecStream.holdUntil()). */

@@ -2,7 +2,7 @@
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
-import type { CodecPool, CodecStream } from '../pool.js';
+import type { CodecPool } from '../pool.js';
 import { checkCodecParams, type Codec } from '../../workers/messages.js';
 import { concatPcm } from '../../workers/packing.js';
 import { isEngineError } from '../errors.js';
@@ -78,8 +78,6 @@ export class SessionActor {
   #state: SessionState = SessionState.OPENING;
   readonly #out: Outbox;
   #inlet: AudioInlet | undefined;
-  /** The session's codec stream (its shard may hold the provider sockets: CodecStream.uplink()). */
-  #codec: CodecStream | undefined;
   #speech: SessionStt | undefined;
   #custom: CustomSttClient | undefined;
   /** Aborted on dispose: a provider connect still retrying stops. */
@@ -134,7 +132,6 @@ export class SessionActor {
       if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
       const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
       this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames), onUplinked: (ch, n) => this.#onUplinked(ch, n), onDecode: (m) => this.#speech?.retain(m) });
-      this.#codec = codec;
     } catch (err) {
       const reason = bad ?? (isEngineError(err) ? err.message : 'unsupported audio format');
       this.#close(CloseCode.UNSUPPORTED_DATA, reason);
@@ -323,7 +320,7 @@ export class SessionActor {
       logger: this.#o.logger,
       ...(this.#o.usage ? { usage: { recorder: this.#o.usage, uid: this.uid, now: () => this.#o.clock.now() } } : {}),
       audio: { codec: p.codec, sampleRate: p.sampleRate, decode: (messages) => this.#decodeKept(messages) },
-      uplink: (channel) => this.#codec?.uplink(channel),
+      uplink: (channel) => this.#inlet?.uplink(channel),
       onSegments: (segs, provider, ch) => this.#loop.add(segs.map((x) => this.#raw(x, provider, ch))),
       onFailure: (f, provider) => {
         this.#draining ??= this.#failed(f, provider);

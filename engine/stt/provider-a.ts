@@ -5,13 +5,13 @@
 // never reconnect or queue audio behind the fail-over layer's back (the SDK reconnects by default and queues sends
 // while it does), and every timer goes through the injected Scheduler (the SDK arms its own per-connection timers).
 // The fake in test/fakes/deepgram-server.ts is checked against the SDK, so the protocol stays Deepgram's.
-import WebSocket from 'ws';
 import { Outcome } from '../protocol.js';
 import { NOVA3_LANGUAGES } from './deepgram-languages.js';
 import { SAMPLE_RATE_HZ, cleanKeyterms, listenUrl, openFailure, retryAfterMs } from './provider-a-protocol.js';
 import { PcmChunkPool } from './chunk-pool.js';
 import { firstMessageSamples, MIN_SEND_SAMPLES, sendSamplesOf } from './pcm-batcher.js';
-import { LocalSocket, ShardSocket, type ProviderSocket } from './provider-socket.js';
+import { LocalSocket, type ProviderSocket } from './provider-socket.js';
+import { connectWs, type ConnectOutcome } from './ws-connect.js';
 import { ProviderAStream } from './provider-a-stream.js';
 import { StaleFlusher } from './stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttStreamOptions } from './types.js';
@@ -114,43 +114,32 @@ export class ProviderAEngine implements SttEngine {
         o.logger.warn({ ...log, status, reason: failure.reason, why, retryAfterMs: waitMs }, 'provider_a connect failed');
         reject(new SttOpenError(failure, `provider_a ${why}`, waitMs));
       };
-      const opened = (s: ProviderSocket): void => {
+      /** The handshake's outcome, wherever the socket lives. */
+      const outcome = (a: ConnectOutcome, open: () => ProviderSocket): void => {
+        if (!a.ok) {
+          if (a.status !== undefined) o.logger.debug({ ...log, status: a.status, requestId: a.requestId }, 'provider_a handshake refused');
+          return fail(a.status, a.retryAfter, a.why);
+        }
+        const s = open();
         if (settled) return s.terminate();
         settled = true;
         o.scheduler.cancel(timer);
         resolve(this.#stream(s, opts.sessionId, maxBufferedBytes));
       };
       const timer = o.scheduler.after(o.connectTimeoutMs, () => fail(undefined, undefined, 'connect timeout'));
+      const connect = { url, headers, maxPayload: MAX_PAYLOAD_BYTES };
       const uplink = opts.uplink?.(opts.channel ?? 0);
       if (uplink) {
         // The socket lives in the session's codec shard: the same handshake there, its outcome answered here.
-        const s = new ShardSocket(uplink);
-        socket = s;
-        s.open({ url, headers, maxPayload: MAX_PAYLOAD_BYTES, maxBufferedBytes, minSamples: MIN_SEND_SAMPLES }).then(
-          (a) => {
-            if (a.ok) return opened(s);
-            if (a.status !== undefined) o.logger.debug({ ...log, status: a.status, requestId: a.requestId }, 'provider_a handshake refused');
-            fail(a.status, a.retryAfter, a.why);
-          },
+        socket = uplink;
+        uplink.open({ ...connect, maxBufferedBytes, minSamples: MIN_SEND_SAMPLES }).then(
+          (a) => outcome(a, () => uplink),
           (err: unknown) => fail(undefined, undefined, `codec thread ${(err as Error)?.name ?? 'error'}`),
         );
         return;
       }
-      const ws = new WebSocket(url, { headers, perMessageDeflate: false, followRedirects: false, maxPayload: MAX_PAYLOAD_BYTES });
+      const ws = connectWs(connect, (a) => outcome(a, () => new LocalSocket(ws, (err) => o.logger.debug({ ...log, err: { name: err.name } }, 'provider_a socket error'))));
       socket = ws;
-      ws.on('error', (err) => fail(undefined, undefined, `socket error ${err.name}`));
-      ws.on('unexpected-response', (req, res) => {
-        const status = res.statusCode;
-        o.logger.debug({ ...log, status, requestId: headerValue(res.headers['dg-request-id']) }, 'provider_a handshake refused');
-        req.destroy();
-        res.destroy();
-        fail(status, headerValue(res.headers['retry-after']), `handshake refused with ${status}`);
-      });
-      ws.once('open', () => {
-        ws.removeAllListeners('error');
-        ws.removeAllListeners('unexpected-response');
-        opened(new LocalSocket(ws, (err) => o.logger.debug({ ...log, err: { name: err.name } }, 'provider_a socket error')));
-      });
     });
   }
 
@@ -184,8 +173,4 @@ export class ProviderAEngine implements SttEngine {
     this.#closed = true;
     await Promise.all([...this.#streams].map((s) => s.close()));
   }
-}
-
-function headerValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }

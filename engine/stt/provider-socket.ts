@@ -3,15 +3,10 @@
 // coming back to this thread. The stream's protocol logic (keep-alives, Finalize, acknowledgements, failure) is the
 // same over both.
 import type WebSocket from 'ws';
-import type { ShardUplink, UplinkSpec } from '../pool.js';
-import type { UplinkOpenAnswer } from '../../workers/messages.js';
+import type { UplinkHandlers } from '../pool.js';
 
-export interface ProviderSocketHandlers {
-  text(text: string): void;
-  close(code: number, reason: string): void;
-  /** More audio waits on the socket than the stream allows (a shard's socket; a local one is checked by bufferedAmount). */
-  stuck(): void;
-}
+/** Text, close and 'stuck' (more audio waits on a shard's socket than the stream allows; a local one is read from bufferedAmount). */
+export type ProviderSocketHandlers = UplinkHandlers;
 
 export interface ProviderSocket {
   /**
@@ -61,51 +56,5 @@ export class LocalSocket implements ProviderSocket {
 
   terminate(): void {
     this.#ws.terminate();
-  }
-}
-
-/** A socket held by the session's codec shard; open it with `openShardSocket()`. */
-export class ShardSocket implements ProviderSocket {
-  readonly inShard = true;
-  readonly bufferedAmount = 0;
-  readonly #uplink: ShardUplink;
-  #handlers: ProviderSocketHandlers | undefined;
-  /** Events that came before listen() (a provider may answer at once). */
-  #early: ((h: ProviderSocketHandlers) => void)[] = [];
-
-  constructor(uplink: ShardUplink) {
-    this.#uplink = uplink;
-  }
-
-  /** Opens the socket in the shard; resolves with how the handshake went. */
-  open(spec: UplinkSpec): Promise<UplinkOpenAnswer> {
-    const later = (f: (h: ProviderSocketHandlers) => void): void => {
-      if (this.#handlers) f(this.#handlers);
-      else this.#early.push(f);
-    };
-    return this.#uplink.open(spec, {
-      text: (t) => later((h) => h.text(t)),
-      close: (code, reason) => later((h) => h.close(code, reason)),
-      stuck: () => later((h) => h.stuck()),
-    });
-  }
-
-  listen(h: ProviderSocketHandlers): void {
-    this.#handlers = h;
-    for (const f of this.#early.splice(0)) f(h);
-  }
-
-  sendAudio(pcm: Int16Array): void {
-    this.#uplink.sendPcm(pcm);
-  }
-
-  sendText(text: string, flush: boolean): void {
-    this.#uplink.sendText(text, flush);
-  }
-
-  terminate(): void {
-    this.#handlers = undefined;
-    this.#early = [];
-    this.#uplink.terminate();
   }
 }

@@ -2,7 +2,8 @@
 // the provider gets the samples the main thread would have sent it, in order, the shard's socket's text and close come
 // back to the main thread, a refusal comes back with its status, and a socket lost with its thread is reported.
 import t from 'tap';
-import { CodecPool, type CodecStream, type UplinkHandlers, type UplinkSpec } from '../../engine/pool.js';
+import { CodecPool, type CodecStream, type ShardUplink, type UplinkHandlers, type UplinkSpec } from '../../engine/pool.js';
+import type { UplinkOpenAnswer } from '../../workers/messages.js';
 import { listenUrl } from '../../engine/stt/provider-a-protocol.js';
 import { OpusEncoderStream } from '../../native/opus.js';
 import { startFakeDeepgram } from '../fakes/deepgram-server.js';
@@ -36,6 +37,12 @@ interface Seen {
   texts: string[];
   closes: [number, string][];
   stuck: number;
+}
+
+/** Listens, then opens: what a provider stream does. */
+function open(u: ShardUplink, h: UplinkHandlers, o: UplinkSpec = spec): Promise<UplinkOpenAnswer> {
+  u.listen(h);
+  return u.open(o);
 }
 
 function handlers(): UplinkHandlers & Seen {
@@ -74,7 +81,7 @@ for (const [name, pool] of [
     t.ok(uplink, 'the pool lets sockets live in its shards');
     const h = handlers();
     const before = fake.streams.length;
-    t.same(await uplink.open(spec, h), { ok: true });
+    t.same(await open(uplink, h), { ok: true });
     const provider = fake.streams[before]!;
     t.equal(provider.headers.authorization, 'Token test-key');
     const { uplinked, answered } = await stream(s, opus);
@@ -109,7 +116,7 @@ t.test('once the socket is gone the shard answers with the PCM again', async (t)
   const s = threads.open({ sessionId: 'gone', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
   const uplink = s.uplink(0)!;
   const before = fake.streams.length;
-  t.same(await uplink.open(spec, handlers()), { ok: true });
+  t.same(await open(uplink, handlers()), { ok: true });
   const half = opus.length >> 1;
   let answered = 0;
   let uplinked = 0;
@@ -136,11 +143,11 @@ t.test('a refused handshake answers with its status and Retry-After; a bad key w
   const s = threads.open({ sessionId: 'refused', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
   t.teardown(() => s.close());
   fake.script({ kind: 'reject', status: 429, retryAfter: '7' });
-  const a = await s.uplink(0)!.open(spec, handlers());
+  const a = await open(s.uplink(0)!, handlers());
   t.match(a, { ok: false, status: 429, retryAfter: '7' });
-  const b = await s.uplink(0)!.open({ ...spec, headers: { Authorization: 'Token wrong' } }, handlers());
+  const b = await open(s.uplink(0)!, handlers(), { ...spec, headers: { Authorization: 'Token wrong' } });
   t.match(b, { ok: false, status: 401 });
-  const c = await s.uplink(0)!.open({ ...spec, url: 'ws://127.0.0.1:1/v1/listen' }, handlers());
+  const c = await open(s.uplink(0)!, handlers(), { ...spec, url: 'ws://127.0.0.1:1/v1/listen' });
   t.match(c, { ok: false, why: /socket error/ });
 });
 
@@ -149,7 +156,7 @@ t.test('a socket lost with its codec thread is reported as a dropped connection'
   t.teardown(() => pool.close());
   const s = pool.open({ sessionId: 'crash', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
   const h = handlers();
-  t.same(await s.uplink(0)!.open(spec, h), { ok: true });
+  t.same(await open(s.uplink(0)!, h), { ok: true });
   await pool.crashShard(0);
   t.same(h.closes, [[1006, 'codec thread exited']]);
   // The new thread re-creates the decoders and, with no socket there, answers with the PCM.
@@ -174,8 +181,8 @@ t.test('two channels: each channel’s socket gets that channel’s samples', as
   const want = await drive(plain.open({ sessionId: 'plain-2ch', codec: 'opus_fs320', sampleRate: 16000, channels: 2 }), messages, 10);
   const s = threads.open({ sessionId: 'up-2ch', codec: 'opus_fs320', sampleRate: 16000, channels: 2 });
   const before = fake.streams.length;
-  t.same(await s.uplink(0)!.open(spec, handlers()), { ok: true });
-  t.same(await s.uplink(1)!.open(spec, handlers()), { ok: true });
+  t.same(await open(s.uplink(0)!, handlers()), { ok: true });
+  t.same(await open(s.uplink(1)!, handlers()), { ok: true });
   const { uplinked, answered } = await stream(s, messages);
   t.equal(answered, 0);
   t.equal(uplinked, want[0]!.length, 'channel 0 counted');
