@@ -43,6 +43,7 @@ import { SessionActor } from './actors/session-actor.js';
 import { attachListen } from './transport/uws-server.js';
 import { CloseCode } from './protocol.js';
 import { MainLoad } from './main-load.js';
+import { DecodeOverload } from './decode-overload.js';
 
 export interface ServiceOptions {
   readonly config: Config;
@@ -55,6 +56,8 @@ export interface ServiceOptions {
    * @defaultValue the `local` engine (PocketSphinx, English) behind the speech gate when VAD_GATE is on
    */
   readonly sttEngines?: readonly SttEngine[];
+  /** The codec shards' worker module (CodecPoolOptions.filename); tests point it at a fixture. @defaultValue dist/workers/decode.js */
+  readonly codecWorker?: string;
   /**
    * How often the process-wide scheduler walks due timers, in milliseconds; 0 leaves it to `service.scheduler.tick()`
    * (tests driving a ManualClock).
@@ -182,7 +185,27 @@ export class Service {
         usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
       };
       const stt = new SttRegistry(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger }));
-      const actors = new ActorRegistry({ maxSessions: config.maxSessions, maxSessionsPerUser: config.maxSessionsPerUser, conversations, logger });
+      const shed = new client.Counter({
+        name: 'listen_sessions_shed_total',
+        help: 'New /v4/listen sessions refused with 1013 because live audio waited on decoding for longer than LISTEN_SHED_DECODE_DELAY_MS.',
+        registers: [registry],
+      });
+      const overload = new DecodeOverload({
+        thresholdS: config.listenShedDecodeDelayMs / 1000,
+        clock,
+        onChange: (on, delayS) =>
+          on
+            ? logger.warn({ decodeDelayMs: Math.round(delayS * 1000), thresholdMs: config.listenShedDecodeDelayMs }, 'live audio waits on decoding: refusing new sessions')
+            : logger.info({ decodeDelayMs: Math.round(delayS * 1000) }, 'decoding keeps up again: taking new sessions'),
+      });
+      const actors = new ActorRegistry({
+        maxSessions: config.maxSessions,
+        maxSessionsPerUser: config.maxSessionsPerUser,
+        overloaded: () => overload.overloaded,
+        onShed: () => shed.inc(),
+        conversations,
+        logger,
+      });
       await events.attach((event) => void actors.deliver(event));
       new client.Gauge({
         name: 'listen_sessions',
@@ -227,7 +250,11 @@ export class Service {
           ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}),
           batchWindowMs: config.codecBatchMs,
           uplinks: config.sttSockets === 'codec',
-          onTaskDelay: (s) => decodeDelay.observe(s),
+          onTaskDelay: (s) => {
+            decodeDelay.observe(s);
+            overload.observe(s);
+          },
+          ...(opts.codecWorker ? { filename: opts.codecWorker } : {}),
           ...(mainLoad ? { inline: (sessions: number) => mainLoad.admit(sessions) } : {}),
         }));
         new client.Gauge({

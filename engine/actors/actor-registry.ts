@@ -11,6 +11,13 @@ export interface ActorRegistryOptions {
   maxSessions: number;
   /** Sessions one user holds at most on this node (MAX_SESSIONS_PER_USER). */
   maxSessionsPerUser: number;
+  /**
+   * True while this node's live audio waits too long on decoding to take more sessions (engine/decode-overload.ts):
+   * new ones are refused with 1013. Absent: never.
+   */
+  overloaded?: () => boolean;
+  /** Told of each session refused because the node was overloaded (a metric). */
+  onShed?: () => void;
   conversations: ConversationsRepository;
   logger: Logger;
 }
@@ -48,6 +55,10 @@ export class ActorRegistry {
   admit(uid: string): Admission {
     if (!this.#accepting) return { ok: false, code: CloseCode.GOING_AWAY, reason: 'server shutting down' };
     if (this.#actors.size >= this.#o.maxSessions) return { ok: false, code: CloseCode.TRY_AGAIN_LATER, reason: 'try again later' };
+    if (this.#o.overloaded?.()) {
+      this.#o.onShed?.();
+      return { ok: false, code: CloseCode.TRY_AGAIN_LATER, reason: 'server busy, try again later' };
+    }
     // A session whose client already left still drains (decode, finalize, persist) but no longer counts against its
     // user: a device that drops and reconnects at once is not refused while its last session finishes.
     let connected = 0;

@@ -31,6 +31,8 @@ export interface StartOptions {
   extraRoutes?: ServiceOptions['extraRoutes'];
   /** STT engines for live sessions (default: the service default, the local PocketSphinx engine behind the speech gate). */
   sttEngines?: ServiceOptions['sttEngines'];
+  /** The codec shards' worker module (a fixture such as test/helpers/slow-decode-worker.ts). */
+  codecWorker?: string;
   /** Scheduler interval; default 0: tests drive timers with `service.scheduler.tick()` after `clock.advance()`. */
   schedulerResolutionMs?: number;
 }
@@ -58,6 +60,7 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     logger: createLogger(config.logLevel),
     ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}),
     ...(opts.sttEngines ? { sttEngines: opts.sttEngines } : {}),
+    ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
     schedulerResolutionMs: opts.schedulerResolutionMs ?? 0,
   });
   t.teardown(() => service.stop());

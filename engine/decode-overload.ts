@@ -1,0 +1,67 @@
+// Whether this node's live audio waits too long on decoding for it to take more sessions: while it does, new
+// /v4/listen sessions are refused with 1013 "try again later" (LISTEN_SHED_DECODE_DELAY_MS; engine/actors/actor-registry.ts).
+//
+// Rationale: past its capacity a node does not refuse anyone; every session's audio falls behind together. At 1,800
+// opus_fs320 sessions on 2 vCPUs (fleet bench; capacity that day 1,200) frame p99 reached 8 s, the provider closed idle
+// streams and every session ended with its audio kept for later instead of transcribed live. Refusing the sessions
+// that would push it there lets a device reconnect to another node and keeps the live ones live. The sign is the
+// pool's own decode delay (engine/pool.ts onTaskDelay): a run of decode tasks each over the threshold, not one slow
+// task (a collector pause or a stall of the host delays the few tasks in flight, not a run of them). Counting tasks
+// instead of time needs no timer; a node whose tasks stopped coming (its sessions left) is not overloaded after
+// `staleMs` of the injected clock.
+import type { Clock } from './clock.js';
+
+export interface DecodeOverloadOptions {
+  /** Delay of a decode task, in seconds, at or over which it counts towards overload. 0: never overloaded. */
+  thresholdS: number;
+  clock: Clock;
+  /** Consecutive tasks over the threshold that make the node overloaded, and under half of it that end it. @defaultValue 20 */
+  run?: number;
+  /** Milliseconds without a decode task after which the node is no longer overloaded. @defaultValue 1000 */
+  staleMs?: number;
+  /** Told when the node becomes overloaded (true) or no longer is (false), with the last task's delay in seconds. */
+  onChange?: (overloaded: boolean, delayS: number) => void;
+}
+
+export class DecodeOverload {
+  readonly #thresholdS: number;
+  readonly #clock: Clock;
+  readonly #run: number;
+  readonly #staleMs: number;
+  readonly #onChange: ((overloaded: boolean, delayS: number) => void) | undefined;
+  #overloaded = false;
+  /** Consecutive tasks pointing the other way (over the threshold while not overloaded, under half of it while overloaded). */
+  #streak = 0;
+  #lastAt = -Infinity;
+
+  constructor(o: DecodeOverloadOptions) {
+    if (!(o.thresholdS >= 0)) throw new RangeError('thresholdS must be 0 or more');
+    this.#thresholdS = o.thresholdS;
+    this.#clock = o.clock;
+    this.#run = Math.max(1, o.run ?? 20);
+    this.#staleMs = o.staleMs ?? 1000;
+    this.#onChange = o.onChange;
+  }
+
+  /** One decode task's delay, in seconds (CodecPoolOptions.onTaskDelay). */
+  observe(delayS: number): void {
+    if (this.#thresholdS === 0) return;
+    this.#lastAt = this.#clock.now();
+    const against = this.#overloaded ? delayS < this.#thresholdS / 2 : delayS >= this.#thresholdS;
+    this.#streak = against ? this.#streak + 1 : 0;
+    if (this.#streak < this.#run) return;
+    this.#streak = 0;
+    this.#overloaded = !this.#overloaded;
+    this.#onChange?.(this.#overloaded, delayS);
+  }
+
+  /** True while new sessions should be refused. */
+  get overloaded(): boolean {
+    if (this.#overloaded && this.#clock.now() - this.#lastAt >= this.#staleMs) {
+      this.#overloaded = false;
+      this.#streak = 0;
+      this.#onChange?.(false, 0);
+    }
+    return this.#overloaded;
+  }
+}
