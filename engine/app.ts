@@ -281,6 +281,18 @@ export class Service {
             }
           },
         });
+        const sttFailures = new client.Counter({
+          name: 'stt_stream_failures_total',
+          help: "Live sessions whose speech provider failed mid-stream (the session ends with stt_failed), by provider and reason.",
+          labelNames: ['provider', 'reason'],
+          registers: [registry],
+        });
+        const keptSeconds = new client.Counter({
+          name: 'stt_kept_audio_seconds_total',
+          help: 'Seconds of audio a failed provider left unanswered, kept on disk and transcribed later instead of lost.',
+          labelNames: ['provider'],
+          registers: [registry],
+        });
         attachListen(http.app, {
           authenticator,
           registry: actors,
@@ -302,6 +314,10 @@ export class Service {
               onClosed: (actor) => actors.remove(actor),
               ...(config.customSttUrl ? { customSttUrl: config.customSttUrl } : {}),
               usage: services.usageRecorder,
+              onProviderFailure: (provider, reason, keptS) => {
+                sttFailures.inc({ provider, reason });
+                if (keptS > 0) keptSeconds.inc({ provider }, keptS);
+              },
               keepAudio: async (meta, chunks) => keptJobs?.add({ conversationId: meta.conversationId, uid: meta.uid, keptId: await kept.keep(meta, chunks) }),
             }),
         });

@@ -2,13 +2,15 @@
 // /v4/listen sessions are refused with 1013 "try again later" (LISTEN_SHED_DECODE_DELAY_MS; engine/actors/actor-registry.ts).
 //
 // Rationale: past its capacity a node does not refuse anyone; every session's audio falls behind together. At 1,800
-// opus_fs320 sessions on 2 vCPUs (fleet bench; capacity that day 1,200) frame p99 reached 8 s, the provider closed idle
-// streams and every session ended with its audio kept for later instead of transcribed live. Refusing the sessions
-// that would push it there lets a device reconnect to another node and keeps the live ones live. The sign is the
-// pool's own decode delay (engine/pool.ts onTaskDelay): a run of decode tasks each over the threshold, not one slow
-// task (a collector pause or a stall of the host delays the few tasks in flight, not a run of them). Counting tasks
-// instead of time needs no timer; a node whose tasks stopped coming (its sessions left) is not overloaded after
-// `staleMs` of the injected clock.
+// opus_fs320 sessions on 2 vCPUs (fleet bench; capacity that day 1,200) frame p99 reached 5-8 s, the provider closed
+// streams it had heard nothing from for 10 s, and 318 to 1,800 of the sessions (three runs) ended with their audio kept
+// for later instead of transcribed live. Refusing the sessions that would push it there lets a device reconnect to
+// another node and keeps the live ones live. It guards against sessions arriving over time (a fleet's morning, devices
+// reconnecting); sessions that all open within a second, as the fleet bench's do before they stream, are in before
+// their audio can fall behind. The sign is the pool's own decode delay (engine/pool.ts onTaskDelay): a run of decode
+// tasks each over the threshold, not one slow task (a collector pause or a stall of the host delays the few tasks in
+// flight, not a run of them). Counting tasks instead of time needs no timer; a node whose tasks stopped coming (its
+// sessions left) is not overloaded after `staleMs` of the injected clock.
 import type { Clock } from './clock.js';
 
 export interface DecodeOverloadOptions {

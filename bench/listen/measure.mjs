@@ -60,6 +60,7 @@ export class Timeline {
  * @typedef {object} EngineMetrics one read of the service's /metrics (stack.mjs delays())
  * @property {[number, number][]} decodeBuckets listen_decode_delay_seconds' cumulative buckets, [upper bound s, count]
  * @property {number} loopP99S the main thread's event-loop delay p99 since the previous read, in seconds
+ * @property {number} keptS audio kept for later transcription after provider failures since the service started, in seconds
  */
 
 /**
@@ -302,7 +303,11 @@ export async function drain(ctx, codec) {
   if (!s) return { totals, receivedMs: null, codecDelayMs, lostMs: null, lostFrames: null, streamsLeftOpen: null };
   const receivedMs = s.bytes / 32; // 16 kHz s16le: 32 bytes per ms
   const lostMs = totals.audioMs - receivedMs - codecDelayMs;
-  return { totals, receivedMs: round(receivedMs, 1), codecDelayMs: round(codecDelayMs, 1), lostMs: round(lostMs, 1), lostFrames: Math.round(lostMs / frameMs), streamsLeftOpen: s.streamsOpen };
+  // What the service kept for later after a provider failed: not lost, though it never reached the provider live (it
+  // also holds audio the provider got but never answered for, so it may exceed what the provider missed).
+  const keptS = (await ctx.delays?.().catch(() => undefined))?.keptS;
+  const keptFrames = keptS === undefined || Number.isNaN(keptS) ? null : Math.round((keptS * 1000) / frameMs);
+  return { totals, receivedMs: round(receivedMs, 1), codecDelayMs: round(codecDelayMs, 1), lostMs: round(lostMs, 1), lostFrames: Math.round(lostMs / frameMs), keptFrames, streamsLeftOpen: s.streamsOpen };
 }
 
 /**

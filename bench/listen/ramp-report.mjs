@@ -45,6 +45,7 @@ export function rampResult(a) {
       ['provider_a fake CPU at capacity, cores (the same box)', v(top?.fakeCores), '-', '', ''],
       [`RSS per streaming session beyond idle (at ${up?.sessions ?? '-'}${up === top ? '' : ', the last pass before a failure'}), KiB`, v(rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
       ['frames lost over the whole ramp (failing steps included)', v(a.svcDrain.lostFrames), v(a.bareDrain.lostFrames), '', ''],
+      ['  of the service: frames kept for later transcription after provider failures (not lost)', v(a.svcDrain.keptFrames), '-', '', ''],
     ],
   };
   if (fleet.steps.length === 0) {

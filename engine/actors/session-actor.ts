@@ -68,6 +68,8 @@ export interface SessionActorOptions {
   customSttUrl?: string;
   /** Usage accounting (audio seconds and words per user, provider and day). */
   usage?: UsageRecorder;
+  /** Told when the session's speech provider failed, with the seconds of audio kept for later transcription (metrics). */
+  onProviderFailure?: (provider: string, reason: string, keptS: number) => void;
 }
 
 export class SessionActor {
@@ -399,17 +401,19 @@ export class SessionActor {
     this.#timers = [];
     this.#out.send(sttFailedMessage(f, provider));
     const log = this.#o.logger;
+    let keptS: number | undefined;
     try {
       await this.#inlet?.finish();
       await this.#flushing;
       await this.#flushOnce();
-      const keptS = this.#o.keepAudio ? await this.#speech?.keep(() => this.#loop.anchor(), this.#o.keepAudio, { uid: this.uid, sessionId: this.sessionId, createdAtMs: this.#o.clock.now() }) : 0;
+      keptS = this.#o.keepAudio ? await this.#speech?.keep(() => this.#loop.anchor(), this.#o.keepAudio, { uid: this.uid, sessionId: this.sessionId, createdAtMs: this.#o.clock.now() }) : 0;
       log.warn({ sessionId: this.sessionId, provider, reason: f.reason, keptS }, keptS ? 'speech provider failed: audio kept for later transcription' : 'speech provider failed');
       const open = this.#loop.conversationId;
       if (open) await this.#o.lifecycle.leftInProgress(open, this.uid, this.#o.params.conversationTimeoutS);
     } catch (err) {
       log.error({ sessionId: this.sessionId, err: { name: (err as Error)?.name } }, 'keeping audio after a provider failure failed');
     }
+    this.#o.onProviderFailure?.(provider, f.reason, keptS ?? 0);
     this.#close(CloseCode.INTERNAL_ERROR, LISTEN.sttFailedReason);
   }
 

@@ -31,6 +31,7 @@ t.test('npm run bench -- fleet --sessions 5 --seconds 5 writes its result and re
   t.ok(r.service.drain.totals.audioMs > 0, 'audio was counted');
   if (r.service.stt === 'provider_a') {
     t.type(r.service.drain.lostFrames, 'number', 'frames lost are counted at the provider');
+    t.equal(r.service.drain.keptFrames, 0, 'and frames kept after a provider failure read from the service (none: no provider failed)');
     t.type(w.lag.p99, 'number', 'frame latency is measured at the provider');
     t.ok(w.segLatency.count > 0, 'segments came back to the devices');
     t.ok(w.engine.decodeCount > 0 && typeof w.engine.decodeP99Ms === 'number', 'the service’s own decode delay was read from its /metrics');

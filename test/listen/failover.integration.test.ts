@@ -117,6 +117,9 @@ t.test('a provider lost mid-session: stt_failed, 1011, and the unanswered audio 
 
   await until(() => keptSamples > 0, 20_000, 'kept audio transcribed by the job');
   t.equal(keptSamples, 24_000, 'exactly the 1.5 s the provider never answered for');
+  const metrics = (await ts.req('/metrics')).text;
+  t.match(metrics, /^stt_stream_failures_total\{provider="provider_a",reason="connection_lost"\} 1$/m, 'the failure is counted by provider and reason');
+  t.match(metrics, /^stt_kept_audio_seconds_total\{provider="provider_a"\} 1\.5$/m, 'and the seconds kept for later');
   const keptDir = path.join(ts.dataDir, 'kept-audio');
   await until(() => !existsSync(keptDir) || readdirSync(keptDir).length === 0, 10_000, 'kept files removed');
   const token = await ts.token('u1');
