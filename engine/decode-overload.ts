@@ -10,7 +10,7 @@
 // their audio can fall behind. The sign is the pool's own decode delay (engine/pool.ts onTaskDelay): a run of decode
 // tasks each over the threshold, not one slow task (a collector pause or a stall of the host delays the few tasks in
 // flight, not a run of them). Counting tasks instead of time needs no timer; a node whose tasks stopped coming (its
-// sessions left) is not overloaded after `staleMs` of the injected clock.
+// sessions left) is not overloaded after `staleMs` of the injected clock (or twice the last task's delay).
 import type { Clock } from './clock.js';
 
 export interface DecodeOverloadOptions {
@@ -19,7 +19,7 @@ export interface DecodeOverloadOptions {
   clock: Clock;
   /** Consecutive tasks over the threshold that make the node overloaded, and under half of it that end it. @defaultValue 20 */
   run?: number;
-  /** Milliseconds without a decode task after which the node is no longer overloaded. @defaultValue 1000 */
+  /** Milliseconds without a decode task (at least twice the last one's delay) after which the node is no longer overloaded. @defaultValue 1000 */
   staleMs?: number;
   /** Told when the node becomes overloaded (true) or no longer is (false), with the last task's delay in seconds. */
   onChange?: (overloaded: boolean, delayS: number) => void;
@@ -35,6 +35,7 @@ export class DecodeOverload {
   /** Consecutive tasks pointing the other way (over the threshold while not overloaded, under half of it while overloaded). */
   #streak = 0;
   #lastAt = -Infinity;
+  #lastDelayMs = 0;
 
   constructor(o: DecodeOverloadOptions) {
     if (!(o.thresholdS >= 0)) throw new RangeError('thresholdS must be 0 or more');
@@ -49,6 +50,7 @@ export class DecodeOverload {
   observe(delayS: number): void {
     if (this.#thresholdS === 0) return;
     this.#lastAt = this.#clock.now();
+    this.#lastDelayMs = delayS * 1000;
     const against = this.#overloaded ? delayS < this.#thresholdS / 2 : delayS >= this.#thresholdS;
     this.#streak = against ? this.#streak + 1 : 0;
     if (this.#streak < this.#run) return;
@@ -57,9 +59,13 @@ export class DecodeOverload {
     this.#onChange?.(this.#overloaded, delayS);
   }
 
-  /** True while new sessions should be refused. */
+  /**
+   * True while new sessions should be refused. No task for `staleMs`, or for twice the last task's delay when that is
+   * longer, ends it: deep in overload one task may take seconds (it holds every session's backlog), and the quiet
+   * while it runs is not a node whose sessions left.
+   */
   get overloaded(): boolean {
-    if (this.#overloaded && this.#clock.now() - this.#lastAt >= this.#staleMs) {
+    if (this.#overloaded && this.#clock.now() - this.#lastAt >= Math.max(this.#staleMs, 2 * this.#lastDelayMs)) {
       this.#overloaded = false;
       this.#streak = 0;
       this.#onChange?.(false, 0);

@@ -34,18 +34,27 @@ t.test('one slow task among quick ones (a collector pause, a stalled host) is no
 });
 
 t.test('a node whose decode tasks stopped (its sessions left) is not overloaded after a second of the clock', async (t) => {
-  const { g, tasks, clock, changes } = gate(0.5, 3);
-  tasks(3, 2);
+  const { g, tasks, clock, changes } = gate(0.2, 3);
+  tasks(3, 0.3);
   t.ok(g.overloaded);
   clock.advance(999);
   t.ok(g.overloaded, 'still, within the second');
   clock.advance(1);
   t.notOk(g.overloaded, 'no task for a second');
-  t.same(changes, [[true, 2], [false, 0]]);
-  tasks(2, 2);
+  t.same(changes, [[true, 0.3], [false, 0]]);
+  tasks(2, 0.3);
   t.notOk(g.overloaded, 'and a new run starts from nothing');
-  tasks(1, 2);
+  tasks(1, 0.3);
   t.ok(g.overloaded);
+});
+
+t.test('deep in overload, the quiet while one long task runs does not end it: twice the last delay must pass', async (t) => {
+  const { g, tasks, clock } = gate(1, 3);
+  tasks(3, 4);
+  clock.advance(7999);
+  t.ok(g.overloaded, 'a task that waited 4 s: the next may take as long');
+  clock.advance(1);
+  t.notOk(g.overloaded, 'nothing for 8 s');
 });
 
 t.test('threshold 0 turns it off', async (t) => {
