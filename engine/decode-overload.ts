@@ -3,7 +3,7 @@
 //
 // Rationale: past its capacity a node does not refuse anyone; every session's audio falls behind together. At 1,800
 // opus_fs320 sessions on 2 vCPUs (fleet bench; capacity that day 1,200) frame p99 reached 5-8 s, the provider closed
-// streams it had heard nothing from for 10 s, and 318 to 1,800 of the sessions (three runs) ended with their audio kept
+// streams it had heard nothing from for 10 s, and in two runs 318 and 728 of the sessions ended with their audio kept
 // for later instead of transcribed live. Refusing the sessions that would push it there lets a device reconnect to
 // another node and keeps the live ones live. It guards against sessions arriving over time (a fleet's morning, devices
 // reconnecting); sessions that all open within a second, as the fleet bench's do before they stream, are in before
