@@ -90,7 +90,7 @@ export interface Config {
   readonly codecInlineBusyPct: number;
   /**
    * New live sessions are refused with 1013 while a run of decode tasks each kept audio waiting at least this long
-   * (engine/decode-overload.ts); 0: never. @defaultValue 1000
+   * (engine/decode-overload.ts); 0: never. @defaultValue 300
    */
   readonly listenShedDecodeDelayMs: number;
   /**
@@ -256,7 +256,7 @@ export function loadConfig(env: Env = process.env): Config {
     codecThreads: int(env, 'CODEC_THREADS', 0, 0, 256),
     codecBatchMs: int(env, 'CODEC_BATCH_MS', 5, 0, 100),
     codecInlineBusyPct: int(env, 'CODEC_INLINE_BUSY_PCT', availableParallelism() === 1 ? 100 : 0, 0, 100),
-    listenShedDecodeDelayMs: int(env, 'LISTEN_SHED_DECODE_DELAY_MS', 1000, 0, 60_000),
+    listenShedDecodeDelayMs: int(env, 'LISTEN_SHED_DECODE_DELAY_MS', 300, 0, 60_000),
     sttSockets: oneOf(env, 'STT_SOCKETS', ['codec', 'main'] as const, 'codec'),
     mallocTrimIntervalS: int(env, 'MALLOC_TRIM_INTERVAL_S', 10, 0, 3600),
     heapCompactIntervalS: int(env, 'HEAP_COMPACT_INTERVAL_S', 10, 0, 3600),

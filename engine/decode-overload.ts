@@ -1,25 +1,34 @@
 // Whether this node's live audio waits too long on decoding for it to take more sessions: while it does, new
-// /v4/listen sessions are refused with 1013 "try again later" (LISTEN_SHED_DECODE_DELAY_MS; engine/actors/actor-registry.ts).
+// /v4/listen sessions are refused with 1013 "server busy, try again later" (LISTEN_SHED_DECODE_DELAY_MS;
+// engine/actors/actor-registry.ts).
 //
 // Rationale: past its capacity a node does not refuse anyone; every session's audio falls behind together. At 1,800
 // opus_fs320 sessions on 2 vCPUs (fleet bench; capacity that day 1,200) frame p99 reached 5-8 s, the provider closed
 // streams it had heard nothing from for 10 s, and in two runs 318 and 728 of the sessions ended with their audio kept
 // for later instead of transcribed live. Refusing the sessions that would push it there lets a device reconnect to
-// another node and keeps the live ones live. It guards against sessions arriving over time (a fleet's morning, devices
-// reconnecting); sessions that all open within a second, as the fleet bench's do before they stream, are in before
-// their audio can fall behind. The sign is the pool's own decode delay (engine/pool.ts onTaskDelay): a run of decode
-// tasks each over the threshold, not one slow task (a collector pause or a stall of the host delays the few tasks in
-// flight, not a run of them). Counting tasks instead of time needs no timer; a node whose tasks stopped coming (its
-// sessions left) is not overloaded after `staleMs` of the injected clock (or twice the last task's delay).
+// another node. It acts on sessions arriving over time (a fleet's morning, devices reconnecting), and late: with 1,800
+// devices arriving at 60 per second (`fleet --open-rate 60`), a 300 ms threshold began refusing at ~1,600 sessions
+// (217 refused while they arrived) and 1,000 ms not before all were in; sessions that all open within a second, as
+// the plain fleet bench's do, are in before their audio can fall behind. It stops growth; it does not undo it. The
+// sign is the pool's own decode delay (engine/pool.ts onTaskDelay): a run of decode tasks each over the threshold,
+// not one slow task (a collector pause or a stall of the host delays the few tasks in flight, not a run of them).
+// Counting tasks instead of time needs no timer; a node whose tasks stopped coming (its sessions left) is not
+// overloaded after `staleMs` of the injected clock (or twice the last task's delay).
 import type { Clock } from './clock.js';
 
 export interface DecodeOverloadOptions {
   /** Delay of a decode task, in seconds, at or over which it counts towards overload. 0: never overloaded. */
   thresholdS: number;
   clock: Clock;
-  /** Consecutive tasks over the threshold that make the node overloaded, and under half of it that end it. @defaultValue 20 */
+  /**
+   * Consecutive tasks over the threshold that make the node overloaded, and under half of it that end it.
+   * @defaultValue 20
+   */
   run?: number;
-  /** Milliseconds without a decode task (at least twice the last one's delay) after which the node is no longer overloaded. @defaultValue 1000 */
+  /**
+   * Milliseconds without a decode task (at least twice the last one's delay) after which the node is no longer
+   * overloaded. @defaultValue 1000
+   */
   staleMs?: number;
   /** Told when the node becomes overloaded (true) or no longer is (false), with the last task's delay in seconds. */
   onChange?: (overloaded: boolean, delayS: number) => void;
@@ -32,7 +41,7 @@ export class DecodeOverload {
   readonly #staleMs: number;
   readonly #onChange: ((overloaded: boolean, delayS: number) => void) | undefined;
   #overloaded = false;
-  /** Consecutive tasks pointing the other way (over the threshold while not overloaded, under half of it while overloaded). */
+  /** Consecutive tasks pointing the other way: over the threshold while not overloaded, under half of it while so. */
   #streak = 0;
   #lastAt = -Infinity;
   #lastDelayMs = 0;

@@ -31,6 +31,8 @@ export class Device {
   /** 'none' | 'connecting' | 'open' (upgraded, not ready) | 'ready' | 'streaming' | 'closing' */
   state = 'none';
   wantStream = false;
+  /** The server's last close of this slot was a 1013 refusal before the session was ready (busy or full). */
+  refused = false;
   inHeap = false;
   key = 0;
   frame = 0;
@@ -84,13 +86,17 @@ export class Device {
           if (text.charCodeAt(0) === 91) return this.#segments(text); // '['
           if (this.state === 'open' && text.includes('"status":"ready"')) {
             wasReady = true;
+            this.refused = false;
             this.state = 'ready';
             this.keepAliveAt = performance.now() + cfg.keepAliveMs;
             if (this.wantStream) this.startStreaming();
           } else if (text.includes('"stt_failed"')) stats.sttFailed++;
         },
         onCloseFrame: (code) => {
-          if (this.state !== 'closing') count(stats.unexpected, `${code} ${this.state}`);
+          // 1013 before the session was ready is the server refusing it (busy or full): a refusal, retried later.
+          this.refused = code === 1013 && this.state === 'open';
+          if (this.refused) count(stats.refused, '1013');
+          else if (this.state !== 'closing') count(stats.unexpected, `${code} ${this.state}`);
           this.state = 'closing';
         },
         onSocketClose: (_hadError, why) => {

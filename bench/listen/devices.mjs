@@ -118,9 +118,12 @@ const g = {
   gone(d) {
     // Churn: the slot comes back as a new session after a short gap. Otherwise a slot still wanted (a session closed
     // by the server, or one that was still closing when the parent asked for it again) reconnects at once.
+    // A session the server refused with 1013 (busy or full) tries again after 1-3 s, as a device backing off would.
     const again = () => g.churn !== undefined && d.slot < g.churn.count && d.state === 'none';
-    if (again()) setTimeout(() => again() && ((d.wantStream = true), queueConnect(d)), Math.random() * 500);
-    else if (g.churn === undefined && d.slot < wanted.count && d.state === 'none') {
+    const wanted1 = () => g.churn === undefined && d.slot < wanted.count && d.state === 'none';
+    if (again()) setTimeout(() => again() && ((d.wantStream = true), queueConnect(d)), (d.refused ? 1000 : 0) + Math.random() * (d.refused ? 2000 : 500));
+    else if (wanted1() && d.refused) setTimeout(() => wanted1() && ((d.wantStream = wanted.stream), queueConnect(d)), 1000 + Math.random() * 2000);
+    else if (wanted1()) {
       d.wantStream = wanted.stream;
       queueConnect(d);
     }

@@ -107,6 +107,9 @@ export function fleetResult(a) {
     head: ['figure', 'service', 'bare uWS (baseline)', 'service / bare', 'goal'],
     rows: [
       ['streaming sessions', v(sessions), b ? v(sessions) : '-', '', ''],
+      ...(a.arriving
+        ? [[`  of ${a.arriving} arriving at ${a.options['open-rate']}/s; refused with 1013 while arriving / in the window, at the window's end streaming`, `${v(f.arrivalRefused)} / ${v(w.refused)}, ${v(w.streamingAtEnd)}`, '-', '', '']]
+        : []),
       ['frame latency p50 / p95 / p99 / max, ms', pct(w.lag), pct(b?.lag), v(ratio(w.lag.p99, b?.lag.p99)), `p99 < ${RAMP_P99_MS}`],
       ['segment latency p50 / p95 / p99 / max, ms', pct(w.segLatency), '-', '', ''],
       ['engine decode delay p50 / p99, event-loop delay p99, ms', engineDelayCell(w.engine), '-', '', ''],

@@ -38,6 +38,8 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
   --sequential        the whole bare ramp first, then the service's (the order of earlier runs)
   --service-first     the whole service ramp first, then the bare server's
   --generators N      generator processes (default: one per 700 devices)
+  --open-rate R       devices arrive over time instead: R new sessions per second, each streaming once ready (a
+                      fleet's morning); refused ones (1013) retry after 1-3 s; the window starts once all N arrived
   --pause-every S     mean seconds of audio between two pauses of a device, keep-alives only meanwhile (default 0: none)
   --pause-seconds S   mean pause length (default 5)
   --burst K           frames a device sends together, as a phone forwarding BLE packets (default 1)
@@ -169,6 +171,8 @@ export async function run(options) {
 
     const sessions = Math.round(num(options, 'sessions', 100));
     const seconds = num(options, 'seconds', 30);
+    const openRate = options['open-rate'] === undefined ? 0 : num(options, 'open-rate', 0);
+    if (options['open-rate'] !== undefined && !(openRate > 0)) throw new Error('--open-rate must be more than 0');
     const baselineSeconds = num(options, 'baseline-seconds', 5);
     if (sessions < 1 || seconds < 1) throw new Error('--sessions and --seconds must be at least 1');
     const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs });
@@ -181,6 +185,8 @@ export async function run(options) {
     let exitCode = null;
     /** @type {any} */
     const figures = { stt: svc.stt, note: svc.note };
+    /** Sessions the figures are per: all of them, or with --open-rate those streaming when the window starts. */
+    let measured = sessions;
     try {
       try {
         // The idle CPU is read over the settled RSS's last two seconds, when the service was idle by that measure.
@@ -190,20 +196,36 @@ export async function run(options) {
         const [from, to] = [cpuAt[cpuAt.length - 3], cpuAt[cpuAt.length - 1]];
         figures.idleCores = from && to ? (to[1] - from[1]) / ((to[0] - from[0]) / 1000) : await coresOver(pid, 2);
         figures.idleMem = await svc.service.memory();
-        // Phase 1: every device connects and waits, ready, sending keep-alives only.
         const fleet = svc.ctx.fleet;
-        fleet.open(sessions, false);
-        progress.phase(`service: opening ${sessions} sessions`, sessions);
         const openStart = performance.now();
-        await fleet.waitFor((t) => (progress.update(t.ready), t.ready >= sessions), 30_000 + sessions * 100, `${sessions} ready sessions`);
-        figures.openMs = Math.round(performance.now() - openStart);
-        figures.idleSessionsCores = await coresOver(pid, 2);
-        figures.idleSessionsRss = rssBytes(pid);
-        // Phase 2: they all stream; 2 s of warm-up, then the measured window.
-        fleet.stream();
-        await fleet.waitFor((t) => t.streaming >= sessions, 10_000, `${sessions} streaming sessions`);
+        if (openRate > 0) {
+          // Devices arrive over time, each streaming once ready; the service may refuse some (LISTEN_SHED_DECODE_DELAY_MS).
+          progress.phase(`service: ${sessions} sessions arriving, ${openRate} per second`, sessions);
+          for (let n = 0; n < sessions; ) {
+            await new Promise((r) => setTimeout(r, 100));
+            n = Math.min(sessions, Math.floor(((performance.now() - openStart) / 1000) * openRate));
+            fleet.open(n, true);
+            progress.update(fleet.totals().streaming);
+          }
+          figures.openMs = Math.round(performance.now() - openStart);
+          const t = fleet.totals();
+          figures.arrivalRefused = Object.values(t.refused).reduce((a, b) => a + b, 0);
+        } else {
+          // Phase 1: every device connects and waits, ready, sending keep-alives only.
+          fleet.open(sessions, false);
+          progress.phase(`service: opening ${sessions} sessions`, sessions);
+          await fleet.waitFor((t) => (progress.update(t.ready), t.ready >= sessions), 30_000 + sessions * 100, `${sessions} ready sessions`);
+          figures.openMs = Math.round(performance.now() - openStart);
+          figures.idleSessionsCores = await coresOver(pid, 2);
+          figures.idleSessionsRss = rssBytes(pid);
+          // Phase 2: they all stream; 2 s of warm-up, then the measured window.
+          fleet.stream();
+          await fleet.waitFor((t) => t.streaming >= sessions, 10_000, `${sessions} streaming sessions`);
+        }
         await new Promise((r) => setTimeout(r, 2000));
-        figures.window = await observe(svc.ctx, { seconds, label: `service: ${sessions} sessions streaming`, sessions });
+        // Arriving devices: the figures are per session streaming when the window starts (the refused ones retry).
+        if (openRate > 0) measured = fleet.totals().streaming;
+        figures.window = await observe(svc.ctx, { seconds, label: `service: ${measured} sessions streaming`, sessions: measured });
         figures.windowMem = await svc.service.memory();
         figures.drain = await drain(svc.ctx, fixture);
         figures.liveAfterDrain = await svc.service.liveSessions();
@@ -213,11 +235,11 @@ export async function run(options) {
       if (bareUp) {
         const bare = await bareUp;
         try {
-          bare.ctx.fleet.open(sessions, true);
-          progress.phase(`bare: opening ${sessions} sessions`, sessions);
-          await bare.ctx.fleet.waitFor((t) => (progress.update(t.streaming), t.streaming >= sessions), 30_000 + sessions * 50, `${sessions} streaming sessions`);
+          bare.ctx.fleet.open(measured, true);
+          progress.phase(`bare: opening ${measured} sessions`, measured);
+          await bare.ctx.fleet.waitFor((t) => (progress.update(t.streaming), t.streaming >= measured), 30_000 + measured * 50, `${measured} streaming sessions`);
           await new Promise((r) => setTimeout(r, 1000));
-          figures.bare = await observe(bare.ctx, { seconds: baselineSeconds, label: `bare: ${sessions} sessions streaming`, sessions });
+          figures.bare = await observe(bare.ctx, { seconds: baselineSeconds, label: `bare: ${measured} sessions streaming`, sessions: measured });
           figures.bareDrain = await drain(bare.ctx, fixture);
         } finally {
           bareStopped = true;
@@ -228,7 +250,7 @@ export async function run(options) {
       // The service's phases failed: the baseline's stack, started beside them, goes too.
       if (bareUp && !bareStopped) await (await bareUp.catch(() => undefined))?.stop();
     }
-    return fleetResult({ m, options, codec, fixture, sessions, seconds, baselineSeconds, figures, exitCode, sampler, timeline, profileDir });
+    return fleetResult({ m, options, codec, fixture, sessions: measured, arriving: openRate > 0 ? sessions : undefined, seconds, baselineSeconds, figures, exitCode, sampler, timeline, profileDir });
   } finally {
     progress.end();
     sampler.stop();

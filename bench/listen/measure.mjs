@@ -248,8 +248,12 @@ export async function observe(ctx, o) {
   const delays1 = delays0 && (await ctx.delays?.().catch(() => undefined));
   const t1 = fleet.totals();
   const sessionSeconds = o.sessions * cpuWallS;
+  const refusals = (/** @type {import('./device-fleet.mjs').FleetTotals} */ t) => Object.values(t.refused).reduce((a, b) => a + b, 0);
   return {
     sessions: o.sessions,
+    // Devices streaming at the window's end, and refusals (1013: busy or full) during it.
+    streamingAtEnd: t1.streaming,
+    refused: refusals(t1) - refusals(t0),
     wallS: round(wallS, 2),
     stoppedEarly: failed,
     statsTimeouts,

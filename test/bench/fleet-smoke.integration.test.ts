@@ -50,3 +50,14 @@ t.test('npm run bench -- fleet --sessions 5 --seconds 5 writes its result and re
   t.match(cmp.stdout, /^figure\s+A\s+B\s+B \/ A\s+B is/m);
   t.match(cmp.stdout, /server CPU µs per session-s\s+\S+\s+\S+\s+1\.000\s+≈/);
 });
+
+t.test('fleet --open-rate: devices arrive over time, each streaming once ready; the report says how many streamed', async (t) => {
+  const out = path.join(t.testdir(), 'fleet.json');
+  const run = await runBench(['fleet', '--sessions', '4', '--open-rate', '8', '--seconds', '2', '--baseline-seconds', '0', '--idle-settle', '2', '--out', out]);
+  t.equal(run.code, 0, run.stderr);
+  t.match(run.stderr, /service: 4 sessions arriving, 8 per second/, 'a progress phase for the arrivals');
+  t.match(run.stdout, /^ {2}of 4 arriving at 8\/s; refused with 1013 while arriving \/ in the window, at the window's end streaming\s+0 \/ 0, 4\s/m, 'none refused, all four streaming');
+  const r = JSON.parse(readFileSync(out, 'utf8'));
+  t.equal(r.service.window.streamingAtEnd, 4);
+  t.ok(r.service.openMs >= 400, `arriving took about half a second (${r.service.openMs} ms)`);
+});
