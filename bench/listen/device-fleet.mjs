@@ -48,7 +48,8 @@ const SUMMED = ['opened', 'streams', 'closed', 'frames', 'bytes', 'audioMs', 'ke
  * @property {number} paused streaming devices now in a pause
  * @property {number} backlogBytes bytes written by the devices and not yet taken by the kernel
  * @property {number} cpuS the generators' own CPU seconds
- * @property {Record<string, number>} refused sessions refused: upgrades by HTTP status (0: no answer), and `1013` for a close with 1013 before ready (busy or full)
+ * @property {Record<string, number>} refused sessions refused: upgrades by HTTP status (0: no answer), and `1013`
+ *   for a close with 1013 before the session was ready (busy or full)
  * @property {Record<string, number>} unexpected sessions closed by the server (or the network), by close code and the device's state then (`1006 open`: before ready)
  */
 

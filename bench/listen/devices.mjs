@@ -120,10 +120,11 @@ const g = {
     // by the server, or one that was still closing when the parent asked for it again) reconnects at once.
     // A session the server refused with 1013 (busy or full) tries again after 1-3 s, as a device backing off would.
     const again = () => g.churn !== undefined && d.slot < g.churn.count && d.state === 'none';
-    const wanted1 = () => g.churn === undefined && d.slot < wanted.count && d.state === 'none';
-    if (again()) setTimeout(() => again() && ((d.wantStream = true), queueConnect(d)), (d.refused ? 1000 : 0) + Math.random() * (d.refused ? 2000 : 500));
-    else if (wanted1() && d.refused) setTimeout(() => wanted1() && ((d.wantStream = wanted.stream), queueConnect(d)), 1000 + Math.random() * 2000);
-    else if (wanted1()) {
+    const still = () => g.churn === undefined && d.slot < wanted.count && d.state === 'none';
+    const backoffMs = () => 1000 + Math.random() * 2000;
+    if (again()) setTimeout(() => again() && ((d.wantStream = true), queueConnect(d)), d.refused ? backoffMs() : Math.random() * 500);
+    else if (still() && d.refused) setTimeout(() => still() && ((d.wantStream = wanted.stream), queueConnect(d)), backoffMs());
+    else if (still()) {
       d.wantStream = wanted.stream;
       queueConnect(d);
     }

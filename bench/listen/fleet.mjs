@@ -199,7 +199,8 @@ export async function run(options) {
         const fleet = svc.ctx.fleet;
         const openStart = performance.now();
         if (openRate > 0) {
-          // Devices arrive over time, each streaming once ready; the service may refuse some (LISTEN_SHED_DECODE_DELAY_MS).
+          // Devices arrive over time, each streaming once ready; the service may refuse some
+          // (LISTEN_SHED_DECODE_DELAY_MS).
           progress.phase(`service: ${sessions} sessions arriving, ${openRate} per second`, sessions);
           for (let n = 0; n < sessions; ) {
             await new Promise((r) => setTimeout(r, 100));
