@@ -61,6 +61,7 @@ export class Timeline {
  * @property {[number, number][]} decodeBuckets listen_decode_delay_seconds' cumulative buckets, [upper bound s, count]
  * @property {number} loopP99S the main thread's event-loop delay p99 since the previous read, in seconds
  * @property {number} keptS audio kept for later transcription after provider failures since the service started, in seconds
+ * @property {number} liveSessions listen_sessions: the sessions the service holds, those still finishing included
  */
 
 /**
@@ -309,7 +310,13 @@ export async function drain(ctx, codec) {
   const lostMs = totals.audioMs - receivedMs - codecDelayMs;
   // What the service kept for later after a provider failed: not lost, though it never reached the provider live (it
   // also holds audio the provider got but never answered for, so it may exceed what the provider missed).
-  const keptS = (await ctx.delays?.().catch(() => undefined))?.keptS;
+  // A session whose provider failed keeps its audio before it closes: wait until the service holds none (bounded).
+  let engine = await ctx.delays?.().catch(() => undefined);
+  for (const deadline = Date.now() + 60_000; engine && engine.liveSessions > 0 && Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 500));
+    engine = (await ctx.delays?.().catch(() => undefined)) ?? engine;
+  }
+  const keptS = engine?.keptS;
   const keptFrames = keptS === undefined || Number.isNaN(keptS) ? null : Math.round((keptS * 1000) / frameMs);
   return { totals, receivedMs: round(receivedMs, 1), codecDelayMs: round(codecDelayMs, 1), lostMs: round(lostMs, 1), lostFrames: Math.round(lostMs / frameMs), keptFrames, streamsLeftOpen: s.streamsOpen };
 }

@@ -202,11 +202,11 @@ export async function startService(o = {}) {
      * The engine's own view of its delay, from /metrics: the decode-delay histogram's cumulative buckets
      * (listen_decode_delay_seconds, seconds) and the main thread's event-loop delay p99 since the previous scrape
      * (prom-client resets it on each), in seconds; and the audio kept for later transcription after provider failures
-     * so far (stt_kept_audio_seconds_total over every provider), in seconds.
+     * so far (stt_kept_audio_seconds_total over every provider), in seconds; and the sessions it holds.
      */
     async delays() {
       const read = await metrics(child.url);
-      return { decodeBuckets: read.buckets('listen_decode_delay_seconds'), loopP99S: read('nodejs_eventloop_lag_p99_seconds'), keptS: read.sum('stt_kept_audio_seconds_total', 'provider=') };
+      return { decodeBuckets: read.buckets('listen_decode_delay_seconds'), loopP99S: read('nodejs_eventloop_lag_p99_seconds'), keptS: read.sum('stt_kept_audio_seconds_total', 'provider='), liveSessions: read('listen_sessions') };
     },
     /** SIGTERM (graceful drain), then cleans DATA_DIR and the Redis prefix; resolves to the exit code. */
     async stop() {

@@ -88,6 +88,8 @@ export class SessionActor {
   #lastClientMessageMs: number;
   #flushing: Promise<void> | undefined;
   #draining: Promise<void> | undefined;
+  /** The provider failed after the drain began: its unanswered audio is kept before the session closes. */
+  #lateFailure: { f: SttFailure; provider: string } | undefined;
   #clientGone = false;
   /** Counters for tests and metrics. */
   readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0, speakerAssignments: 0, invalidSpeakerAssignments: 0, imageChunks: 0, rejectedImageChunks: 0, imagesCompleted: 0, imagesExpired: 0, corruptFrames: 0 };
@@ -280,6 +282,8 @@ export class SessionActor {
         await this.#custom?.finish();
         await this.#flushing;
         await this.#flushOnce();
+        const late = this.#lateFailure;
+        if (late) await this.#keepUnanswered(late.f, late.provider);
       }
       const open = this.#loop.conversationId;
       if (open) await this.#o.lifecycle.leftInProgress(open, this.uid, this.#o.params.conversationTimeoutS);
@@ -325,7 +329,9 @@ export class SessionActor {
       uplink: (channel) => this.#inlet?.uplink(channel),
       onSegments: (segs, provider, ch) => this.#loop.add(segs.map((x) => this.#raw(x, provider, ch))),
       onFailure: (f, provider) => {
-        this.#draining ??= this.#failed(f, provider);
+        // A provider failing while the session drains (its client left) is kept by the drain itself, after finalize.
+        if (this.#draining) this.#lateFailure ??= { f, provider };
+        else this.#draining = this.#failed(f, provider);
       },
     });
     const r = await speech.open(this.#abort.signal);
@@ -400,21 +406,30 @@ export class SessionActor {
     for (const id of this.#timers) this.#o.scheduler.cancel(id);
     this.#timers = [];
     this.#out.send(sttFailedMessage(f, provider));
-    const log = this.#o.logger;
-    let keptS: number | undefined;
     try {
       await this.#inlet?.finish();
       await this.#flushing;
       await this.#flushOnce();
-      keptS = this.#o.keepAudio ? await this.#speech?.keep(() => this.#loop.anchor(), this.#o.keepAudio, { uid: this.uid, sessionId: this.sessionId, createdAtMs: this.#o.clock.now() }) : 0;
-      log.warn({ sessionId: this.sessionId, provider, reason: f.reason, keptS }, keptS ? 'speech provider failed: audio kept for later transcription' : 'speech provider failed');
+      await this.#keepUnanswered(f, provider);
       const open = this.#loop.conversationId;
       if (open) await this.#o.lifecycle.leftInProgress(open, this.uid, this.#o.params.conversationTimeoutS);
     } catch (err) {
+      this.#o.logger.error({ sessionId: this.sessionId, err: { name: (err as Error)?.name } }, 'session close after a provider failure failed');
+    }
+    this.#close(CloseCode.INTERNAL_ERROR, LISTEN.sttFailedReason);
+  }
+
+  /** Keeps the audio the failed provider never answered for (decoding done), logs and counts the failure. */
+  async #keepUnanswered(f: SttFailure, provider: string): Promise<void> {
+    const log = this.#o.logger;
+    let keptS = 0;
+    try {
+      keptS = (this.#o.keepAudio ? await this.#speech?.keep(() => this.#loop.anchor(), this.#o.keepAudio, { uid: this.uid, sessionId: this.sessionId, createdAtMs: this.#o.clock.now() }) : 0) ?? 0;
+      log.warn({ sessionId: this.sessionId, provider, reason: f.reason, keptS }, keptS ? 'speech provider failed: audio kept for later transcription' : 'speech provider failed');
+    } catch (err) {
       log.error({ sessionId: this.sessionId, err: { name: (err as Error)?.name } }, 'keeping audio after a provider failure failed');
     }
-    this.#o.onProviderFailure?.(provider, f.reason, keptS ?? 0);
-    this.#close(CloseCode.INTERNAL_ERROR, LISTEN.sttFailedReason);
+    this.#o.onProviderFailure?.(provider, f.reason, keptS);
   }
 
   #onPcm(pcm: Int16Array[], corruptFrames: number): void {

@@ -133,6 +133,34 @@ t.test('a provider lost mid-session: stt_failed, 1011, and the unanswered audio 
   t.ok(segs[1].start >= 1.5 + 0.5 - 0.01 && segs[1].start <= 2.2, `kept segment placed at conversation time (${segs[1].start})`);
 });
 
+t.test('a provider lost while the session drains (its client left) still has its unanswered audio kept', async (t) => {
+  const a = new RecordingSttEngine('provider_a');
+  const ts = await startService(t, { sttEngines: [a] });
+  const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
+  await c.ready();
+  for (let i = 0; i < 3; i++) c.ws.send(second);
+  const live = a.streams[0]!;
+  await until(() => live.samples === 48_000, 10_000, 'three seconds decoded');
+  live.acknowledged = 16_000; // the provider answered for the first second only
+  let release!: () => void;
+  live.finalizeGate = new Promise((r) => (release = r));
+  let keptSamples = 0;
+  a.autoAnswer = (s) => {
+    keptSamples = s.samples;
+    return [];
+  };
+  c.close();
+  await until(() => live.finalized, 10_000, 'the drain asked the provider to finalize');
+  // The provider drops while it finalizes: the last two seconds were never answered for.
+  live.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
+  release();
+  await until(() => keptSamples > 0, 20_000, 'kept audio transcribed by the job');
+  t.equal(keptSamples, 32_000, 'exactly the 2 s the provider never answered for');
+  const metrics = (await ts.req('/metrics')).text;
+  t.match(metrics, /^stt_kept_audio_seconds_total\{provider="provider_a"\} 2$/m, 'counted as kept');
+  t.match(metrics, /^stt_stream_failures_total\{provider="provider_a",reason="connection_lost"\} 1$/m);
+});
+
 t.test('unanswered audio is kept encoded and decoded again on failure: the same samples the provider was sent', async (t) => {
   const a = new RecordingSttEngine('provider_a');
   const ts = await startService(t, { sttEngines: [a] });
