@@ -4,9 +4,10 @@
 //
 // Rationale: with the socket on the main thread every provider message crossed three threads (main → shard → main →
 // socket), and the answer waited behind whatever the busy main thread was doing. Measured at 650 streaming sessions
-// (fleet bench, 2 vCPUs, runs in turn): frame p99 41 and 34 ms against 142 and 116, 8% less CPU. The shard sends each decoded
-// batch as one message: the session already holds its frames back until they complete the provider's next message
-// (engine/pool.ts CodecStream.holdUntil()); a batch shorter than `minSamples` (a rest after a pause) waits for more.
+// (fleet bench, 2 vCPUs, runs in turn): frame p99 41 and 34 ms against 142 and 116, 8% less CPU. The shard sends each
+// decoded batch as one message: the session already holds its frames back until they complete the provider's next
+// message (engine/pool.ts CodecStream.holdUntil()); a batch shorter than `minSamples` (a rest after a pause) waits for
+// more.
 import type WebSocket from 'ws';
 import { connectWs } from '../engine/stt/ws-connect.js';
 import type { UplinkEvent, UplinkOpenAnswer, UplinkOpenTask } from './messages.js';

@@ -33,6 +33,8 @@ export class Device {
   wantStream = false;
   /** The server's last close of this slot was a 1013 refusal before the session was ready (busy or full). */
   refused = false;
+  /** performance.now() before which the device does not connect again (its backoff after a refusal). */
+  retryAt = 0;
   inHeap = false;
   key = 0;
   frame = 0;

@@ -85,7 +85,8 @@ function loop() {
 /** @type {Device[]} */
 const connectQueue = [];
 function queueConnect(/** @type {Device} */ d) {
-  if (d.state !== 'none') return;
+  // A device backing off after a 1013 refusal waits it out, however often the parent asks for its slot meanwhile.
+  if (d.state !== 'none' || performance.now() < d.retryAt) return;
   d.state = 'connecting';
   connectQueue.push(d);
   pumpConnects();
@@ -121,7 +122,11 @@ const g = {
     // A session the server refused with 1013 (busy or full) tries again after 1-3 s, as a device backing off would.
     const again = () => g.churn !== undefined && d.slot < g.churn.count && d.state === 'none';
     const still = () => g.churn === undefined && d.slot < wanted.count && d.state === 'none';
-    const backoffMs = () => 1000 + Math.random() * 2000;
+    const backoffMs = () => {
+      const ms = 1000 + Math.random() * 2000;
+      d.retryAt = performance.now() + ms - 10; // the timer below must find it due
+      return ms;
+    };
     if (again()) setTimeout(() => again() && ((d.wantStream = true), queueConnect(d)), d.refused ? backoffMs() : Math.random() * 500);
     else if (still() && d.refused) setTimeout(() => still() && ((d.wantStream = wanted.stream), queueConnect(d)), backoffMs());
     else if (still()) {

@@ -48,7 +48,7 @@ export class Timeline {
  * @property {Timeline} timeline
  * @property {import('../lib/progress.mjs').Progress} progress
  * @property {number} [fakePid] the provider fake's process, when the target streams to one (its CPU shares the box)
- * @property {() => Promise<EngineMetrics>} [delays] the service's own delay metrics; absent for the bare server
+ * @property {() => Promise<EngineMetrics>} [engineMetrics] the service's own figures from its /metrics; absent for the bare server
  */
 
 /**
@@ -57,7 +57,7 @@ export class Timeline {
  */
 
 /**
- * @typedef {object} EngineMetrics one read of the service's /metrics (stack.mjs delays())
+ * @typedef {object} EngineMetrics one read of the service's /metrics (stack.mjs engineMetrics())
  * @property {[number, number][]} decodeBuckets listen_decode_delay_seconds' cumulative buckets, [upper bound s, count]
  * @property {number} loopP99S the main thread's event-loop delay p99 since the previous read, in seconds
  * @property {number} keptS audio kept for later transcription after provider failures since the service started, in seconds
@@ -193,7 +193,7 @@ export async function observe(ctx, o) {
   /** @type {{ bytes: number, chunks: number } | undefined} */
   let totals0;
   const unanswered = stats ? await stats.window().then((s) => ((totals0 = s), false), () => true) : false;
-  const delays0 = await ctx.delays?.().catch(() => undefined);
+  const delays0 = await ctx.engineMetrics?.().catch(() => undefined);
   fleet.takeWindow();
   const seg = new Histogram();
   const late = new Histogram();
@@ -246,7 +246,7 @@ export async function observe(ctx, o) {
   const genS = genPids.reduce((s, p) => s + treeCpuSeconds(p), 0) - gen0;
   const fakeS = ctx.fakePid ? treeCpuSeconds(ctx.fakePid) - fake0 : NaN;
   const cpuWallS = (performance.now() - cpuStart) / 1000;
-  const delays1 = delays0 && (await ctx.delays?.().catch(() => undefined));
+  const delays1 = delays0 && (await ctx.engineMetrics?.().catch(() => undefined));
   const t1 = fleet.totals();
   const sessionSeconds = o.sessions * cpuWallS;
   const refusals = (/** @type {import('./device-fleet.mjs').FleetTotals} */ t) => Object.values(t.refused).reduce((a, b) => a + b, 0);
@@ -309,12 +309,12 @@ export async function drain(ctx, codec) {
   const receivedMs = s.bytes / 32; // 16 kHz s16le: 32 bytes per ms
   const lostMs = totals.audioMs - receivedMs - codecDelayMs;
   // What the service kept for later after a provider failed: not lost, though it never reached the provider live (it
-  // also holds audio the provider got but never answered for, so it may exceed what the provider missed).
-  // A session whose provider failed keeps its audio before it closes: wait until the service holds none (bounded).
-  let engine = await ctx.delays?.().catch(() => undefined);
+  // also holds audio the provider got but never answered for, so it may exceed what the provider missed). A session
+  // whose provider failed keeps its audio before it closes: read it once the service holds none (bounded).
+  let engine = await ctx.engineMetrics?.().catch(() => undefined);
   for (const deadline = Date.now() + 60_000; engine && engine.liveSessions > 0 && Date.now() < deadline; ) {
     await new Promise((r) => setTimeout(r, 500));
-    engine = (await ctx.delays?.().catch(() => undefined)) ?? engine;
+    engine = (await ctx.engineMetrics?.().catch(() => undefined)) ?? engine;
   }
   const keptS = engine?.keptS;
   const keptFrames = keptS === undefined || Number.isNaN(keptS) ? null : Math.round((keptS * 1000) / frameMs);

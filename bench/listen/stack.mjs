@@ -204,7 +204,7 @@ export async function startService(o = {}) {
      * (prom-client resets it on each), in seconds; and the audio kept for later transcription after provider failures
      * so far (stt_kept_audio_seconds_total over every provider), in seconds; and the sessions it holds.
      */
-    async delays() {
+    async engineMetrics() {
       const read = await metrics(child.url);
       return { decodeBuckets: read.buckets('listen_decode_delay_seconds'), loopP99S: read('nodejs_eventloop_lag_p99_seconds'), keptS: read.sum('stt_kept_audio_seconds_total', 'provider='), liveSessions: read('listen_sessions') };
     },

@@ -101,7 +101,7 @@ export async function serviceTarget(o) {
   if (fake) o.sampler.add('provider_a fake', fake.pid);
   const unwatch = watchGenerators(fleet, o.sampler, '');
   /** @type {import('./measure.mjs').Ctx} */
-  const ctx = { fleet, stats: fake?.stats, target: 'service', pid: service.pid, timeline: o.timeline, progress: o.progress, fakePid: fake?.pid, delays: () => service.delays() };
+  const ctx = { fleet, stats: fake?.stats, target: 'service', pid: service.pid, timeline: o.timeline, progress: o.progress, fakePid: fake?.pid, engineMetrics: () => service.engineMetrics() };
   return {
     ctx,
     service,
