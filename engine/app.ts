@@ -35,6 +35,7 @@ import { SttRegistry } from './stt/registry.js';
 import { KeptAudioStore } from './stt/kept-audio.js';
 import { KeptAudioIndex, KeptAudioJobs } from './jobs/kept-audio-jobs.js';
 import { ProcessingQueue } from './jobs/queues.js';
+import { registerQueueMetrics } from './jobs/queue-metrics.js';
 import { SessionEvents } from './jobs/session-events.js';
 import { ProcessConversationWorker } from './jobs/process-conversation.js';
 import { ConversationLifecycle } from './conversation-lifecycle.js';
@@ -146,6 +147,7 @@ export class Service {
       startMemoryTrim({ scheduler, registry, intervalS: config.mallocTrimIntervalS });
       compaction = startHeapCompaction({ scheduler, registry, intervalS: config.heapCompactIntervalS });
       registerMallocMetrics(registry);
+      registerQueueMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : [])]);
       const apiKeys = new ApiKeysRepository(store.knex);
       const versions = new DataVersions({ redis, prefix: config.redisPrefix, logger });
       const users = new UsersRepository(store.knex, versions);

@@ -83,6 +83,11 @@ export class KeptAudioJobs {
     this.#worker.on('error', () => undefined);
   }
 
+  /** The producer side of this node's queue (counts for /metrics). */
+  get queue(): Pick<Queue, 'getJobCounts'> {
+    return this.#queue;
+  }
+
   /** Schedules one kept recording; retried with backoff for about a day while no engine is usable. */
   async add(data: TranscribeKeptData): Promise<void> {
     await this.#index.add(data.conversationId, data.keptId);

@@ -71,6 +71,8 @@ t.test('POST /v1/conversations ends the in-progress conversation; a reconnect re
   const first = ts.service.sessions.sessionsOf('u1')[0]!.conversationId!;
   c.close();
   await until(() => ts.service.sessions.size === 0, 5000, 'first session closed');
+  const queued = async (state: string): Promise<number> => Number(new RegExp(`^jobs_queued\\{queue="processing",state="${state}"\\} (\\d+)$`, 'm').exec((await ts.req('/metrics')).text)?.[1]);
+  t.equal(await queued('delayed'), 1, "/metrics: the conversation's idle check waits on the processing queue");
 
   // Reconnect within the timeout: same conversation, times continue from its start.
   await advance(ts, 5_000);
@@ -92,6 +94,8 @@ t.test('POST /v1/conversations ends the in-progress conversation; a reconnect re
   t.equal((await c2.json((m) => m.type === 'memory_created', 20_000)).memory.id, first, 'and gets memory_created');
   t.equal(actor.conversationId, undefined, 'the session dropped the ended conversation');
   t.equal(actor.state, 'processing', 'PROCESSING until new audio');
+  await until(async () => (await queued('waiting')) + (await queued('active')) === 0, 10_000, 'the processing job done on /metrics');
+  t.pass('/metrics: nothing of the processing queue waits or runs once the conversation is processed');
   await say(ts, c2, [{ text: 'Something new.', speaker: 'SPEAKER_00', start: 0, end: 1 }]);
   t.not(actor.conversationId, first, 'new audio opens a new conversation');
   t.equal((await ts.req('/v1/conversations', { method: 'POST', headers: { authorization: 'Bearer nope' }, body: {} })).status, 401);
