@@ -49,6 +49,9 @@ export class Timeline {
  * @property {import('../lib/progress.mjs').Progress} progress
  * @property {number} [fakePid] the provider fake's process, when the target streams to one (its CPU shares the box)
  * @property {() => Promise<EngineMetrics>} [engineMetrics] the service's own figures from its /metrics; absent for the bare server
+ * @property {(devices: number) => Promise<{ ended: number, ms: number, idle: boolean } | null>} [endConversations] the service
+ *   only: the first `devices` devices' users end their conversations (stack.mjs endConversations) and it waits for
+ *   their processing
  */
 
 /**
@@ -350,6 +353,7 @@ export class RampSearch {
     this.ctx = ctx;
     this.o = o;
     this.n = o.from;
+    this.lastN = 0;
   }
 
   get result() {
@@ -360,6 +364,8 @@ export class RampSearch {
   async step() {
     const { ctx, o } = this;
     const n = this.n;
+    /** The sessions of the step run last (this.n moves on to the next). */
+    this.lastN = n;
     o.sessionsWanted(n);
     ctx.progress.phase(`${ctx.target}: opening ${n} sessions`, n);
     let opened = true;
@@ -458,6 +464,13 @@ export async function rampTogether(searches, o) {
       s.o.sessionsWanted(0);
       s.ctx.progress.phase(`${s.ctx.target}: closing sessions`, 1);
       await s.ctx.fleet.waitFor((t) => t.streaming + t.connecting + t.open + t.ready === 0, 60_000, `${s.ctx.target}: every session closed`).catch(() => {});
+      if (s.ctx.endConversations) {
+        // Else each conversation's processing comes 120 s later (its idle check), inside another step's window,
+        // on the same cores: measured, 0.4-0.65 cores for a few seconds during the bare server's steps.
+        s.ctx.progress.phase(`${s.ctx.target}: ending the step's conversations and waiting for their processing`, 1);
+        const e = await s.ctx.endConversations(s.lastN).catch((/** @type {Error} */ err) => (s.ctx.progress.log(`${s.ctx.target}: ending conversations failed: ${err.message}`), null));
+        if (e) s.ctx.progress.log(`${s.ctx.target}: ${e.ended} conversations ended and processed in ${(e.ms / 1000).toFixed(1)} s${e.idle ? '' : ' (processing still busy at the time limit)'}`);
+      }
       await new Promise((r) => setTimeout(r, o.quietS * 1000));
     }
   }

@@ -208,6 +208,45 @@ export async function startService(o = {}) {
       const read = await metrics(child.url);
       return { decodeBuckets: read.buckets('listen_decode_delay_seconds'), loopP99S: read('nodejs_eventloop_lag_p99_seconds'), keptS: read.sum('stt_kept_audio_seconds_total', 'provider='), liveSessions: read('listen_sessions') };
     },
+    /**
+     * Ends each user's in-progress conversation as the companion app does when recording stops
+     * (`POST /v1/conversations` with `{}`; 404 when there is none), `concurrency` requests at a time, once the
+     * service holds no session; then waits until its processing queue has nothing waiting or running
+     * (`jobs_queued`). Answers the conversations ended and the ms it took, or null when the service has no
+     * `jobs_queued` (an older build): processing then runs when each conversation's idle check comes due.
+     * @param {string[]} tokens ID tokens of the users whose conversations end
+     * @param {{ timeoutMs?: number, concurrency?: number }} [o]
+     */
+    async endConversations(tokens, o = {}) {
+      const t0 = performance.now();
+      const deadline = t0 + (o.timeoutMs ?? 120_000);
+      const poll = async (/** @type {() => Promise<boolean>} */ done) => {
+        while (!(await done())) {
+          if (performance.now() > deadline) return false;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+        return true;
+      };
+      const busy = async () => {
+        const read = await metrics(child.url);
+        return read('jobs_queued{queue="processing",state="waiting"}') + read('jobs_queued{queue="processing",state="active"}');
+      };
+      if (Number.isNaN(await busy())) return null;
+      await poll(async () => (await metrics(child.url))('listen_sessions') === 0);
+      let next = 0;
+      let ended = 0;
+      const worker = async () => {
+        while (next < tokens.length) {
+          const token = tokens[next++];
+          const res = await fetch(`${child.url}/v1/conversations`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+          await res.arrayBuffer();
+          if (res.status === 200) ended++;
+        }
+      };
+      await Promise.all(Array.from({ length: o.concurrency ?? 16 }, worker));
+      const idle = await poll(async () => (await busy()) === 0);
+      return { ended, ms: Math.round(performance.now() - t0), idle };
+    },
     /** SIGTERM (graceful drain), then cleans DATA_DIR and the Redis prefix; resolves to the exit code. */
     async stop() {
       const code = await child.stop();

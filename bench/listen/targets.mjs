@@ -101,7 +101,17 @@ export async function serviceTarget(o) {
   if (fake) o.sampler.add('provider_a fake', fake.pid);
   const unwatch = watchGenerators(fleet, o.sampler, '');
   /** @type {import('./measure.mjs').Ctx} */
-  const ctx = { fleet, stats: fake?.stats, target: 'service', pid: service.pid, timeline: o.timeline, progress: o.progress, fakePid: fake?.pid, engineMetrics: () => service.engineMetrics() };
+  const ctx = {
+    fleet,
+    stats: fake?.stats,
+    target: 'service',
+    pid: service.pid,
+    timeline: o.timeline,
+    progress: o.progress,
+    fakePid: fake?.pid,
+    engineMetrics: () => service.engineMetrics(),
+    endConversations: (n) => service.endConversations(tokens.slice(0, Math.min(n, uids.length))),
+  };
   return {
     ctx,
     service,
