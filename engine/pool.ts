@@ -182,12 +182,21 @@ export class ShardUplink {
 
   /** Frees the socket in the shard at once; no handler is called afterwards. */
   terminate(): void {
+    this.#end(undefined);
+  }
+
+  /** Ends the socket in the shard with a close frame of `code` (at once if it is not open); no handler is called afterwards. */
+  close(code: number): void {
+    this.#end(code);
+  }
+
+  #end(code: number | undefined): void {
     this.#handlers = undefined;
     this.#early = [];
     if (this.#closed) return;
     this.#closed = true;
     this.stream.dropUplink(this);
-    void this.run({ type: 'uplinkClose', key: this.stream.key, channel: this.channel }).catch(() => undefined);
+    void this.run({ type: 'uplinkClose', key: this.stream.key, channel: this.channel, ...(code !== undefined ? { code } : {}) }).catch(() => undefined);
   }
 
   /** @internal an event of the socket in the shard. */

@@ -157,7 +157,7 @@ export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnsw
         uplinks.get(task.key, task.channel)?.take([task.pcm]);
         return { ok: true };
       case 'uplinkClose':
-        uplinks.close(task.key, task.channel);
+        uplinks.close(task.key, task.channel, task.code);
         return { ok: true };
       case 'heap': {
         const h = getHeapStatistics();

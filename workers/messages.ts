@@ -98,6 +98,8 @@ export interface UplinkOpenTask {
   maxBufferedBytes: number;
   /** A decoded batch shorter than this waits for the next one (providers refuse messages under 20 ms). */
   minSamples: number;
+  /** A text message sent as soon as the socket is open, before any audio (provider_b's config frame). */
+  firstText?: string;
 }
 
 /** A text message on a channel's provider socket; `flush` sends a waiting rest of PCM first. */
@@ -117,11 +119,12 @@ export interface UplinkPcmTask {
   pcm: Int16Array;
 }
 
-/** Frees a channel's provider socket at once. */
+/** Frees a channel's provider socket: at once, or with a close frame of `code` when it is open. */
 export interface UplinkCloseTask {
   type: 'uplinkClose';
   key: number;
   channel: number;
+  code?: number;
 }
 
 export type CodecTask = OpenTask | DecodePackedTask | CloseTask | CrashTask | HeapTask | UplinkOpenTask | UplinkTextTask | UplinkPcmTask | UplinkCloseTask;

@@ -35,6 +35,8 @@ export class Uplink {
     this.#emit = emit;
     const ws = connectWs(task, (a) => {
       this.#state = a.ok ? 'open' : 'down';
+      // Before any audio: the shard sends a batch's PCM as soon as the socket is open.
+      if (a.ok && task.firstText !== undefined) ws.send(task.firstText);
       opened(a);
     });
     this.#ws = ws;
@@ -93,12 +95,15 @@ export class Uplink {
     if (this.#state === 'open') this.#ws.send(text);
   }
 
-  /** Frees the socket at once (no close frame); no event follows. */
-  terminate(): void {
+  /** Frees the socket: at once, or with a close frame of `code` when it is open; no event follows. */
+  terminate(code?: number): void {
+    const wasOpen = this.#state === 'open';
     this.#state = 'down';
     this.#carry = undefined;
     this.#ws.removeAllListeners('close');
-    this.#ws.terminate();
+    this.#ws.removeAllListeners('message');
+    if (code !== undefined && wasOpen) this.#ws.close(code);
+    else this.#ws.terminate();
   }
 
   #send(pcm: Int16Array): void {
@@ -142,10 +147,10 @@ export class Uplinks {
     });
   }
 
-  close(key: number, channel: number): void {
+  close(key: number, channel: number, code?: number): void {
     const u = this.get(key, channel);
     if (u === undefined) return;
-    u.terminate();
+    u.terminate(code);
     this.#remove(u);
   }
 

@@ -92,7 +92,7 @@ export class SessionActor {
   #lateFailure: { f: SttFailure; provider: string } | undefined;
   #clientGone = false;
   /** Counters for tests and metrics. */
-  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, malformed: 0, speakerAssignments: 0, invalidSpeakerAssignments: 0, imageChunks: 0, rejectedImageChunks: 0, imagesCompleted: 0, imagesExpired: 0, corruptFrames: 0 };
+  readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, uplinkedSamples: 0, malformed: 0, speakerAssignments: 0, invalidSpeakerAssignments: 0, imageChunks: 0, rejectedImageChunks: 0, imagesCompleted: 0, imagesExpired: 0, corruptFrames: 0 };
   /** speaker_assigned maps (REFERENCE §1.7): applied to later segments in the 600 ms step. */
   readonly #speakers = new SpeakerAssignments();
   /** image_chunk reassembly (REFERENCE §1.8); expired images are swept on the heartbeat. */
@@ -446,6 +446,7 @@ export class SessionActor {
   /** PCM the codec shard sent on a provider socket it holds. */
   #onUplinked(channel: number, samples: number): void {
     this.stats.pcmSamples += samples;
+    this.stats.uplinkedSamples += samples;
     this.#speech?.uplinked(channel, samples);
     this.#holdForSpeech();
   }

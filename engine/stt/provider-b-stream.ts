@@ -5,8 +5,10 @@
 // covered by the provider's `final_audio_proc_ms` is told by acknowledgedSamples() (the session keeps the rest,
 // encoded: engine/audio/encoded-tail.ts). A stream fails at
 // most once; the words already final are emitted before the failure. Logs carry ids, reasons and codes only. Audio
-// goes out through a PcmBatcher (100 ms messages by default) rather than a socket write per decoded batch.
-import WebSocket from 'ws';
+// goes out through a PcmBatcher (100 ms messages by default) rather than a socket write per decoded batch; with the
+// socket in the session's codec shard (engine/stt/provider-socket.ts), the shard sends each decoded batch itself and
+// the stream learns what went out from taken().
+import type { ProviderSocket } from './provider-socket.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
@@ -44,13 +46,15 @@ interface FinalizeWaiter {
 export class ProviderBStream extends SttEmitter implements SttStream {
   readonly provider = PROVIDER;
   readonly sessionId: string;
-  readonly #ws: WebSocket;
+  readonly #ws: ProviderSocket;
   readonly #deps: StreamDeps;
   readonly #onGone: () => void;
   readonly #segmenter = new TokenSegmenter();
   /** Samples written, and samples covered by final tokens. */
   #written = 0;
   #acked = 0;
+  /** Samples of the first message (with a socket in the shard: the first hold). */
+  readonly #firstSamples: number;
   readonly #batcher: PcmBatcher;
   #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
   #failure: SttFailure | undefined;
@@ -62,20 +66,22 @@ export class ProviderBStream extends SttEmitter implements SttStream {
 
   /** @internal built by ProviderBEngine.open() once the upgrade succeeded */
   /** `firstSamples`: the first message's length (deps.sendSamples, or fewer to stagger streams that start together). */
-  constructor(ws: WebSocket, sessionId: string, deps: StreamDeps, onGone: () => void, firstSamples = deps.sendSamples) {
+  constructor(ws: ProviderSocket, sessionId: string, deps: StreamDeps, onGone: () => void, firstSamples = deps.sendSamples) {
     super();
     this.#ws = ws;
     this.sessionId = sessionId;
     this.#deps = deps;
     this.#onGone = onGone;
+    this.#firstSamples = firstSamples;
     this.#batcher = new PcmBatcher({ sendSamples: deps.sendSamples, minSamples: MIN_SEND_SAMPLES, firstSamples, flusher: deps.flusher, send: (pcm) => this.#sendAudio(pcm) });
     this.#lastActivityMs = deps.clock.now();
-    ws.on('message', (data: Buffer, isBinary: boolean) => {
-      if (!isBinary) this.#message(data.toString('utf8'));
-    });
-    ws.on('close', () => {
-      if (this.#state === 'open') this.#fail(failureFor(ProviderBReason.CONNECTION_LOST));
-      else this.#finished?.();
+    ws.listen({
+      text: (text) => this.#message(text),
+      close: () => {
+        if (this.#state === 'open') this.#fail(failureFor(ProviderBReason.CONNECTION_LOST));
+        else this.#finished?.();
+      },
+      stuck: () => this.#fail(failureFor(ProviderBReason.SEND_FAILED)),
     });
     this.#keepalive = deps.scheduler.every(deps.keepaliveMs / 2, () => this.#tick());
   }
@@ -88,14 +94,26 @@ export class ProviderBStream extends SttEmitter implements SttStream {
   /** Sends 16 kHz mono PCM (copied: the caller's array may be a shared view). Ignored unless the stream is open. */
   write(pcm: Int16Array): void {
     if (this.#state !== 'open' || pcm.length === 0) return;
+    if (this.#ws.inShard) {
+      // What still reaches this thread with the socket in the shard (the decoders' tail): after the shard's own audio.
+      this.#ws.sendAudio(pcm);
+      return this.taken(pcm.length);
+    }
     this.#written += pcm.length;
     this.#batcher.write(pcm);
+  }
+
+  /** PCM the session's codec shard sent on this stream's socket (a socket in the shard). */
+  taken(samples: number): void {
+    if (this.#state !== 'open') return;
+    this.#written += samples;
+    this.#lastActivityMs = this.#deps.clock.now();
   }
 
   #sendAudio(pcm: Int16Array): void {
     if (this.#state !== 'open') return;
     if (this.#ws.bufferedAmount > this.#deps.maxBufferedBytes) return this.#fail(failureFor(ProviderBReason.SEND_FAILED));
-    this.#ws.send(new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+    this.#ws.sendAudio(pcm);
     this.#lastActivityMs = this.#deps.clock.now();
   }
 
@@ -105,7 +123,10 @@ export class ProviderBStream extends SttEmitter implements SttStream {
   }
 
   samplesUntilSend(): number {
-    return this.#state === 'open' ? this.#batcher.samplesUntilSend : 0;
+    if (this.#state !== 'open') return 0;
+    // In the shard every decoded batch is one message: the hold is a message's worth each time.
+    if (this.#ws.inShard) return this.#written === 0 ? this.#firstSamples : this.#deps.sendSamples;
+    return this.#batcher.samplesUntilSend;
   }
 
   #acknowledge(sample: number): void {
@@ -121,7 +142,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
       const waiter: FinalizeWaiter = { done: false, resolve, timer: 0 };
       waiter.timer = this.#deps.scheduler.after(this.#deps.finalizeTimeoutMs, () => this.#settle(waiter));
       this.#finalizers.push(waiter);
-      this.#ws.send(JSON.stringify({ type: 'finalize' }));
+      this.#ws.sendText(JSON.stringify({ type: 'finalize' }), true);
     });
   }
 
@@ -139,7 +160,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
       scheduler.cancel(this.#keepalive);
       const finished = new Promise<void>((resolve) => (this.#finished = resolve));
       const timer = scheduler.after(this.#deps.finishTimeoutMs, () => this.#finished?.());
-      this.#ws.send('');
+      this.#ws.sendText('', true);
       await finished;
       scheduler.cancel(timer);
     }
@@ -147,8 +168,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     this.#state = 'closed';
     this.#stop();
     if (!wasFailed) this.emitSegments(this.#segmenter.flush());
-    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.close(1000);
-    else if (this.#ws.readyState === WebSocket.CONNECTING) this.#ws.terminate();
+    this.#ws.close(1000);
     const left = this.#written - this.#acked;
     this.#deps.logger.info({ sessionId: this.sessionId, provider: PROVIDER, unacknowledgedMs: Math.round((left * 1000) / SAMPLE_RATE_HZ) }, 'stt provider stream closed');
     this.#onGone();
@@ -203,7 +223,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     if (this.#state !== 'open') return;
     const now = this.#deps.clock.now();
     if (now - this.#lastActivityMs < this.#deps.keepaliveMs) return;
-    this.#ws.send(JSON.stringify({ type: 'keepalive' }));
+    this.#ws.sendText(JSON.stringify({ type: 'keepalive' }), false);
     this.#lastActivityMs = now;
   }
 

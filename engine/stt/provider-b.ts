@@ -4,9 +4,13 @@
 // backoff and fail-over belong to the layer above. The key goes both as `Authorization: Bearer` on the upgrade (the
 // provider's current way; config-only keys are refused from 2027-01-15) and as `api_key` in the config frame (what
 // its official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key.
+// With a socket offered in the session's codec shard (SttStreamOptions.uplink, STT_SOCKETS=codec) the connection is
+// made there, the config frame goes first from the shard, and the shard sends the decoded PCM itself.
 import WebSocket from 'ws';
+import type { ShardUplink } from '../pool.js';
 import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs } from './provider-b-protocol.js';
-import { firstMessageSamples, sendSamplesOf } from './pcm-batcher.js';
+import { MIN_SEND_SAMPLES, firstMessageSamples, sendSamplesOf } from './pcm-batcher.js';
+import { LocalSocket } from './provider-socket.js';
 import { PROVIDER, ProviderBStream, SAMPLE_RATE_HZ, type StreamDeps } from './provider-b-stream.js';
 import { StaleFlusher } from './stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttFailure, type SttStreamOptions } from './types.js';
@@ -26,6 +30,9 @@ export interface ProviderBEngineOptions extends RemoteEngineOptions {
   /** Bytes queued on the socket past which the stream fails with send_failed. @defaultValue 1048576 (about 32 s of audio) */
   maxBufferedBytes?: number;
 }
+
+/** Longest message taken from the provider over a socket in a codec shard, in bytes (its token messages are small). */
+const MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
 
 /** One per process; each open() is one connection attempt. */
 export class ProviderBEngine implements SttEngine {
@@ -70,6 +77,8 @@ export class ProviderBEngine implements SttEngine {
     if (this.#closed) return Promise.reject(new SttOpenError(failureFor(ProviderBReason.INITIALIZATION_FAILED), 'engine closed'));
     if (!this.supports(opts.language)) return Promise.reject(new SttOpenError(failureFor(ProviderBReason.LANGUAGE_UNSUPPORTED)));
     if (opts.sampleRateHz !== SAMPLE_RATE_HZ) return Promise.reject(new RangeError('sampleRateHz must be 16000'));
+    const uplink = opts.uplink?.(opts.channel ?? 0);
+    if (uplink) return this.#openInShard(uplink, opts);
     const { clock, scheduler, logger } = this.#deps;
     const ws = new WebSocket(this.#url, { headers: { authorization: `Bearer ${this.#apiKey}` }, perMessageDeflate: false });
     ws.on('error', () => undefined); // every error is followed by 'close', handled below or by the stream
@@ -93,7 +102,7 @@ export class ProviderBEngine implements SttEngine {
       ws.once('open', () => {
         ws.off('close', onClose);
         const first = firstMessageSamples(this.#deps.sendSamples, this.#staggerFirst);
-        const stream = new ProviderBStream(ws, opts.sessionId, this.#deps, () => this.#streams.delete(stream), first);
+        const stream = new ProviderBStream(new LocalSocket(ws, () => undefined), opts.sessionId, this.#deps, () => this.#streams.delete(stream), first);
         const frame = configFrame(this.#apiKey, this.#model, opts.language, SAMPLE_RATE_HZ);
         ws.send(JSON.stringify(frame), (err) => {
           const failure = stream.failure;
@@ -114,6 +123,48 @@ export class ProviderBEngine implements SttEngine {
           resolve(stream);
         });
       });
+    });
+  }
+
+  /**
+   * The same attempt over a socket in the session's codec shard: the shard connects, sends the config frame before
+   * any audio, and answers how the upgrade went. An error frame answering the config (a bad key) arrives after this
+   * resolved and fails the stream then, as it does over the network from a remote provider.
+   */
+  #openInShard(uplink: ShardUplink, opts: SttStreamOptions): Promise<ProviderBStream> {
+    const { clock, scheduler, logger } = this.#deps;
+    return new Promise<ProviderBStream>((resolve, reject) => {
+      let settled = false;
+      const refuse = (failure: SttFailure, afterMs?: number): void => {
+        if (settled) return;
+        settled = true;
+        scheduler.cancel(timer);
+        uplink.terminate();
+        logger.warn({ sessionId: opts.sessionId, provider: PROVIDER, reason: failure.reason, retryAfterMs: afterMs }, 'stt provider refused the stream');
+        reject(new SttOpenError(failure, failure.reason, afterMs));
+      };
+      const timer = scheduler.after(this.#connectTimeoutMs, () => refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED)));
+      const firstText = JSON.stringify(configFrame(this.#apiKey, this.#model, opts.language, SAMPLE_RATE_HZ));
+      uplink
+        .open({ url: this.#url, headers: { authorization: `Bearer ${this.#apiKey}` }, maxPayload: MAX_PAYLOAD_BYTES, maxBufferedBytes: this.#deps.maxBufferedBytes, minSamples: MIN_SEND_SAMPLES, firstText })
+        .then(
+          (a) => {
+            if (!a.ok) {
+              if (a.status === undefined) return refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
+              return refuse(failureFromStatus(a.status), retryAfterMs(a.retryAfter, clock.now()));
+            }
+            if (settled) return uplink.terminate(); // timed out meanwhile
+            if (this.#closed) return refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
+            settled = true;
+            scheduler.cancel(timer);
+            const first = firstMessageSamples(this.#deps.sendSamples, this.#staggerFirst);
+            const stream = new ProviderBStream(uplink, opts.sessionId, this.#deps, () => this.#streams.delete(stream), first);
+            this.#streams.add(stream);
+            logger.info({ sessionId: opts.sessionId, provider: PROVIDER, model: this.#model, inShard: true }, 'stt provider stream opened');
+            resolve(stream);
+          },
+          () => refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED)),
+        );
     });
   }
 

@@ -23,6 +23,8 @@ export interface ProviderSocket {
   sendText(text: string, flush: boolean): void;
   /** Frees the socket at once, without a close frame; no handler is called afterwards. */
   terminate(): void;
+  /** Ends the socket with a close frame of `code` when it is open (else at once); no handler is called afterwards. */
+  close(code: number): void;
 }
 
 /** A `ws` client socket on this thread, already open. */
@@ -55,6 +57,13 @@ export class LocalSocket implements ProviderSocket {
   }
 
   terminate(): void {
+    this.#ws.removeAllListeners('close');
     this.#ws.terminate();
+  }
+
+  close(code: number): void {
+    this.#ws.removeAllListeners('close');
+    if (this.#ws.readyState === this.#ws.OPEN) this.#ws.close(code);
+    else this.#ws.terminate();
   }
 }

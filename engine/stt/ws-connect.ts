@@ -1,7 +1,7 @@
-// One client WebSocket connection attempt to a speech provider, as both places a provider_a socket can live make it
-// (engine/stt/provider-a.ts on the main thread, workers/uplink.ts in a codec shard): no compression, no redirects,
-// and a refused handshake reported with its status, Retry-After and request id (ws alone says only "Unexpected
-// server response").
+// One client WebSocket connection attempt to a speech provider, as both places a provider socket can live make it
+// (engine/stt/provider-a.ts on the main thread; workers/uplink.ts in a codec shard, for provider_a and provider_b): no
+// compression, no redirects, and a refused handshake reported with its status, Retry-After and request id (ws alone
+// says only "Unexpected server response").
 import WebSocket from 'ws';
 
 /** How an attempt went: open, or why not (`status` when the provider answered the upgrade with an HTTP error). */

@@ -30,10 +30,13 @@ async function transcript(ts: TestService, id: string): Promise<{ text: string; 
 
 const words = (speaker: number, at: number, ...texts: string[]) => texts.map((text, i) => ({ text, start_ms: at + i * 300, end_ms: at + i * 300 + 250, speaker }));
 
-t.test('provider_b: scripted words arrive as segments with their speakers; ready names the provider', async (t) => {
+// Both places a provider_b socket can live (STT_SOCKETS): the codec shard that decodes the session connects, sends the
+// config frame before any audio and the decoded PCM itself; on the main thread the stream does all of it.
+for (const sockets of ['codec', 'main'] as const) {
+t.test(`provider_b, sockets on the ${sockets} thread: scripted words arrive as segments with their speakers; ready names the provider`, async (t) => {
   const fake = await soniox(t);
   fake.script({ tokens: [...words(1, 100, 'Hello', ' there', '.'), ...words(2, 1200, ' Hi', ' back', '.')], finalLagMs: 500 });
-  const ts = await startService(t, { env: providerB(fake) });
+  const ts = await startService(t, { env: { ...providerB(fake), STT_SOCKETS: sockets } });
   const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
   t.same(await c.ready(), { type: 'service_status', status: 'ready', provider: 'provider_b' });
   stream(c, 3);
@@ -45,6 +48,11 @@ t.test('provider_b: scripted words arrive as segments with their speakers; ready
   }, 10_000, 'all three seconds');
   t.equal(fake.sessions[0]!.config?.sample_rate, 16000, 'the provider was told the format');
   t.equal(fake.sessions[0]!.misalignedFrames, 0, 'whole samples only');
+  const got = new Int16Array(new Uint8Array(Buffer.concat(fake.sessions[0]!.audio)).buffer);
+  t.same(got, sine(300, 16000, 3, 3000).subarray(0, got.length), 'the device’s samples, in order');
+  const { uplinkedSamples } = ts.service.sessions.sessionsOf('u1')[0]!.stats;
+  if (sockets === 'codec') t.ok(uplinkedSamples >= 48_000 - 640, `the codec shard sent the PCM itself (${uplinkedSamples} samples)`);
+  else t.equal(uplinkedSamples, 0, 'the PCM went out from the main thread');
   const seen: any[] = [];
   await until(async () => {
     await advance(ts, 600);
@@ -56,6 +64,10 @@ t.test('provider_b: scripted words arrive as segments with their speakers; ready
   t.match([...last.values()], [{ text: 'Hello there.', speaker: 'SPEAKER_00', stt_provider: 'provider_b' }, { text: 'Hi back.', speaker: 'SPEAKER_01' }]);
   c.close();
   await c.closed;
+  await until(() => fake.sessions[0]!.closed, 10_000, 'the provider stream closed');
+  t.equal(fake.sessions[0]!.audioBytes, 96_000, 'every sample reached the provider before the end of audio');
+  t.equal(fake.sessions[0]!.endOfAudio, 'text', 'the end of audio was the empty text frame');
+  t.equal(fake.sessions[0]!.error, undefined, 'and nothing the provider refused');
 
   // Usage: the seconds the provider received and the words it gave, for this user, provider and day.
   await until(async () => {
@@ -66,6 +78,7 @@ t.test('provider_b: scripted words arrive as segments with their speakers; ready
   t.match(usage.days, [{ provider: 'provider_b', words: 4 }]);
   t.ok(Math.abs(usage.days[0].audio_seconds - 3) < 0.05, `3 s of audio billed (${usage.days[0].audio_seconds})`);
 });
+}
 
 t.test('custom_stt=enabled with CUSTOM_STT_URL: the app codec bytes go to the custom server unchanged, its segments come back', async (t) => {
   const custom = await startFakeCustomStt();
