@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import type { ShardUplink } from '../pool.js';
 import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs } from './provider-b-protocol.js';
 import { MIN_SEND_SAMPLES, firstMessageSamples, sendSamplesOf } from './pcm-batcher.js';
-import { LocalSocket } from './provider-socket.js';
+import { LocalSocket, type ProviderSocket } from './provider-socket.js';
 import { PROVIDER, ProviderBStream, SAMPLE_RATE_HZ, type StreamDeps } from './provider-b-stream.js';
 import { StaleFlusher } from './stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttFailure, type SttStreamOptions } from './types.js';
@@ -79,48 +79,29 @@ export class ProviderBEngine implements SttEngine {
     if (opts.sampleRateHz !== SAMPLE_RATE_HZ) return Promise.reject(new RangeError('sampleRateHz must be 16000'));
     const uplink = opts.uplink?.(opts.channel ?? 0);
     if (uplink) return this.#openInShard(uplink, opts);
-    const { clock, scheduler, logger } = this.#deps;
     const ws = new WebSocket(this.#url, { headers: { authorization: `Bearer ${this.#apiKey}` }, perMessageDeflate: false });
     ws.on('error', () => undefined); // every error is followed by 'close', handled below or by the stream
     return new Promise<ProviderBStream>((resolve, reject) => {
-      let settled = false;
-      const refuse = (failure: SttFailure, afterMs?: number): void => {
-        if (settled) return;
-        settled = true;
-        scheduler.cancel(timer);
-        ws.terminate();
-        logger.warn({ sessionId: opts.sessionId, provider: PROVIDER, reason: failure.reason, retryAfterMs: afterMs }, 'stt provider refused the stream');
-        reject(new SttOpenError(failure, failure.reason, afterMs));
-      };
-      const timer = scheduler.after(this.#connectTimeoutMs, () => refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED)));
-      const onClose = (): void => refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
+      const attempt = this.#attempt(opts.sessionId, () => ws.terminate(), reject);
+      const onClose = (): void => attempt.refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
       ws.once('close', onClose);
       ws.once('unexpected-response', (_req, res) => {
         res.resume();
-        refuse(failureFromStatus(res.statusCode ?? 0), retryAfterMs(res.headers['retry-after'], clock.now()));
+        attempt.refuse(failureFromStatus(res.statusCode ?? 0), retryAfterMs(res.headers['retry-after'], this.#deps.clock.now()));
       });
       ws.once('open', () => {
         ws.off('close', onClose);
-        const first = firstMessageSamples(this.#deps.sendSamples, this.#staggerFirst);
-        const stream = new ProviderBStream(new LocalSocket(ws, () => undefined), opts.sessionId, this.#deps, () => this.#streams.delete(stream), first);
-        const frame = configFrame(this.#apiKey, this.#model, opts.language, SAMPLE_RATE_HZ);
-        ws.send(JSON.stringify(frame), (err) => {
+        const stream = this.#stream(new LocalSocket(ws, () => undefined), opts.sessionId);
+        ws.send(JSON.stringify(this.#configFrame(opts)), (err) => {
           const failure = stream.failure;
           if (err || failure) {
             // Lost before the config went out, or answered at once with an error frame (e.g. a bad key).
             const reason = !failure || failure.reason === ProviderBReason.CONNECTION_LOST ? failureFor(ProviderBReason.INITIALIZATION_FAILED) : failure;
-            return refuse(reason);
+            return attempt.refuse(reason);
           }
-          if (settled) return void stream.close(); // timed out meanwhile
-          if (this.#closed) {
-            void stream.close();
-            return refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
-          }
-          settled = true;
-          scheduler.cancel(timer);
-          this.#streams.add(stream);
-          logger.info({ sessionId: opts.sessionId, provider: PROVIDER, model: this.#model }, 'stt provider stream opened');
-          resolve(stream);
+          if (!this.#closed && attempt.succeed()) return resolve(this.#opened(stream, false));
+          void stream.close(); // timed out meanwhile, or the engine is closing
+          attempt.refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
         });
       });
     });
@@ -132,40 +113,62 @@ export class ProviderBEngine implements SttEngine {
    * resolved and fails the stream then, as it does over the network from a remote provider.
    */
   #openInShard(uplink: ShardUplink, opts: SttStreamOptions): Promise<ProviderBStream> {
-    const { clock, scheduler, logger } = this.#deps;
     return new Promise<ProviderBStream>((resolve, reject) => {
-      let settled = false;
-      const refuse = (failure: SttFailure, afterMs?: number): void => {
-        if (settled) return;
+      const attempt = this.#attempt(opts.sessionId, () => uplink.terminate(), reject);
+      const spec = { url: this.#url, headers: { authorization: `Bearer ${this.#apiKey}` }, maxPayload: MAX_PAYLOAD_BYTES, maxBufferedBytes: this.#deps.maxBufferedBytes, minSamples: MIN_SEND_SAMPLES };
+      uplink.open({ ...spec, firstText: JSON.stringify(this.#configFrame(opts)) }).then(
+        (a) => {
+          if (!a.ok && a.status !== undefined) return attempt.refuse(failureFromStatus(a.status), retryAfterMs(a.retryAfter, this.#deps.clock.now()));
+          if (a.ok && !this.#closed && attempt.succeed()) return resolve(this.#opened(this.#stream(uplink, opts.sessionId), true));
+          uplink.terminate(); // refused without a status, timed out meanwhile, or the engine is closing
+          attempt.refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
+        },
+        () => attempt.refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED)),
+      );
+    });
+  }
+
+  #configFrame(opts: SttStreamOptions): ReturnType<typeof configFrame> {
+    return configFrame(this.#apiKey, this.#model, opts.language, SAMPLE_RATE_HZ);
+  }
+
+  #stream(socket: ProviderSocket, sessionId: string): ProviderBStream {
+    const first = firstMessageSamples(this.#deps.sendSamples, this.#staggerFirst);
+    const stream: ProviderBStream = new ProviderBStream(socket, sessionId, this.#deps, () => this.#streams.delete(stream), first);
+    return stream;
+  }
+
+  #opened(stream: ProviderBStream, inShard: boolean): ProviderBStream {
+    this.#streams.add(stream);
+    this.#deps.logger.info({ sessionId: stream.sessionId, provider: PROVIDER, model: this.#model, inShard }, 'stt provider stream opened');
+    return stream;
+  }
+
+  /**
+   * One open() attempt's end: refused at most once (the connect timer cancelled, the socket freed, a warn line, the
+   * promise rejected with an SttOpenError), or succeed() once it is not (false when it already was).
+   */
+  #attempt(sessionId: string, free: () => void, reject: (err: SttOpenError) => void): { refuse(failure: SttFailure, afterMs?: number): void; succeed(): boolean } {
+    const { scheduler, logger } = this.#deps;
+    let settled = false;
+    const refuse = (failure: SttFailure, afterMs?: number): void => {
+      if (settled) return;
+      settled = true;
+      scheduler.cancel(timer);
+      free();
+      logger.warn({ sessionId, provider: PROVIDER, reason: failure.reason, retryAfterMs: afterMs }, 'stt provider refused the stream');
+      reject(new SttOpenError(failure, failure.reason, afterMs));
+    };
+    const timer = scheduler.after(this.#connectTimeoutMs, () => refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED)));
+    return {
+      refuse,
+      succeed(): boolean {
+        if (settled) return false;
         settled = true;
         scheduler.cancel(timer);
-        uplink.terminate();
-        logger.warn({ sessionId: opts.sessionId, provider: PROVIDER, reason: failure.reason, retryAfterMs: afterMs }, 'stt provider refused the stream');
-        reject(new SttOpenError(failure, failure.reason, afterMs));
-      };
-      const timer = scheduler.after(this.#connectTimeoutMs, () => refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED)));
-      const firstText = JSON.stringify(configFrame(this.#apiKey, this.#model, opts.language, SAMPLE_RATE_HZ));
-      uplink
-        .open({ url: this.#url, headers: { authorization: `Bearer ${this.#apiKey}` }, maxPayload: MAX_PAYLOAD_BYTES, maxBufferedBytes: this.#deps.maxBufferedBytes, minSamples: MIN_SEND_SAMPLES, firstText })
-        .then(
-          (a) => {
-            if (!a.ok) {
-              if (a.status === undefined) return refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
-              return refuse(failureFromStatus(a.status), retryAfterMs(a.retryAfter, clock.now()));
-            }
-            if (settled) return uplink.terminate(); // timed out meanwhile
-            if (this.#closed) return refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
-            settled = true;
-            scheduler.cancel(timer);
-            const first = firstMessageSamples(this.#deps.sendSamples, this.#staggerFirst);
-            const stream = new ProviderBStream(uplink, opts.sessionId, this.#deps, () => this.#streams.delete(stream), first);
-            this.#streams.add(stream);
-            logger.info({ sessionId: opts.sessionId, provider: PROVIDER, model: this.#model, inShard: true }, 'stt provider stream opened');
-            resolve(stream);
-          },
-          () => refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED)),
-        );
-    });
+        return true;
+      },
+    };
   }
 
   /** Closes every open stream (each flushes, bounded) and refuses new ones. */
