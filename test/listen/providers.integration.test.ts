@@ -190,6 +190,12 @@ t.test('provider_a: a 12 s pause is bridged by KeepAlive, then 429 at connect is
   t.equal(fake.attempts.length, 3, 'one refused attempt and one accepted (plus the first session)');
   d.close();
   await d.closed;
+  // The sessions drain on the service's clock (Finalize and CloseStream waits are bounded by it): move it until they
+  // are gone, as time would, or the shutdown in teardown waits on a clock that never moves.
+  await until(async () => {
+    await advance(ts, 1000);
+    return ts.service.sessions.size === 0;
+  }, 20_000, 'both sessions drained');
 });
 
 // Both places a provider_a socket can live (STT_SOCKETS): in the codec shard the session's PCM goes onto it from that
