@@ -185,7 +185,10 @@ export class ShardUplink {
     this.#end(undefined);
   }
 
-  /** Ends the socket in the shard with a close frame of `code` (at once if it is not open); no handler is called afterwards. */
+  /**
+   * Ends the socket in the shard with a close frame of `code` (at once if it is not open); no handler is called
+   * afterwards.
+   */
   close(code: number): void {
     this.#end(code);
   }

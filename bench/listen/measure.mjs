@@ -49,9 +49,9 @@ export class Timeline {
  * @property {import('../lib/progress.mjs').Progress} progress
  * @property {number} [fakePid] the provider fake's process, when the target streams to one (its CPU shares the box)
  * @property {() => Promise<EngineMetrics>} [engineMetrics] the service's own figures from its /metrics; absent for the bare server
- * @property {(devices: number) => Promise<{ ended: number, ms: number, idle: boolean } | null>} [endConversations] the service
- *   only: the first `devices` devices' users end their conversations (stack.mjs endConversations) and it waits for
- *   their processing
+ * @property {(devices: number) => Promise<{ ended: number, ms: number, idle: boolean } | null>} [endConversations]
+ *   the service only: the first `devices` devices' users end their conversations (stack.mjs endConversations) and
+ *   it waits for their processing
  */
 
 /**
