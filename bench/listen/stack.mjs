@@ -173,15 +173,14 @@ export async function startService(o = {}) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-listen-'));
   const env = await serviceEnv(dataDir, { MAX_SESSIONS: '100000', ...o.env });
   const child = await startChild({ name: 'service', args: [...SERVICE_NODE_ARGS, ...extraNodeArgs(), ...(o.nodeArgs ?? []), o.entry ?? SERVICE_ENTRY], env, port: Number(env.PORT), probePath: '/health' });
+  /** `listen_sessions` from /metrics: the sessions the service holds. */
+  const liveSessions = async () => (await metrics(child.url))('listen_sessions');
   return {
     child,
     env,
     port: Number(env.PORT),
     pid: /** @type {number} */ (child.proc.pid),
-    /** `listen_sessions` from /metrics: the sessions the service holds. */
-    async liveSessions() {
-      return (await metrics(child.url))('listen_sessions');
-    },
+    liveSessions,
     /**
      * Where the RSS is, from /metrics, in bytes: the main thread's V8 heap (used, committed) and external memory, and
      * malloc's own accounting over every thread (in use, including mmapped chunks; free but kept in its arenas), and
@@ -232,7 +231,7 @@ export async function startService(o = {}) {
         return read('jobs_queued{queue="processing",state="waiting"}') + read('jobs_queued{queue="processing",state="active"}');
       };
       if (Number.isNaN(await busy())) return null;
-      await poll(async () => (await metrics(child.url))('listen_sessions') === 0);
+      await poll(async () => (await liveSessions()) === 0);
       let next = 0;
       let ended = 0;
       const worker = async () => {

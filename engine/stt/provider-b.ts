@@ -8,7 +8,7 @@
 // made there, the config frame goes first from the shard, and the shard sends the decoded PCM itself.
 import WebSocket from 'ws';
 import type { ShardUplink } from '../pool.js';
-import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs } from './provider-b-protocol.js';
+import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs, type ProviderBConfigFrame } from './provider-b-protocol.js';
 import { MIN_SEND_SAMPLES, firstMessageSamples, sendSamplesOf } from './pcm-batcher.js';
 import { LocalSocket, type ProviderSocket } from './provider-socket.js';
 import { PROVIDER, ProviderBStream, SAMPLE_RATE_HZ, type StreamDeps } from './provider-b-stream.js';
@@ -128,7 +128,7 @@ export class ProviderBEngine implements SttEngine {
     });
   }
 
-  #configFrame(opts: SttStreamOptions): ReturnType<typeof configFrame> {
+  #configFrame(opts: SttStreamOptions): ProviderBConfigFrame {
     return configFrame(this.#apiKey, this.#model, opts.language, SAMPLE_RATE_HZ);
   }
 
