@@ -76,21 +76,29 @@ export function rssBytes(pid) {
  * The RSS a freshly started process settles at: sampled every second for at least `minS` seconds, until the last five
  * samples lie within 1% of each other (at most `maxS`); their median. Measured here: the idle service sat at 125 MiB
  * for its first 9 s and at 94 MiB from 16 s on (its first malloc trim, then V8's memory reducer), so an idle figure
- * read at start-up made every per-session figure after it look up to 30 MiB smaller.
+ * read at start-up made every per-session figure after it look up to 30 MiB smaller. While `busy()` answers true
+ * (something else uses the box meanwhile) the samples do not count: the five (or `minS`) come after it, and `maxS`
+ * counts from its end.
  * @param {number} pid
- * @param {{ minS?: number, maxS?: number, onSample?: (secondsLeft: number) => void }} [o]
+ * @param {{ minS?: number, maxS?: number, onSample?: (secondsLeft: number) => void, busy?: () => boolean }} [o]
  */
 export async function settledRss(pid, o = {}) {
   const minS = o.minS ?? 20;
   const maxS = Math.max(minS, o.maxS ?? 45);
   /** @type {number[]} */
-  const xs = [];
-  for (let i = 1; i <= maxS; i++) {
+  let xs = [];
+  let busyUntil = 0;
+  for (let i = 1; i <= busyUntil + maxS; i++) {
     await new Promise((r) => setTimeout(r, 1000));
+    if (o.busy?.()) {
+      busyUntil = i;
+      xs = [];
+      continue;
+    }
     xs.push(rssBytes(pid));
-    o.onSample?.(maxS - i);
+    o.onSample?.(busyUntil + maxS - i);
     const last = xs.slice(-5);
-    if (i >= minS && Math.max(...last) <= Math.min(...last) * 1.01) break;
+    if (i >= minS && last.length >= Math.min(5, minS) && Math.max(...last) <= Math.min(...last) * 1.01) break;
   }
   return median(xs.slice(-5));
 }

@@ -68,16 +68,21 @@ export function num(options, name, fallback) {
  * @param {Record<string, string | true>} options
  * @param {import('../lib/progress.mjs').Progress} progress
  * @param {() => void} [onSample] called at each RSS sample too (once a second)
+ * @param {() => boolean} [busy] true while something else runs on the box (and owns the progress bar): samples
+ *   taken meanwhile do not count
  */
-export function idleRss(pid, options, progress, onSample) {
+export function idleRss(pid, options, progress, onSample, busy) {
   const minS = num(options, 'idle-settle', 20);
   const maxS = Math.max(minS, 45);
-  progress.phase('service: idle RSS settling', maxS);
+  /** The bar's 100%: seconds up to the settling's bound, from its first sample that counts. */
+  let total = 0;
   return settledRss(pid, {
     minS,
     maxS,
+    busy,
     onSample: (left) => {
-      progress.update(maxS - left);
+      if (total === 0) progress.phase('service: idle RSS settling', (total = left + 1));
+      progress.update(total - left);
       onSample?.();
     },
   });
@@ -177,22 +182,40 @@ export async function run(options) {
     if (sessions < 1 || seconds < 1) throw new Error('--sessions and --seconds must be at least 1');
     const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs });
     const pid = svc.service.pid;
-    // The baseline's stack starts while the service's idle RSS settles (its processes then wait idle, as in the
-    // interleaved ramp), so that `fleet --sessions 50 --seconds 20` stays under a minute.
+    // The baseline runs while the service's idle RSS settles (the samples taken meanwhile do not count), so that
+    // `fleet --sessions 50 --seconds 20` stays under a minute; with --open-rate it runs after the service, for as
+    // many sessions as were streaming in the service's window.
     const bareUp = baselineSeconds > 0 ? bareTarget({ ...common, devices: sessions }) : undefined;
-    bareUp?.catch(() => undefined); // awaited after the service (a failed start is reported there)
+    bareUp?.catch(() => undefined); // awaited where the baseline runs (a failed start is reported there)
     let bareStopped = false;
     let exitCode = null;
     /** @type {any} */
     const figures = { stt: svc.stt, note: svc.note };
     /** Sessions the figures are per: all of them, or with --open-rate those streaming when the window starts. */
     let measured = sessions;
+    const runBare = async (/** @type {number} */ n) => {
+      const bare = await /** @type {NonNullable<typeof bareUp>} */ (bareUp);
+      try {
+        bare.ctx.fleet.open(n, true);
+        progress.phase(`bare: opening ${n} sessions`, n);
+        await bare.ctx.fleet.waitFor((t) => (progress.update(t.streaming), t.streaming >= n), 30_000 + n * 50, `${n} streaming sessions`);
+        await new Promise((r) => setTimeout(r, 1000));
+        figures.bare = await observe(bare.ctx, { seconds: baselineSeconds, label: `bare: ${n} sessions streaming`, sessions: n });
+        figures.bareDrain = await drain(bare.ctx, fixture);
+      } finally {
+        bareStopped = true;
+        await bare.stop();
+      }
+    };
+    const bareFirst = bareUp && openRate === 0 ? runBare(sessions) : undefined;
+    bareFirst?.catch(() => undefined); // awaited once the idle RSS has settled
     try {
       try {
         // The idle CPU is read over the settled RSS's last two seconds, when the service was idle by that measure.
         /** @type {[number, number][]} */
         const cpuAt = [];
-        figures.idleRss = await idleRss(pid, options, progress, () => cpuAt.push([performance.now(), treeCpuSeconds(pid)]));
+        figures.idleRss = await idleRss(pid, options, progress, () => cpuAt.push([performance.now(), treeCpuSeconds(pid)]), bareFirst && (() => !bareStopped));
+        await bareFirst;
         const [from, to] = [cpuAt[cpuAt.length - 3], cpuAt[cpuAt.length - 1]];
         figures.idleCores = from && to ? (to[1] - from[1]) / ((to[0] - from[0]) / 1000) : await coresOver(pid, 2);
         figures.idleMem = await svc.service.memory();
@@ -233,20 +256,7 @@ export async function run(options) {
       } finally {
         exitCode = await svc.stop();
       }
-      if (bareUp) {
-        const bare = await bareUp;
-        try {
-          bare.ctx.fleet.open(measured, true);
-          progress.phase(`bare: opening ${measured} sessions`, measured);
-          await bare.ctx.fleet.waitFor((t) => (progress.update(t.streaming), t.streaming >= measured), 30_000 + measured * 50, `${measured} streaming sessions`);
-          await new Promise((r) => setTimeout(r, 1000));
-          figures.bare = await observe(bare.ctx, { seconds: baselineSeconds, label: `bare: ${measured} sessions streaming`, sessions: measured });
-          figures.bareDrain = await drain(bare.ctx, fixture);
-        } finally {
-          bareStopped = true;
-          await bare.stop();
-        }
-      }
+      if (bareUp && !bareFirst) await runBare(measured);
     } finally {
       // The service's phases failed: the baseline's stack, started beside them, goes too.
       if (bareUp && !bareStopped) await (await bareUp.catch(() => undefined))?.stop();
