@@ -86,7 +86,7 @@ function memoryPerSession(idle, end, sessions) {
     const grew = (end[k] ?? NaN) - (idle[k] ?? NaN);
     return Number.isNaN(grew) ? '-' : v(kib(grew, sessions));
   };
-  return `${d('heapUsed')} / ${d('heapTotal')}, ${d('external')}, ${d('mallocInUse')} / ${d('mallocFree')}`;
+  return `${d('heapUsed')} / ${d('heapTotal')}, ${d('codecHeapUsed')} / ${d('codecHeapTotal')}, ${d('external')}, ${d('mallocInUse')} / ${d('mallocFree')}`;
 }
 
 /** @param {any} a */
@@ -120,8 +120,9 @@ export function fleetResult(a) {
       ['server CPU, cores: idle / sessions ready / streaming', `${v(round3(f.idleCores))} / ${v(round3(f.idleSessionsCores))} / ${v(w.serverCores)}`, `- / - / ${v(b?.serverCores)}`, v(ratio(w.serverCores, b?.serverCores)), ''],
       ['server RSS idle / with the sessions (median, max), MiB', `${v(Math.round(f.idleRss / 2 ** 20))} / ${v(steadyRssMiB(w))}, ${v(w.rssMaxMiB)}`, b ? `- / ${v(steadyRssMiB(b))}, ${v(b.rssMaxMiB)}` : '-', '', ''],
       ['RSS per idle session, KiB', v(rssPerIdle), '-', '', ''],
+      ['  of it: JS heap used / committed (main thread, codec threads), external, malloc in use / free, KiB', memoryPerSession(f.idleMem, f.idleSessionsMem, sessions), '-', '', ''],
       ['RSS per streaming session beyond idle (median, max), KiB', `${v(rssPerSession)}, ${v(rssPerSessionMax)}`, '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
-      ['  of it: JS heap used / committed, external, malloc in use / free, KiB (at the window\'s end)', memoryPerSession(f.idleMem, f.windowMem, sessions), '-', '', ''],
+      ['  of it: JS heap used / committed (main thread, codec threads), external, malloc in use / free, KiB (at the window\'s end)', memoryPerSession(f.idleMem, f.windowMem, sessions), '-', '', ''],
       ['generator CPU, cores (µs per session-second)', `${v(w.generatorCores)} (${v(w.generatorCpuUsPerSessionS)})`, b ? `${v(b.generatorCores)} (${v(b.generatorCpuUsPerSessionS)})` : '-', '', ''],
       ['provider_a fake CPU, cores (a stand-in for a remote service, on the same cores)', v(w.fakeCores), '-', '', ''],
       ['PCM per message at the provider (bare: per decoded frame), mean ms', v(w.messageMs), v(b?.messageMs), '', ''],

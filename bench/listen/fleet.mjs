@@ -242,6 +242,7 @@ export async function run(options) {
           figures.openMs = Math.round(performance.now() - openStart);
           figures.idleSessionsCores = await coresOver(pid, 2);
           figures.idleSessionsRss = rssBytes(pid);
+          figures.idleSessionsMem = await svc.service.memory();
           // Phase 2: they all stream; 2 s of warm-up, then the measured window.
           fleet.stream();
           await fleet.waitFor((t) => t.streaming >= sessions, 10_000, `${sessions} streaming sessions`);

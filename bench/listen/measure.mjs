@@ -55,7 +55,7 @@ export class Timeline {
  */
 
 /**
- * @typedef {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number, codecHeapTotal?: number }} ServiceMemory
+ * @typedef {{ heapUsed: number, heapTotal: number, external: number, mallocInUse: number, mallocFree: number, codecHeapUsed?: number, codecHeapTotal?: number }} ServiceMemory
  *   the service's memory split at one moment, in bytes (stack.mjs memory())
  */
 
@@ -174,6 +174,7 @@ export function memoryLines(timeline, m) {
   timeline.add('memory', 'malloc in use', mib(m.mallocInUse));
   timeline.add('memory', 'malloc kept free', mib(m.mallocFree));
   if (m.codecHeapTotal !== undefined) timeline.add('memory', 'codec threads JS heap committed', mib(m.codecHeapTotal));
+  if (m.codecHeapUsed !== undefined) timeline.add('memory', 'codec threads JS heap used', mib(m.codecHeapUsed));
 }
 
 /**

@@ -17,14 +17,32 @@ const ORDER_NOTES = /** @type {Record<string, string>} */ ({
   'service-first': 'the service was ramped first, then the bare server (--service-first)',
 });
 
+/**
+ * The two passing steps whose CPU per session the ramp compares: at one N, the largest both passed; else the service's
+ * capacity step against the bare server's smallest passing step at or above it (the bare server's cost per session
+ * falls as N grows, so this flatters it a little, never the service); else the two capacities' steps.
+ * @param {{ capacity: number, steps: any[] }} fleet
+ * @param {{ capacity: number, steps: any[] }} limit
+ * @returns {{ svc: any, bare: any }}
+ */
+export function cpuComparison(fleet, limit) {
+  const passed = (/** @type {any[]} */ steps) => new Map(steps.filter((s) => s.pass).map((s) => [s.sessions, s]));
+  const fp = passed(fleet.steps);
+  const lp = passed(limit.steps);
+  const common = Math.max(0, ...[...fp.keys()].filter((n) => lp.has(n)));
+  if (common > 0) return { svc: fp.get(common), bare: lp.get(common) };
+  const above = Math.min(...[...lp.keys()].filter((n) => n >= fleet.capacity));
+  return { svc: fp.get(fleet.capacity), bare: lp.get(Number.isFinite(above) ? above : limit.capacity) };
+}
+
 /** @param {any} a */
 export function rampResult(a) {
   const { limit, fleet } = a;
   const passed = (/** @type {any} */ r) => new Map(r.steps.filter((/** @type {any} */ s) => s.pass).map((/** @type {any} */ s) => [s.sessions, s]));
   const lp = passed(limit);
   const fp = passed(fleet);
-  const common = Math.max(0, ...[...fp.keys()].filter((n) => lp.has(n)));
-  const at = common > 0 ? { svc: fp.get(common), bare: lp.get(common) } : { svc: fp.get(fleet.capacity), bare: lp.get(limit.capacity) };
+  const at = cpuComparison(fleet, limit);
+  const cpuAt = at.svc && at.bare ? (at.svc.sessions === at.bare.sessions ? String(at.svc.sessions) : `service at ${at.svc.sessions}, bare at ${at.bare.sessions}`) : 'capacity';
   const cpuRatio = ratio(at.svc?.serverCpuUsPerSessionS, at.bare?.serverCpuUsPerSessionS);
   const share = ratio(fleet.capacity, limit.capacity);
   const top = fp.get(fleet.capacity);
@@ -40,7 +58,7 @@ export function rampResult(a) {
       ['capacity, sessions (largest passing step)', v(fleet.capacity), v(limit.capacity), v(share), `≥ ${GOALS.capacityShareOfLimit} and ≥ ${GOALS.minCapacity}`],
       ['first failing step', v(fleet.firstFail), v(limit.firstFail), '', ''],
       ['frame latency at capacity p50/p95/p99/max, ms', pct(top?.lag), pct(lp.get(limit.capacity)?.lag), '', `p99 < ${RAMP_P99_MS}`],
-      [`server CPU µs per session-second (at ${common || 'capacity'})`, v(at.svc?.serverCpuUsPerSessionS), v(at.bare?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}×`],
+      [`server CPU µs per session-second (at ${cpuAt})`, v(at.svc?.serverCpuUsPerSessionS), v(at.bare?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}×`],
       ['generator CPU at capacity, cores', v(top?.generatorCores), v(lp.get(limit.capacity)?.generatorCores), '', ''],
       ['provider_a fake CPU at capacity, cores (the same box)', v(top?.fakeCores), '-', '', ''],
       [`RSS per streaming session beyond idle (at ${up?.sessions ?? '-'}${up === top ? '' : ', the last pass before a failure'}), KiB`, v(rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],

@@ -184,7 +184,7 @@ export async function startService(o = {}) {
     /**
      * Where the RSS is, from /metrics, in bytes: the main thread's V8 heap (used, committed) and external memory, and
      * malloc's own accounting over every thread (in use, including mmapped chunks; free but kept in its arenas), and
-     * the codec threads' V8 heaps, committed, summed over the shards (in neither of the others).
+     * the codec threads' V8 heaps, used and committed, summed over the shards (in neither of the others).
      */
     async memory() {
       const read = await metrics(child.url);
@@ -194,6 +194,7 @@ export async function startService(o = {}) {
         external: read('nodejs_external_memory_bytes'),
         mallocInUse: read('process_malloc_bytes{state="in_use"}') + read('process_malloc_bytes{state="mmapped"}'),
         mallocFree: read('process_malloc_bytes{state="free"}'),
+        codecHeapUsed: read.sum('codec_thread_heap_bytes', 'state="used"'),
         codecHeapTotal: read.sum('codec_thread_heap_bytes', 'state="committed"'),
       };
     },
