@@ -18,7 +18,8 @@ const SCENARIOS = {
 
 const HELP = `usage: npm run bench -- <scenario> [options]
 scenarios:
-  fleet     simulated wearables streaming to /v4/listen of the real service (STT: the provider_a fake): latency, loss,
+  fleet     simulated wearables streaming to /v4/listen of the real service (STT: the provider_a fake, or provider_b's
+            with --stt provider_b): latency, loss,
             CPU and RSS per session, vs a bare uWebSockets.js server; --ramp searches for capacity
   limit     the box's ceiling: the same generator against a bare uWebSockets.js server that only decodes each frame
   churn     sessions come (5-30 s of audio) and go for 10 minutes: the service's RSS must come back

@@ -124,7 +124,7 @@ export function fleetResult(a) {
       ['RSS per streaming session beyond idle (median, max), KiB', `${v(rssPerSession)}, ${v(rssPerSessionMax)}`, '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
       ['  of it: JS heap used / committed (main thread, codec threads), external, malloc in use / free, KiB (at the window\'s end)', memoryPerSession(f.idleMem, f.windowMem, sessions), '-', '', ''],
       ['generator CPU, cores (µs per session-second)', `${v(w.generatorCores)} (${v(w.generatorCpuUsPerSessionS)})`, b ? `${v(b.generatorCores)} (${v(b.generatorCpuUsPerSessionS)})` : '-', '', ''],
-      ['provider_a fake CPU, cores (a stand-in for a remote service, on the same cores)', v(w.fakeCores), '-', '', ''],
+      [`${f.stt === 'provider_b' ? 'provider_b' : 'provider_a'} fake CPU, cores (a stand-in for a remote service, on the same cores)`, v(w.fakeCores), '-', '', ''],
       ['PCM per message at the provider (bare: per decoded frame), mean ms', v(w.messageMs), v(b?.messageMs), '', ''],
       ['generator lateness p50 / p95 / p99 / max, ms', pct(w.lateness), pct(b?.lateness), '', ''],
       ['sessions closed early', v(w.unexpectedCloses), v(b?.unexpectedCloses), '', '0'],
@@ -138,7 +138,7 @@ export function fleetResult(a) {
   ];
   const notes = [
     f.note,
-    `stt: ${f.stt === 'provider_a' ? 'the provider_a fake, a separate process' : f.stt === 'custom' ? 'none (custom_stt=enabled; devices send suggested_transcript every 2 s)' : 'the service’s default engine'}`,
+    `stt: ${f.stt === 'provider_a' || f.stt === 'provider_b' ? `the ${f.stt} fake, a separate process` : f.stt === 'custom' ? 'none (custom_stt=enabled; devices send suggested_transcript every 2 s)' : 'the service’s default engine'}`,
     LATENCY_NOTE,
     Number(a.options['pause-every'] ?? 0) > 0 ? 'devices paused (--pause-every): the frame latency counts each pause as delay, since it is measured against the audio clock; the segment latency and the loss count are not affected' : undefined,
     SEGMENT_NOTE,

@@ -28,7 +28,8 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
   --seconds S         measured streaming time (default 30)
   --codec C           pcm8, pcm16, opus, opus_fs320, aac, lc3, lc3_fs1030 (default opus_fs320)
   --stt MODE          auto: the provider_a fake when the service streams to it, else custom (default)
-                      provider_a: require it; custom: custom_stt=enabled (no STT stage); local: the default engine
+                      provider_a: require it; provider_b: the provider_b (Soniox protocol) fake instead;
+                      custom: custom_stt=enabled (no STT stage); local: the default engine
   --baseline-seconds S  the same load against the bare uWS server for S seconds, for the CPU ratio (default 5; 0: skip)
   --ramp              capacity search instead: the largest N with p99 frame latency < 100 ms and no loss for --hold
                       seconds, of the bare server and of the service with the same generator, taking turns step by
@@ -103,7 +104,7 @@ export function fleetOptions(options) {
 export async function run(options) {
   const codec = /** @type {import('./fixtures.mjs').CodecName} */ (String(options.codec ?? 'opus_fs320'));
   const stt = /** @type {any} */ (String(options.stt ?? 'auto'));
-  if (!['auto', 'provider_a', 'custom', 'local'].includes(stt)) throw new Error('--stt must be auto, provider_a, custom or local');
+  if (!['auto', 'provider_a', 'provider_b', 'custom', 'local'].includes(stt)) throw new Error('--stt must be auto, provider_a, provider_b, custom or local');
   const m = machine();
   m.calibration = await calibrate();
   const fixture = await loadFixture(codec);

@@ -8,6 +8,8 @@ import { BENCH_DIR, ROOT_DIR } from '../lib/report.mjs';
 import { cleanRedis, serviceEnv, startChild, track } from '../lib/processes.mjs';
 
 export const FAKE_PROVIDER = 'dist/test/fakes/deepgram-server.js';
+/** The provider_b fake (Soniox's realtime protocol), for `--stt provider_b`. */
+export const FAKE_PROVIDER_B = 'dist/test/fakes/soniox-server.js';
 export const SERVICE_ENTRY = 'dist/engine/index.js';
 /**
  * Node flags `npm start` runs the service with, read from package.json's start script (the V8 heap settings), so
@@ -76,10 +78,17 @@ async function startPortChild(name, args) {
   };
 }
 
-/** The provider_a fake (test/fakes/deepgram-server.ts, built to dist/): Deepgram's live protocol, Results every ~2 s of audio. */
-export async function startFakeProvider(/** @type {string} */ key) {
-  if (!existsSync(path.join(ROOT_DIR, FAKE_PROVIDER))) throw new Error(`${FAKE_PROVIDER} is missing: build the service (npm run build)`);
-  return startPortChild('provider_a fake', [FAKE_PROVIDER, '--port', '0', '--key', key]);
+/**
+ * A provider fake in its own process, built to dist/: provider_a's (test/fakes/deepgram-server.ts: Deepgram's live
+ * protocol, Results every ~2 s of audio) or provider_b's (test/fakes/soniox-server.ts: Soniox's realtime protocol,
+ * an answer per audio message and a word every 2 s of audio). Both answer GET /stats and POST /stats/reset.
+ * @param {string} key
+ * @param {'provider_a' | 'provider_b'} [provider]
+ */
+export async function startFakeProvider(key, provider = 'provider_a') {
+  const file = provider === 'provider_b' ? FAKE_PROVIDER_B : FAKE_PROVIDER;
+  if (!existsSync(path.join(ROOT_DIR, file))) throw new Error(`${file} is missing: build the service (npm run build)`);
+  return startPortChild(`${provider} fake`, [file, '--port', '0', '--key', key]);
 }
 
 /**
@@ -276,8 +285,8 @@ export async function signTokens(env, uids, ttlS) {
 }
 
 /**
- * Whether the service streams a session's audio to the provider_a fake: one session, 1 s of audio, then the fake's
- * streamsOpened. False means the service does not use provider_a (not wired yet, or STT_PROVIDERS ignored).
+ * Whether the service streams a session's audio to the provider fake: one session, 1 s of audio, then the fake's
+ * streamsOpened. False means the service does not use that provider (not wired yet, or STT_PROVIDERS ignored).
  * @param {{ port: number }} service
  * @param {ProviderStats} fake
  * @param {{ uid: string, token: string, query: string, frames: Buffer[] }} o

@@ -1,5 +1,6 @@
 // What a listen bench drives its devices at: the real service (with the provider_a fake behind it when the service
-// streams to provider_a) or the bare uWS baseline; each comes with its device generators and a measurement context.
+// streams to provider_a, or provider_b's with --stt provider_b) or the bare uWS baseline; each comes with its device
+// generators and a measurement context.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -33,10 +34,10 @@ function watchGenerators(fleet, sampler, suffix) {
 }
 
 /**
- * The service, and the provider_a fake when `stt` is provider_a (or auto and the service streams to it).
- * `stt`: 'auto' (provider_a when the service uses it, else custom), 'provider_a', 'custom' (custom_stt=enabled:
+ * The service, and the provider fake when `stt` is provider_a (or auto and the service streams to it) or provider_b.
+ * `stt`: 'auto' (provider_a when the service uses it, else custom), 'provider_a', 'provider_b', 'custom' (custom_stt=enabled:
  * no STT; devices send suggested_transcript), 'local' (the service's default engine).
- * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'custom' | 'local', nodeArgs?: string[] }} o
+ * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'provider_b' | 'custom' | 'local', nodeArgs?: string[] }} o
  */
 export async function serviceTarget(o) {
   const { fixture } = o;
@@ -51,20 +52,24 @@ export async function serviceTarget(o) {
     stt = 'custom';
   }
   const query = (/** @type {string} */ mode) => `codec=${fixture.codec}&sample_rate=${fixture.sampleRate}&language=en${mode === 'custom' ? '&custom_stt=enabled' : ''}`;
-  /** Starts the service (and the fake for provider_a); for provider_a, answers whether the service streams to it. */
+  /** The provider whose fake the service streams to, if any. */
+  const provider = stt === 'provider_b' ? 'provider_b' : stt === 'auto' || stt === 'provider_a' ? 'provider_a' : undefined;
+  /** Starts the service (and the provider's fake); with a fake, answers whether the service streams to it. */
   const start = async (/** @type {string} */ entry) => {
     /** @type {Record<string, string>} */
     let env = {};
-    if (stt === 'auto' || stt === 'provider_a') {
+    if (provider) {
       const key = randomBytes(12).toString('hex');
-      fake = await startFakeProvider(key);
-      env = { STT_PROVIDERS: 'provider_a', PROVIDER_A_URL: `ws://127.0.0.1:${fake.port}/v1/listen`, PROVIDER_A_API_KEY: key };
+      fake = await startFakeProvider(key, provider);
+      env = provider === 'provider_a'
+        ? { STT_PROVIDERS: 'provider_a', PROVIDER_A_URL: `ws://127.0.0.1:${fake.port}/v1/listen`, PROVIDER_A_API_KEY: key }
+        : { STT_PROVIDERS: 'provider_b', PROVIDER_B_URL: `ws://127.0.0.1:${fake.port}/transcribe-websocket`, PROVIDER_B_API_KEY: key };
     }
     const service = await startService({ env, nodeArgs: o.nodeArgs, entry });
     const tokens = await signTokens(service.env, [...uids, 'bench-probe'], o.tokenTtlS ?? 7200);
     if (!fake) return { service, tokens, wired: false };
-    o.progress.log(`service: checking that ${entry} streams to the provider_a fake (one probe session)`);
-    const wired = await streamsToProvider(service, fake.stats, { uid: 'bench-probe', token: /** @type {string} */ (tokens.at(-1)), query: query('provider_a'), frames: fixture.frames });
+    o.progress.log(`service: checking that ${entry} streams to the ${provider} fake (one probe session)`);
+    const wired = await streamsToProvider(service, fake.stats, { uid: 'bench-probe', token: /** @type {string} */ (tokens.at(-1)), query: query(String(provider)), frames: fixture.frames });
     if (!wired) {
       await service.stop();
       await fake.stop();
@@ -86,6 +91,9 @@ export async function serviceTarget(o) {
       s = await start(SERVICE_ENTRY);
     } else stt = 'provider_a';
     if (note) o.progress.log(`service: ${note}`);
+  } else if (stt === 'provider_b' && !s.wired) {
+    // start() stopped the service and the fake.
+    throw new Error('the service opened no stream at the provider_b fake');
   }
   const { service, tokens } = s;
   const fleet = await DeviceFleet.start({
@@ -98,7 +106,7 @@ export async function serviceTarget(o) {
     ...o.fleet,
   });
   o.sampler.add('service', service.pid);
-  if (fake) o.sampler.add('provider_a fake', fake.pid);
+  if (fake) o.sampler.add('provider fake', fake.pid);
   const unwatch = watchGenerators(fleet, o.sampler, '');
   /** @type {import('./measure.mjs').Ctx} */
   const ctx = {
@@ -122,7 +130,7 @@ export async function serviceTarget(o) {
       await fleet.exit();
       unwatch();
       o.sampler.remove('service');
-      o.sampler.remove('provider_a fake');
+      o.sampler.remove('provider fake');
       const code = await service.stop();
       await fake?.stop();
       return code;

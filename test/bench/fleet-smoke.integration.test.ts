@@ -61,3 +61,19 @@ t.test('fleet --open-rate: devices arrive over time, each streaming once ready; 
   t.equal(r.service.window.streamingAtEnd, 4);
   t.ok(r.service.openMs >= 400, `arriving took about half a second (${r.service.openMs} ms)`);
 });
+
+t.test('fleet --stt provider_b: the service streams to the provider_b fake, which measures the PCM as provider_a’s does', async (t) => {
+  const out = path.join(t.testdir(), 'fleet.json');
+  const run = await runBench(['fleet', '--stt', 'provider_b', '--sessions', '3', '--seconds', '3', '--baseline-seconds', '0', '--idle-settle', '2', '--out', out]);
+  t.equal(run.code, 0, run.stderr);
+  t.match(run.stderr, /checking that .* streams to the provider_b fake/);
+  t.match(run.stdout, /^provider_b fake CPU, cores/m, 'the fake’s CPU is reported under its name');
+  const r = JSON.parse(readFileSync(out, 'utf8'));
+  t.equal(r.service.stt, 'provider_b');
+  const w = r.service.window;
+  t.type(w.lag.p99, 'number', 'frame latency is measured at the provider_b fake');
+  t.ok(w.lag.count >= 3 * 2 * 5, `PCM messages arrived there (${w.lag.count})`);
+  t.equal(w.messageMs, 100, '100 ms of PCM per message (STT_SEND_MS)');
+  t.equal(r.service.drain.lostFrames, 0, 'no frame lost between the devices and the provider');
+  t.equal(r.service.drain.streamsLeftOpen, 0, 'every provider stream ended');
+});

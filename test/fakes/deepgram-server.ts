@@ -6,13 +6,13 @@
 // Upgrade checks, in order: `Authorization: Token <key>` (or the browser form, subprotocols `token, <key>`) else 401;
 // the query (deepgram-query.ts) else 400; then the next scripted step (accept, reject with a status, or hold).
 // Time for the idle rule comes from the injected clock; `sweep()` applies it (a real interval also does, every second).
-import { pathToFileURL } from 'node:url';
 import uWS from 'uWebSockets.js';
 import { systemClock, type Clock } from '../../engine/clock.js';
 import { credential, refusalOf } from './deepgram-handshake.js';
 import { checkListenQuery } from './deepgram-query.js';
 import { FakeStream, type StreamBehaviour, type StreamContext } from './deepgram-stream.js';
 import { LagHistogram, type LagSummary } from './lag-histogram.js';
+import { runStandalone } from './standalone.js';
 
 export { FakeStream, type ScriptedResult, type ScriptedWord, type StreamBehaviour } from './deepgram-stream.js';
 
@@ -250,28 +250,13 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
   return fake;
 }
 
-/** Standalone mode for the load bench. */
-async function main(argv: string[]): Promise<void> {
-  const arg = (name: string) => {
-    const i = argv.indexOf(name);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
-  const fake = await startFakeDeepgram({
+// Standalone mode for the load bench.
+runStandalone(import.meta.url, (arg) =>
+  startFakeDeepgram({
     apiKey: arg('--key') ?? null,
     host: arg('--host') ?? '127.0.0.1',
     port: Number(arg('--port') ?? 0),
     keepClosed: false,
     fallback: { kind: 'accept', autoEveryS: 2 },
-  });
-  process.stdout.write(`${JSON.stringify({ port: fake.port })}\n`);
-  const stop = () => void fake.close().then(() => process.exit(0));
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-}
-
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main(process.argv.slice(2)).catch((err: unknown) => {
-    process.stderr.write(`${String(err)}\n`);
-    process.exit(1);
-  });
-}
+  }),
+);

@@ -225,3 +225,41 @@ t.test('the documented connection auth (Authorization: Bearer, no api_key in the
   const refused = await connect('wrong-key', FAKE_SONIOX_KEY);
   t.match(refused, [{ error_code: 401 }], 'the key sent with the connection is the one that counts');
 });
+
+t.test('bench mode: a sentence every 2 s of audio, counts and lateness over HTTP /stats, nothing recorded', async (t) => {
+  const fake = await fakeFor(t, { record: false, fallback: { fillerEveryS: 2 } });
+  const session = sdk(fake).realtime.stt(CONFIG);
+  const finals: RealtimeToken[] = [];
+  session.on('token', (tk) => tk.is_final && finals.push(tk));
+  await session.connect();
+  for (let i = 0; i < 50; i++) session.sendAudio(audio(100));
+  await session.finish();
+  // Words at 0, 2 and 4 s (400 ms each): the last one is made final by the end of audio.
+  t.same(finals.map((tk) => [tk.text, tk.start_ms, tk.end_ms]), [['Bench.', 0, 400], [' Bench.', 2000, 2400], [' Bench.', 4000, 4400]]);
+  t.same(fake.sessions, [], 'no record kept');
+  const http = `http://${new URL(fake.url).host}`;
+  const stats = (await (await fetch(`${http}/stats`)).json()) as Record<string, unknown>;
+  t.match(stats, { streamsOpened: 1, bytes: 5000 * 32, chunks: 50, lagMs: { count: 50 } });
+  const reset = (await (await fetch(`${http}/stats/reset`, { method: 'POST' })).json()) as Record<string, unknown>;
+  t.match(reset, { ok: true, bytes: 5000 * 32, chunks: 50 }, 'the reset answers what it reset');
+  t.match(fake.stats(), { streamsOpened: 0, bytes: 0, chunks: 0, lagMs: { count: 0 } });
+});
+
+t.test("bench mode's lateness: each frame's arrival beyond its stream's least-delayed frame, by the injected clock", async (t) => {
+  const clock = new ManualClock();
+  const scheduler = new Scheduler({ clock, resolutionMs: 0 });
+  t.teardown(() => scheduler.close());
+  const fake = await fakeFor(t, { clock, scheduler, record: false, fallback: { fillerEveryS: 2 } });
+  const session = sdk(fake).realtime.stt(CONFIG);
+  await session.connect();
+  // A second of audio at once (each frame earlier than the one before: none late), then a frame 1 s of clock later
+  // that carries only 100 ms more audio: 900 ms late.
+  for (let i = 0; i < 10; i++) session.sendAudio(audio(100));
+  await fake.waitFor(() => fake.stats().chunks === 10);
+  t.match(fake.stats().lagMs, { count: 10, max: 0 });
+  clock.advance(1000);
+  session.sendAudio(audio(100));
+  await fake.waitFor(() => fake.stats().chunks === 11);
+  t.match(fake.stats().lagMs, { count: 11, max: 900 });
+  await session.finish();
+});

@@ -4,13 +4,21 @@
 // 20 s idle watchdog) and speaks its wire format, so both the official SDK (test/fakes/soniox-server.test.ts)
 // and engine/stt/provider-b.ts are checked against the same server. Time for the idle watchdog comes from the
 // injected clock/scheduler, so tests move it instead of sleeping. Connections take queued scripts in order.
+//
+// Standalone for the load bench (`npm run bench -- fleet --stt provider_b`):
+//   node dist/test/fakes/soniox-server.js --port 0 [--key K]
+// prints `{"port":N}`, answers a filler word every 2 s of audio, keeps counts instead of the audio, and serves
+// `GET /stats` / `POST /stats/reset` as the provider_a fake does (deepgram-server.ts).
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { systemClock, type Clock } from '../../engine/clock.js';
 import { Scheduler, type TimerId } from '../../engine/scheduler.js';
+import type { FakeStats } from './deepgram-server.js';
+import { LagHistogram } from './lag-histogram.js';
 import { FakeSonioxSession, type ReceivedSession, type SessionScript } from './soniox-session.js';
+import { runStandalone } from './standalone.js';
 
 export type { ReceivedSession, ScriptedToken, SessionScript } from './soniox-session.js';
 
@@ -37,6 +45,15 @@ export interface FakeSonioxOptions {
   idleTimeoutMs?: number;
   /** Models the start request may name. @defaultValue stt-rt-v5, stt-rt-v4, stt-rt-v3, stt-rt-preview */
   models?: readonly string[];
+  /**
+   * Keep every connection's audio and answers in `sessions` (tests); false keeps no record at all, only the counts of
+   * stats() (long bench runs). @defaultValue true
+   */
+  record?: boolean;
+  /** What a connection meets when nothing is queued. @defaultValue { tokens: [] } */
+  fallback?: SessionScript;
+  /** @defaultValue 0 (any free port) */
+  port?: number;
 }
 
 export interface FakeSoniox {
@@ -51,6 +68,12 @@ export interface FakeSoniox {
   fallback: SessionScript;
   /** Resolves once `predicate` holds (checked after every frame and answer); rejects after `timeoutMs` of real time. */
   waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void>;
+  /**
+   * Connections opened and open now, audio bytes and frames, and how late frames arrived (each frame's arrival beyond
+   * its stream's least-delayed one, ms), since the last resetStats() (the open count is always current).
+   */
+  stats(): FakeStats;
+  resetStats(): void;
   close(): Promise<void>;
 }
 
@@ -80,16 +103,40 @@ export async function startFakeSoniox(opts: FakeSonioxOptions = {}): Promise<Fak
   const hung = new Set<Socket>();
   const sessions: ReceivedSession[] = [];
   const upgrades: FakeSoniox['upgrades'] = [];
+  const record = opts.record ?? true;
+  const lag = new LagHistogram();
+  const totals = { streamsOpened: 0, bytes: 0, chunks: 0 };
   const ctx = {
     apiKey: opts.apiKey ?? FAKE_SONIOX_KEY,
     models: opts.models ?? ['stt-rt-v5', 'stt-rt-v4', 'stt-rt-v3', 'stt-rt-preview'],
     languages: LANGUAGES,
     now: () => clock.now(),
     changed: () => events.emit('changed'),
+    record,
+    // The injected clock in tests; else sub-millisecond real time, as the provider_a fake reads lateness.
+    lagNow: opts.clock ? () => clock.now() : () => performance.now(),
+    onAudio: (bytes: number, lagMs: number) => {
+      totals.bytes += bytes;
+      totals.chunks++;
+      lag.add(lagMs);
+    },
+  };
+  const stats = (): FakeStats => ({ streamsOpened: totals.streamsOpened, streamsOpen: live.size, bytes: totals.bytes, chunks: totals.chunks, lagMs: lag.summary() });
+  const json = (res: http.ServerResponse, body: unknown): void => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
   };
 
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
-  const server = http.createServer((_req, res) => {
+  const server = http.createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (path === '/stats' && req.method === 'GET') return json(res, stats());
+    if (path === '/stats/reset' && req.method === 'POST') {
+      // Answers the figures it resets, taken in the same turn, so a poller that resets every window loses no frame.
+      const before = stats();
+      fake.resetStats();
+      return json(res, { ok: true, ...before });
+    }
     res.writeHead(426, { 'content-type': 'text/plain' });
     res.end('Upgrade Required');
   });
@@ -111,7 +158,8 @@ export async function startFakeSoniox(opts: FakeSonioxOptions = {}): Promise<Fak
     wss.handleUpgrade(req, socket, head, (ws) => {
       const session = new FakeSonioxSession(ws, script, ctx, req.headers.authorization, protocolKey);
       live.add(session);
-      sessions.push(session.record);
+      totals.streamsOpened++;
+      if (record) sessions.push(session.record);
       ws.on('close', () => live.delete(session));
       ctx.changed();
     });
@@ -120,14 +168,21 @@ export async function startFakeSoniox(opts: FakeSonioxOptions = {}): Promise<Fak
     for (const s of live) s.checkIdle(idleTimeoutMs);
   });
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const fake: FakeSoniox = {
     url: `ws://127.0.0.1:${port}${FAKE_SONIOX_PATH}`,
     sessions,
     upgrades,
-    fallback: { tokens: [] },
+    fallback: opts.fallback ?? { tokens: [] },
     script: (...scripts) => queue.push(...scripts),
+    stats,
+    resetStats() {
+      totals.streamsOpened = 0;
+      totals.bytes = 0;
+      totals.chunks = 0;
+      lag.reset();
+    },
     waitFor(predicate, timeoutMs = 5000) {
       if (predicate()) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
@@ -156,3 +211,9 @@ export async function startFakeSoniox(opts: FakeSonioxOptions = {}): Promise<Fak
   };
   return fake;
 }
+
+// Standalone mode for the load bench.
+runStandalone(import.meta.url, async (arg) => {
+  const fake = await startFakeSoniox({ apiKey: arg('--key') ?? FAKE_SONIOX_KEY, port: Number(arg('--port') ?? 0), record: false, fallback: { fillerEveryS: 2 } });
+  return { port: Number(new URL(fake.url).port), close: () => fake.close() };
+});

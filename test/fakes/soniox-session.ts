@@ -38,6 +38,11 @@ export interface SessionScript {
   delayMs?: number;
   /** Never answer anything after the start request (a provider that hangs mid-stream). */
   stall?: boolean;
+  /**
+   * With no `tokens`: a filler word every this many seconds of audio, for as long as the audio lasts (the load
+   * bench's transcript; the words before the last final one are forgotten, so a long stream costs no memory).
+   */
+  fillerEveryS?: number;
 }
 
 /** What the fake received on one connection, for assertions. */
@@ -67,6 +72,12 @@ export interface SessionContext {
   languages: ReadonlySet<string>;
   now: () => number;
   changed: () => void;
+  /** Keep every audio frame and answer in the record (tests); false keeps counts only (the load bench). */
+  record: boolean;
+  /** Told of each audio frame: its bytes and how late its end arrived beyond the stream's least-delayed frame, in ms. */
+  onAudio?: (bytes: number, lagMs: number) => void;
+  /** The time frames' lateness is read on, ms (finer than `now` when real). */
+  lagNow: () => number;
 }
 
 export class FakeSonioxSession {
@@ -83,6 +94,11 @@ export class FakeSonioxSession {
   #next = 0;
   #finalMs = 0;
   #outbox: Promise<void> = Promise.resolve();
+  /** The least (real arrival − audio time) of any frame so far, ms: the stream's least-delayed frame. */
+  #t0 = Infinity;
+  /** Filler words (SessionScript.fillerEveryS) made so far and not yet forgotten. */
+  #filler: ScriptedToken[] = [];
+  #fillerMade = 0;
 
   constructor(ws: WebSocket, script: SessionScript, ctx: SessionContext, authorization: string | undefined, protocolKey: string | undefined) {
     this.#ws = ws;
@@ -161,9 +177,14 @@ export class FakeSonioxSession {
 
   #audio(data: Buffer): void {
     this.#lastActivity = this.#ctx.now();
-    this.record.audio.push(Buffer.from(data));
+    if (this.#ctx.record) this.record.audio.push(Buffer.from(data));
     this.record.audioBytes += data.length;
     if (data.length % this.#frameBytes !== 0) this.record.misalignedFrames++;
+    if (this.#ctx.onAudio) {
+      const d = this.#ctx.lagNow() - this.#audioMs;
+      if (d < this.#t0) this.#t0 = d;
+      this.#ctx.onAudio(data.length, d - this.#t0);
+    }
     if (this.#reached(this.#audioMs)) return;
     this.#answer(this.#progress());
   }
@@ -192,8 +213,25 @@ export class FakeSonioxSession {
   }
 
   #tokens(): ScriptedToken[] {
+    const every = this.#script.fillerEveryS;
+    if (every !== undefined && every > 0 && this.#script.tokens === undefined) return this.#fillerTokens(every * 1000);
     const tokens = this.#script.tokens ?? [];
     return this.record.config?.enable_endpoint_detection === true ? tokens : tokens.filter((t) => t.text !== '<end>');
+  }
+
+  /**
+   * Filler words up to the audio received, each a 400 ms sentence of its own (so a client's segmenter cuts a segment
+   * at each, as provider_a's fake sends a Results every 2 s), one per `everyMs`; those already final are dropped.
+   */
+  #fillerTokens(everyMs: number): ScriptedToken[] {
+    if (this.#next > 0) {
+      this.#filler.splice(0, this.#next);
+      this.#next = 0;
+    }
+    for (let start = this.#fillerMade * everyMs; start < this.#audioMs; start = ++this.#fillerMade * everyMs) {
+      this.#filler.push({ text: this.#fillerMade === 0 ? 'Bench.' : ' Bench.', start_ms: start, end_ms: start + 400 });
+    }
+    return this.#filler;
   }
 
   #wire(t: ScriptedToken, isFinal: boolean, endMs = t.end_ms): Record<string, unknown> {
@@ -244,7 +282,7 @@ export class FakeSonioxSession {
     if (this.#script.stall && !isError) return;
     const send = (): void => {
       if (this.#ws.readyState !== this.#ws.OPEN) return;
-      this.record.answers.push(msg);
+      if (this.#ctx.record) this.record.answers.push(msg);
       this.#ws.send(JSON.stringify(msg));
       then?.();
       this.#ctx.changed();
