@@ -151,7 +151,7 @@ export class Service {
       const apiKeys = new ApiKeysRepository(store.knex);
       const versions = new DataVersions({ redis, prefix: config.redisPrefix, logger });
       const users = new UsersRepository(store.knex, versions);
-      const conversations = new ConversationsRepository(store.knex);
+      const conversations = new ConversationsRepository(store.knex, () => clock.now());
       const keptIndex = new KeptAudioIndex(redis, config.redisPrefix);
       const lifecycle = new ConversationLifecycle({ conversations, users, clock, logger, queue, events, memoryAccessDefault: config.memoryAccessDefault === 'enabled', keptAudio: keptIndex });
       const authenticator = new Authenticator({
@@ -189,7 +189,7 @@ export class Service {
       const stt = new SttRegistry(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger }));
       const shed = new client.Counter({
         name: 'listen_sessions_shed_total',
-        help: 'New /v4/listen sessions refused with 1013 because live audio waited on decoding for longer than LISTEN_SHED_DECODE_DELAY_MS.',
+        help: 'New /v4/listen sessions refused with 1013 because live audio waited on decoding for longer than LISTEN_SHED_DECODE_DELAY_MS, or transcript writes on the store for longer than LISTEN_SHED_STORE_DELAY_MS.',
         registers: [registry],
       });
       const overload = new DecodeOverload({
@@ -200,10 +200,31 @@ export class Service {
             ? logger.warn({ decodeDelayMs: Math.round(delayS * 1000), thresholdMs: config.listenShedDecodeDelayMs }, 'live audio waits on decoding: refusing new sessions')
             : logger.info({ decodeDelayMs: Math.round(delayS * 1000) }, 'decoding keeps up again: taking new sessions'),
       });
+      // The store falling behind: read at each new session (no timer); a log line when it starts and when it ends.
+      let storeBehind = false;
+      const storeOverloaded = (): boolean => {
+        const threshold = config.listenShedStoreDelayMs;
+        const backlogMs = threshold > 0 ? conversations.tailWriteBacklogMs() : 0;
+        const behind = threshold > 0 && backlogMs >= threshold;
+        if (behind !== storeBehind) {
+          storeBehind = behind;
+          if (behind) logger.warn({ backlogMs: Math.round(backlogMs), thresholdMs: threshold }, 'transcript writes wait on the store: refusing new sessions');
+          else logger.info({ backlogMs: Math.round(backlogMs) }, 'the store keeps up again: taking new sessions');
+        }
+        return behind;
+      };
+      new client.Gauge({
+        name: 'store_transcript_write_backlog_seconds',
+        help: 'How long the oldest live-transcript write not yet committed has waited; growing: the store falls behind the sessions (LISTEN_SHED_STORE_DELAY_MS).',
+        registers: [registry],
+        collect() {
+          this.set(conversations.tailWriteBacklogMs() / 1000);
+        },
+      });
       const actors = new ActorRegistry({
         maxSessions: config.maxSessions,
         maxSessionsPerUser: config.maxSessionsPerUser,
-        overloaded: () => overload.overloaded,
+        overloaded: () => overload.overloaded || storeOverloaded(),
         onShed: () => shed.inc(),
         conversations,
         logger,

@@ -94,6 +94,11 @@ export interface Config {
    */
   readonly listenShedDecodeDelayMs: number;
   /**
+   * New live sessions are refused with 1013 while the oldest live-transcript write not yet committed has waited at
+   * least this long (the store falls behind the node's sessions); 0: never. @defaultValue 2000
+   */
+  readonly listenShedStoreDelayMs: number;
+  /**
    * Where remote providers' sockets live: `codec`, in the codec shard that decodes the session (PCM goes onto the
    * socket from there), or `main`, on the main thread. @defaultValue codec
    */
@@ -145,7 +150,7 @@ export const CONFIG_VARIABLES = [
   'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'ID_TOKEN_CACHE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
-  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'CODEC_BATCH_MS', 'CODEC_INLINE_BUSY_PCT', 'LISTEN_SHED_DECODE_DELAY_MS', 'STT_SOCKETS', 'MALLOC_TRIM_INTERVAL_S', 'HEAP_COMPACT_INTERVAL_S',
+  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'CODEC_BATCH_MS', 'CODEC_INLINE_BUSY_PCT', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS', 'STT_SOCKETS', 'MALLOC_TRIM_INTERVAL_S', 'HEAP_COMPACT_INTERVAL_S',
   'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'STT_SEND_MS', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
   'CUSTOM_STT_URL',
 ] as const;
@@ -257,6 +262,7 @@ export function loadConfig(env: Env = process.env): Config {
     codecBatchMs: int(env, 'CODEC_BATCH_MS', 5, 0, 100),
     codecInlineBusyPct: int(env, 'CODEC_INLINE_BUSY_PCT', availableParallelism() === 1 ? 100 : 0, 0, 100),
     listenShedDecodeDelayMs: int(env, 'LISTEN_SHED_DECODE_DELAY_MS', 300, 0, 60_000),
+    listenShedStoreDelayMs: int(env, 'LISTEN_SHED_STORE_DELAY_MS', 2000, 0, 600_000),
     sttSockets: oneOf(env, 'STT_SOCKETS', ['codec', 'main'] as const, 'codec'),
     mallocTrimIntervalS: int(env, 'MALLOC_TRIM_INTERVAL_S', 10, 0, 3600),
     heapCompactIntervalS: int(env, 'HEAP_COMPACT_INTERVAL_S', 10, 0, 3600),

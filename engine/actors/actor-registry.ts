@@ -12,8 +12,8 @@ export interface ActorRegistryOptions {
   /** Sessions one user holds at most on this node (MAX_SESSIONS_PER_USER). */
   maxSessionsPerUser: number;
   /**
-   * True while this node's live audio waits too long on decoding to take more sessions (engine/decode-overload.ts):
-   * new ones are refused with 1013. Absent: never.
+   * True while this node is past what it can serve in time (live audio waits too long on decoding,
+   * engine/decode-overload.ts, or transcript writes on the store): new sessions are refused with 1013. Absent: never.
    */
   overloaded?: () => boolean;
   /** Told of each session refused because the node was overloaded (a metric). */

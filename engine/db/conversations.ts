@@ -350,8 +350,17 @@ const INSERT_CONVERSATION_SQL = insertRowsSql('conversations', CONVERSATION_INSE
 export class ConversationsRepository {
   readonly #tailWrites: GroupCommit<TailWrite, boolean>;
 
-  constructor(private readonly knex: Knex) {
-    this.#tailWrites = new GroupCommit<TailWrite, boolean>(knex, writeTails);
+  /** @param now ms, for the transcript writes' backlog (tailWriteBacklogMs) */
+  constructor(private readonly knex: Knex, now?: () => number) {
+    this.#tailWrites = new GroupCommit<TailWrite, boolean>(knex, writeTails, undefined, now);
+  }
+
+  /**
+   * How long the oldest live-transcript write not yet committed has waited, in ms (GroupCommit.backlogMs): a store
+   * that cannot keep up with the node's sessions shows here first.
+   */
+  tailWriteBacklogMs(): number {
+    return this.#tailWrites.backlogMs();
   }
 
   #base(db: Knex | Knex.Transaction = this.knex): Knex.QueryBuilder {

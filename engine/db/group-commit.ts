@@ -11,31 +11,46 @@ interface Pending<T, R> {
   op: T;
   resolve: (result: R) => void;
   reject: (err: unknown) => void;
+  /** When it was submitted (the `now` clock). */
+  at: number;
 }
 
 export class GroupCommit<T, R = void> {
   readonly #knex: Knex;
   readonly #apply: (run: TransactionRun, ops: readonly T[]) => Promise<R[]>;
   readonly #maxOps: number;
+  readonly #now: () => number;
   #queue: Pending<T, R>[] = [];
   #running = false;
+  /** When the oldest write of the group being committed was submitted. */
+  #runningSince: number | undefined;
 
   /**
    * `apply` runs the statements of the writes it is given inside their shared transaction and resolves to each one's
-   * result, in order (it may write them together); at most `maxOps` writes share one.
+   * result, in order (it may write them together); at most `maxOps` writes share one. `now` (ms) times the backlog.
    */
-  constructor(knex: Knex, apply: (run: TransactionRun, ops: readonly T[]) => Promise<R[]>, maxOps = 64) {
+  constructor(knex: Knex, apply: (run: TransactionRun, ops: readonly T[]) => Promise<R[]>, maxOps = 64, now: () => number = () => performance.now()) {
     this.#knex = knex;
     this.#apply = apply;
     this.#maxOps = maxOps;
+    this.#now = now;
   }
 
   /** Resolves to `apply`'s result once `op` is committed; rejects with its own error only. */
   submit(op: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      this.#queue.push({ op, resolve, reject });
+      this.#queue.push({ op, resolve, reject, at: this.#now() });
       if (!this.#running) void this.#drain();
     });
+  }
+
+  /**
+   * How long the oldest write not yet committed (or failed) has waited, in ms; 0 with none. Writes arriving faster
+   * than the store commits them make it grow without bound (and every waiting session's transcript with it).
+   */
+  backlogMs(): number {
+    const oldest = this.#runningSince ?? this.#queue[0]?.at;
+    return oldest === undefined ? 0 : Math.max(0, this.#now() - oldest);
   }
 
   async #drain(): Promise<void> {
@@ -43,6 +58,7 @@ export class GroupCommit<T, R = void> {
     try {
       while (this.#queue.length > 0) {
         const group = this.#queue.splice(0, this.#maxOps);
+        this.#runningSince = group[0]!.at;
         try {
           const results = await writeTransaction(this.#knex, (run) => this.#apply(run, group.map((p) => p.op)));
           group.forEach((p, i) => p.resolve(results[i]!));
@@ -62,6 +78,7 @@ export class GroupCommit<T, R = void> {
       }
     } finally {
       this.#running = false;
+      this.#runningSince = undefined;
     }
   }
 }

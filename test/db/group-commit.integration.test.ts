@@ -1,5 +1,7 @@
-// Group commit on both stores: queued writes share a transaction, a failing write fails alone, order is kept.
+// Group commit on both stores: queued writes share a transaction, a failing write fails alone, order is kept; the
+// backlog (how long the oldest uncommitted write has waited) is read on the injected clock.
 import t from 'tap';
+import { ManualClock } from '../../engine/clock.js';
 import { openStore } from '../../engine/db/store.js';
 import { GroupCommit } from '../../engine/db/group-commit.js';
 import { STORES, storeEnv } from '../helpers/stores.js';
@@ -40,3 +42,37 @@ for (const kind of STORES) {
     t.equal(Number(((await store.knex('gc_items').count({ c: '*' }).first()) as { c: number | string }).c), 24);
   });
 }
+
+t.test('the backlog: the oldest write not yet committed, by the injected clock, back to 0 once all are', async (t) => {
+  const store = openStore({ dataDir: t.testdir(), databaseUrl: undefined, databaseSchema: 'public' });
+  t.teardown(() => store.close());
+  await store.migrate();
+  const clock = new ManualClock();
+  // Each transaction waits inside its statements until the test lets it commit.
+  const held: (() => void)[] = [];
+  let onHold: (() => void) | undefined;
+  const group = new GroupCommit<number>(store.knex, async (_run, ops) => {
+    await new Promise<void>((r) => {
+      held.push(r);
+      onHold?.();
+    });
+    return ops.map(() => undefined);
+  }, 64, () => clock.now());
+  const holding = (): Promise<void> => new Promise((r) => (held.length > 0 ? r() : (onHold = r)));
+  t.equal(group.backlogMs(), 0, 'nothing waiting');
+  const first = group.submit(1);
+  await holding();
+  clock.advance(1500);
+  const second = group.submit(2); // queued behind the running transaction
+  clock.advance(1000);
+  t.equal(group.backlogMs(), 2500, 'the first write, still being committed, has waited 2.5 s');
+  held.shift()!();
+  await first;
+  await holding();
+  t.equal(group.backlogMs(), 1000, 'the first committed: the second, submitted 1 s ago and now being committed, is the oldest');
+  clock.advance(500);
+  t.equal(group.backlogMs(), 1500);
+  held.shift()!();
+  await second;
+  t.equal(group.backlogMs(), 0, 'all committed');
+});
