@@ -208,14 +208,16 @@ export async function run(options) {
         await bare.stop();
       }
     };
-    const bareFirst = bareUp && openRate === 0 ? runBare(sessions) : undefined;
+    // Settled either way, a failed start included: the idle settling waits for it and must not wait for ever.
+    let bareFirstDone = false;
+    const bareFirst = bareUp && openRate === 0 ? runBare(sessions).finally(() => (bareFirstDone = true)) : undefined;
     bareFirst?.catch(() => undefined); // awaited once the idle RSS has settled
     try {
       try {
         // The idle CPU is read over the settled RSS's last two seconds, when the service was idle by that measure.
         /** @type {[number, number][]} */
         const cpuAt = [];
-        figures.idleRss = await idleRss(pid, options, progress, () => cpuAt.push([performance.now(), treeCpuSeconds(pid)]), bareFirst && (() => !bareStopped));
+        figures.idleRss = await idleRss(pid, options, progress, () => cpuAt.push([performance.now(), treeCpuSeconds(pid)]), bareFirst && (() => !bareFirstDone));
         await bareFirst;
         const [from, to] = [cpuAt[cpuAt.length - 3], cpuAt[cpuAt.length - 1]];
         figures.idleCores = from && to ? (to[1] - from[1]) / ((to[0] - from[0]) / 1000) : await coresOver(pid, 2);

@@ -52,10 +52,10 @@ export async function serviceTarget(o) {
     stt = 'custom';
   }
   const query = (/** @type {string} */ mode) => `codec=${fixture.codec}&sample_rate=${fixture.sampleRate}&language=en${mode === 'custom' ? '&custom_stt=enabled' : ''}`;
-  /** The provider whose fake the service streams to, if any. */
-  const provider = stt === 'provider_b' ? 'provider_b' : stt === 'auto' || stt === 'provider_a' ? 'provider_a' : undefined;
   /** Starts the service (and the provider's fake); with a fake, answers whether the service streams to it. */
   const start = async (/** @type {string} */ entry) => {
+    // Read at each start: a build that does not stream to provider_a is started again with stt 'custom'.
+    const provider = stt === 'provider_b' ? 'provider_b' : stt === 'auto' || stt === 'provider_a' ? 'provider_a' : undefined;
     /** @type {Record<string, string>} */
     let env = {};
     if (provider) {
