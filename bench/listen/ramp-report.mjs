@@ -18,6 +18,13 @@ const ORDER_NOTES = /** @type {Record<string, string>} */ ({
 });
 
 /**
+ * A search's passing steps by their number of sessions.
+ * @param {{ steps: any[] }} search
+ * @returns {Map<number, any>}
+ */
+const passedSteps = (search) => new Map(search.steps.filter((s) => s.pass).map((s) => [s.sessions, s]));
+
+/**
  * The two passing steps whose CPU per session the ramp compares: at one N, the largest both passed; else the service's
  * capacity step against the bare server's smallest passing step at or above it (the bare server's cost per session
  * falls as N grows, so this flatters it a little, never the service); else the two capacities' steps.
@@ -26,9 +33,8 @@ const ORDER_NOTES = /** @type {Record<string, string>} */ ({
  * @returns {{ svc: any, bare: any }}
  */
 export function cpuComparison(fleet, limit) {
-  const passed = (/** @type {any[]} */ steps) => new Map(steps.filter((s) => s.pass).map((s) => [s.sessions, s]));
-  const fp = passed(fleet.steps);
-  const lp = passed(limit.steps);
+  const fp = passedSteps(fleet);
+  const lp = passedSteps(limit);
   const common = Math.max(0, ...[...fp.keys()].filter((n) => lp.has(n)));
   if (common > 0) return { svc: fp.get(common), bare: lp.get(common) };
   const above = Math.min(...[...lp.keys()].filter((n) => n >= fleet.capacity));
@@ -38,9 +44,8 @@ export function cpuComparison(fleet, limit) {
 /** @param {any} a */
 export function rampResult(a) {
   const { limit, fleet } = a;
-  const passed = (/** @type {any} */ r) => new Map(r.steps.filter((/** @type {any} */ s) => s.pass).map((/** @type {any} */ s) => [s.sessions, s]));
-  const lp = passed(limit);
-  const fp = passed(fleet);
+  const lp = passedSteps(limit);
+  const fp = passedSteps(fleet);
   const at = cpuComparison(fleet, limit);
   const cpuAt = at.svc && at.bare ? (at.svc.sessions === at.bare.sessions ? String(at.svc.sessions) : `service at ${at.svc.sessions}, bare at ${at.bare.sessions}`) : 'capacity';
   const cpuRatio = ratio(at.svc?.serverCpuUsPerSessionS, at.bare?.serverCpuUsPerSessionS);
