@@ -316,6 +316,16 @@ export class Service {
           labelNames: ['provider'],
           registers: [registry],
         });
+        const flushFailures = new client.Counter({
+          name: 'listen_transcript_write_failures_total',
+          help: "Sessions' 600 ms transcript steps whose store write failed; their segments wait for the next step.",
+          registers: [registry],
+        });
+        const transcriptLost = new client.Counter({
+          name: 'listen_transcript_items_lost_total',
+          help: 'Transcript segments and photos a closing session gave up because its store writes failed at every try.',
+          registers: [registry],
+        });
         attachListen(http.app, {
           authenticator,
           registry: actors,
@@ -341,6 +351,8 @@ export class Service {
                 sttFailures.inc({ provider, reason });
                 if (keptS > 0) keptSeconds.inc({ provider }, keptS);
               },
+              onFlushFailed: () => flushFailures.inc(),
+              onTranscriptLost: (items) => transcriptLost.inc(items),
               keepAudio: async (meta, chunks) => keptJobs?.add({ conversationId: meta.conversationId, uid: meta.uid, keptId: await kept.keep(meta, chunks) }),
             }),
         });

@@ -22,6 +22,11 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** PostgreSQL schema the service owns (created when missing). @defaultValue 'public' */
   readonly databaseSchema: string;
+  /**
+   * How long a sqlite write waits for another connection's write lock before it fails (and the transcript step that
+   * made it tries again at the next step). @defaultValue 5000
+   */
+  readonly sqliteBusyTimeoutMs: number;
   /** Redis URL for queues, rate limits, caches and locks. @defaultValue 'redis://127.0.0.1:6379' */
   readonly redisUrl: string;
   /** Prefix of every Redis key and channel this service writes, so several deployments can share one Redis. @defaultValue 'svc' */
@@ -146,7 +151,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 /** Every variable this service reads; anything else is ignored. */
 export const CONFIG_VARIABLES = [
-  'HOST', 'PORT', 'ROLE', 'DATA_DIR', 'DATABASE_URL', 'DATABASE_SCHEMA', 'REDIS_URL', 'REDIS_PREFIX', 'REDIS_EMBEDDED',
+  'HOST', 'PORT', 'ROLE', 'DATA_DIR', 'DATABASE_URL', 'DATABASE_SCHEMA', 'SQLITE_BUSY_TIMEOUT_MS', 'REDIS_URL', 'REDIS_PREFIX', 'REDIS_EMBEDDED',
   'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'ID_TOKEN_CACHE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
@@ -231,6 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(str(env, 'DATA_DIR', './data')),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseSchema: schema,
+    sqliteBusyTimeoutMs: int(env, 'SQLITE_BUSY_TIMEOUT_MS', 5000, 1, 600_000),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:'], 'redis://127.0.0.1:6379') as string,
     redisPrefix: prefix,
     redisEmbedded: oneOf(env, 'REDIS_EMBEDDED', ['auto', 'never'] as const, 'auto'),

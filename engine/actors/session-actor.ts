@@ -70,7 +70,17 @@ export interface SessionActorOptions {
   usage?: UsageRecorder;
   /** Told when the session's speech provider failed, with the seconds of audio kept for later transcription (metrics). */
   onProviderFailure?: (provider: string, reason: string, keptS: number) => void;
+  /** Told when a transcript step's store write failed: its segments wait for the next step (metrics). */
+  onFlushFailed?: () => void;
+  /** Told of the segments and photos a closing session gave up when its last flush failed at every try (metrics). */
+  onTranscriptLost?: (items: number) => void;
 }
+
+/**
+ * A closing session's last transcript flush is tried again after these waits (ms) while the store fails: past them
+ * (7.5 s, beside sqlite's own 5 s busy wait per try) what is still unwritten is given up, logged and counted.
+ */
+const LAST_FLUSH_RETRY_MS = [500, 1000, 2000, 4000];
 
 export class SessionActor {
   readonly sessionId: string;
@@ -281,7 +291,7 @@ export class SessionActor {
         await this.#speech?.finalize();
         await this.#custom?.finish();
         await this.#flushing;
-        await this.#flushOnce();
+        await this.#flushLast();
         const late = this.#lateFailure;
         if (late) await this.#keepUnanswered(late.f, late.provider);
       }
@@ -409,7 +419,7 @@ export class SessionActor {
     try {
       await this.#inlet?.finish();
       await this.#flushing;
-      await this.#flushOnce();
+      await this.#flushLast();
       await this.#keepUnanswered(f, provider);
       const open = this.#loop.conversationId;
       if (open) await this.#o.lifecycle.leftInProgress(open, this.uid, this.#o.params.conversationTimeoutS);
@@ -483,8 +493,25 @@ export class SessionActor {
       if (r.updated.length > 0) this.#out.send(JSON.stringify(r.updated.map(toWire)));
       if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
     } catch (err) {
-      this.#o.logger.error({ sessionId: this.sessionId, err: { name: (err as Error)?.name } }, 'transcript flush failed');
+      const e = err as { name?: string; code?: string } | undefined;
+      this.#o.logger.error({ sessionId: this.sessionId, err: { name: e?.name, code: e?.code }, unwritten: this.#loop.unwritten }, 'transcript flush failed; the next step tries again');
+      this.#o.onFlushFailed?.();
     }
+  }
+
+  /** The closing flush: tried again (LAST_FLUSH_RETRY_MS) while the store fails, then what is left is given up. */
+  async #flushLast(): Promise<void> {
+    await this.#flushOnce();
+    for (const waitMs of LAST_FLUSH_RETRY_MS) {
+      if (this.#loop.unwritten === 0 || this.#state === SessionState.CLOSED) return;
+      // A timer of the actor's own: dispose() cancels it (and the drain with it).
+      await new Promise<void>((resolve) => this.#timers.push(this.#o.scheduler.after(waitMs, resolve)));
+      await this.#flushOnce();
+    }
+    const lost = this.#loop.unwritten;
+    if (lost === 0) return;
+    this.#o.logger.error({ sessionId: this.sessionId, lost }, 'transcript segments given up: the store failed at every try');
+    this.#o.onTranscriptLost?.(lost);
   }
 
   /** `ready` names the serving provider, and the one it stands in for when the preferred provider would not open. */

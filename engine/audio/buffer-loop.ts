@@ -120,11 +120,26 @@ export class BufferLoop {
       if (typeof s.text !== 'string' || s.text.trim() === '') continue;
       this.#pending.push(s);
     }
+    this.#bound();
+  }
+
+  /** Segments and photos not yet in the store: the ones a failed flush gave back included. */
+  get unwritten(): number {
+    return this.#pending.length + this.#photos.length;
+  }
+
+  #bound(): void {
     if (this.#pending.length > this.#maxPending) {
       const drop = this.#pending.length - this.#maxPending;
       this.#pending.splice(0, drop);
       this.droppedSegments += drop;
       this.#o.logger.warn({ sessionId: this.#o.sessionId, dropped: drop }, 'transcript buffer full: oldest segments dropped');
+    }
+    if (this.#photos.length > MAX_PENDING_PHOTOS) {
+      const drop = this.#photos.length - MAX_PENDING_PHOTOS;
+      this.#photos.splice(0, drop);
+      this.droppedPhotos += drop;
+      this.#o.logger.warn({ sessionId: this.#o.sessionId, dropped: drop }, 'photo buffer full: oldest photo dropped');
     }
   }
 
@@ -142,11 +157,7 @@ export class BufferLoop {
   /** An assembled image: the next flush attaches it to the current conversation (opening one if needed). */
   addPhoto(bytes: Uint8Array): void {
     this.#photos.push(bytes);
-    if (this.#photos.length > MAX_PENDING_PHOTOS) {
-      this.#photos.shift();
-      this.droppedPhotos++;
-      this.#o.logger.warn({ sessionId: this.#o.sessionId }, 'photo buffer full: oldest photo dropped');
-    }
+    this.#bound();
   }
 
   /**
@@ -164,21 +175,49 @@ export class BufferLoop {
     if (this.#current?.id === conversationId) this.#current = undefined;
   }
 
-  /** One 600 ms step. Never runs twice at once: the actor awaits it before the next. */
+  /**
+   * One 600 ms step. Never runs twice at once: the actor awaits it before the next. When the store fails (sqlite
+   * busy past its timeout, PostgreSQL unreachable) it throws, and whatever it had not written goes back, before what
+   * arrived meanwhile, for the next step to try again: segments, photos not yet attached, speaker assignments, and the
+   * silence timeout's end of the conversation.
+   */
   async flush(): Promise<FlushResult> {
-    const now = this.#o.clock.now();
     const batch = this.#pending;
     this.#pending = [];
     const photos = this.#photos;
     this.#photos = [];
-    const reassigned = await this.#applyReassigned();
+    const reassign = this.#reassigned;
+    this.#reassigned = new Set();
+    try {
+      return await this.#flush(batch, photos, reassign);
+    } catch (err) {
+      this.#pending = batch.concat(this.#pending);
+      this.#photos = photos.concat(this.#photos);
+      for (const id of this.#reassigned) reassign.add(id);
+      this.#reassigned = reassign;
+      this.#bound();
+      throw err;
+    }
+  }
+
+  /** flush() with what it took: `photos` loses each photo once stored, `reassign` is emptied once applied. */
+  async #flush(batch: RawSegment[], photos: Uint8Array[], reassign: Set<string>): Promise<FlushResult> {
+    const now = this.#o.clock.now();
+    const reassigned = await this.#applyReassigned(reassign);
     if (batch.length === 0 && photos.length === 0) {
       const cur = this.#current;
       if (cur && now - cur.lastSegmentAtMs >= this.#o.conversationTimeoutS * 1000) {
+        const audioSinceEnd = this.#audioSinceEnd;
         this.#current = undefined;
         this.#audioSinceEnd = false;
-        const outcome = await this.#o.lifecycle.end(cur.id, this.#o.uid);
-        return { updated: reassigned, removedIds: [], ended: { conversationId: cur.id, outcome } };
+        try {
+          const outcome = await this.#o.lifecycle.end(cur.id, this.#o.uid);
+          return { updated: reassigned, removedIds: [], ended: { conversationId: cur.id, outcome } };
+        } catch (err) {
+          // Not ended: the next step ends it (unless something moved on meanwhile).
+          if (this.#current === undefined) [this.#current, this.#audioSinceEnd] = [cur, audioSinceEnd || this.#audioSinceEnd];
+          throw err;
+        }
       }
       if (!cur && this.#audioSinceEnd) await this.#open(now);
       return reassigned.length > 0 ? { updated: reassigned, removedIds: [] } : EMPTY;
@@ -187,8 +226,11 @@ export class BufferLoop {
     if (photos.length > 0 && this.#current && !(await this.#stillInProgress(this.#current.id))) this.#current = undefined;
     let cur = this.#current ?? (await this.#open(now));
     if (photos.length > 0) {
-      for (const p of photos) await this.#o.conversations.addPhoto(cur.id, p, now);
-      this.photosStored += photos.length;
+      while (photos.length > 0) {
+        await this.#o.conversations.addPhoto(cur.id, photos[0]!, now);
+        photos.shift();
+        this.photosStored++;
+      }
       // A photo is activity: like a segment, it keeps the conversation open (REFERENCE §1.5).
       cur.lastSegmentAtMs = now;
       if (batch.length === 0) return reassigned.length > 0 ? { updated: reassigned, removedIds: [] } : EMPTY;
@@ -227,13 +269,14 @@ export class BufferLoop {
   }
 
   /** Applies pending speaker_assigned segment ids to the current conversation's stored segments; returns the changed ones. */
-  async #applyReassigned(): Promise<TranscriptSegment[]> {
-    const ids = this.#reassigned;
+  async #applyReassigned(ids: Set<string>): Promise<TranscriptSegment[]> {
     if (ids.size === 0) return [];
-    this.#reassigned = new Set();
     const cur = this.#current;
     const speakers = this.#o.speakers;
-    if (!cur || !speakers) return [];
+    if (!cur || !speakers) {
+      ids.clear();
+      return [];
+    }
     const changed: TranscriptSegment[] = [];
     const reassign = (s: TranscriptSegment): TranscriptSegment => {
       const a = ids.has(s.id) ? speakers.forSegment(s.id) : undefined;
@@ -242,12 +285,15 @@ export class BufferLoop {
       changed.push(next);
       return next;
     };
-    cur.recent = cur.recent.map(reassign);
+    const recent = cur.recent.map(reassign);
     // Older segments than the ones kept in memory are read from the store.
-    const inMemory = new Set(cur.recent.map((s) => s.id));
+    const inMemory = new Set(recent.map((s) => s.id));
     const older = [...ids].filter((id) => !inMemory.has(id));
     if (older.length > 0) for (const s of await this.#o.conversations.segmentsWithIds(cur.id, older)) reassign(fromRecord(s));
     if (changed.length > 0) await this.#o.conversations.updateSegmentSpeakers(cur.id, changed);
+    // Kept in memory once stored: a failed write leaves both as they were, for the next step to compare again.
+    cur.recent = recent;
+    ids.clear();
     return changed;
   }
 

@@ -3,7 +3,8 @@
 // Rationale: every talking session writes its transcript tail every 600 ms; one transaction each costs a BEGIN and a
 // COMMIT (each a round trip through the sqlite thread pool) per write. Here the first write runs at once (no added
 // latency when the node is quiet) and those that queue behind it share one transaction. A write that fails does not
-// fail the writes it was grouped with: after a failed group each write is retried alone and answers for itself.
+// fail the writes it was grouped with: after a failed group each write is retried alone and answers for itself (unless
+// the transaction never began: the store failed, not a write).
 import type { Knex } from 'knex';
 import { writeTransaction, type TransactionRun } from './prepared.js';
 
@@ -59,12 +60,19 @@ export class GroupCommit<T, R = void> {
       while (this.#queue.length > 0) {
         const group = this.#queue.splice(0, this.#maxOps);
         this.#runningSince = group[0]!.at;
+        let began = false;
         try {
-          const results = await writeTransaction(this.#knex, (run) => this.#apply(run, group.map((p) => p.op)));
+          const results = await writeTransaction(this.#knex, (run) => {
+            began = true;
+            return this.#apply(run, group.map((p) => p.op));
+          });
           group.forEach((p, i) => p.resolve(results[i]!));
         } catch (err) {
-          if (group.length === 1) {
-            group[0]!.reject(err);
+          // The store itself failed (no connection, or sqlite's write lock held past its busy timeout): every write
+          // of the group gets that error now. Tried one by one, each would wait out the same failure again (a minute
+          // and more for a group of sessions, while the backlog grows).
+          if (group.length === 1 || !began) {
+            for (const p of group) p.reject(err);
             continue;
           }
           for (const p of group) {

@@ -82,10 +82,12 @@ export interface StoreOptions {
   readonly dataDir: string;
   readonly databaseUrl: string | undefined;
   readonly databaseSchema: string;
+  /** sqlite only: PRAGMA busy_timeout. @defaultValue 5000 */
+  readonly sqliteBusyTimeoutMs?: number;
 }
 
 export function storeOptions(config: Config): StoreOptions {
-  return { dataDir: config.dataDir, databaseUrl: config.databaseUrl, databaseSchema: config.databaseSchema };
+  return { dataDir: config.dataDir, databaseUrl: config.databaseUrl, databaseSchema: config.databaseSchema, sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs };
 }
 
 export function openStore(opts: StoreOptions): Store {
@@ -101,6 +103,7 @@ export function openStore(opts: StoreOptions): Store {
     });
   } else {
     dialect = 'sqlite';
+    const busyMs = Math.trunc(opts.sqliteBusyTimeoutMs ?? 5000);
     fs.mkdirSync(opts.dataDir, { recursive: true });
     knex = knexFactory({
       client: ImmediateSqliteClient as unknown as typeof knexFactory.Client,
@@ -110,7 +113,7 @@ export function openStore(opts: StoreOptions): Store {
         min: 1,
         max: SQLITE_CONNECTIONS,
         afterCreate(conn: { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
-          conn.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;', (err) => done(err, conn));
+          conn.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyMs};`, (err) => done(err, conn));
         },
       },
     });

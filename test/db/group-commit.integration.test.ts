@@ -1,10 +1,13 @@
 // Group commit on both stores: queued writes share a transaction, a failing write fails alone, order is kept; the
-// backlog (how long the oldest uncommitted write has waited) is read on the injected clock.
+// backlog (how long the oldest uncommitted write has waited) is read on the injected clock; a store that cannot begin
+// (sqlite locked by another connection) fails a group once.
 import t from 'tap';
 import { ManualClock } from '../../engine/clock.js';
 import { openStore } from '../../engine/db/store.js';
 import { GroupCommit } from '../../engine/db/group-commit.js';
 import { STORES, storeEnv } from '../helpers/stores.js';
+import path from 'node:path';
+import sqlite3 from 'sqlite3';
 
 for (const kind of STORES) {
   t.test(`group commit on ${kind}`, async (t) => {
@@ -75,4 +78,32 @@ t.test('the backlog: the oldest write not yet committed, by the injected clock, 
   held.shift()!();
   await second;
   t.equal(group.backlogMs(), 0, 'all committed');
+});
+
+t.test('a store that cannot begin fails the whole group at once, not each write again alone', async (t) => {
+  const dir = t.testdir();
+  const store = openStore({ dataDir: dir, databaseUrl: undefined, databaseSchema: 'public', sqliteBusyTimeoutMs: 50 });
+  t.teardown(() => store.close());
+  await store.migrate();
+  await store.knex.schema.createTable('gc_lock', (tb) => tb.integer('n').primary());
+  let applied = 0;
+  const group = new GroupCommit<number>(store.knex, async (run, ops) => {
+    applied++;
+    await run(`INSERT INTO gc_lock (n) VALUES ${ops.map(() => '(?)').join(', ')}`, [...ops]);
+    return ops.map(() => undefined);
+  });
+  // Another connection holds sqlite's write lock past the 50 ms busy timeout.
+  const lock = new sqlite3.Database(path.join(dir, 'service.sqlite'));
+  t.teardown(() => new Promise<void>((r) => lock.close(() => r())));
+  await new Promise<void>((resolve, reject) => lock.exec('BEGIN EXCLUSIVE', (err) => (err ? reject(err) : resolve())));
+  const first = group.submit(1).catch((e: unknown) => e);
+  const rest = [2, 3, 4].map((n) => group.submit(n).catch((e: unknown) => e));
+  const errors = await Promise.all([first, ...rest]);
+  t.match(errors[0], { code: 'SQLITE_BUSY' }, 'the write waiting alone fails with SQLITE_BUSY');
+  t.match(errors[1], { code: 'SQLITE_BUSY' }, 'so does the group queued behind it');
+  t.ok(errors[2] === errors[1] && errors[3] === errors[1], "the group's writes share its one failure (not retried one by one)");
+  t.equal(applied, 0, 'no transaction began');
+  await new Promise<void>((resolve, reject) => lock.exec('COMMIT', (err) => (err ? reject(err) : resolve())));
+  await Promise.all([5, 6].map((n) => group.submit(n)));
+  t.same((await store.knex('gc_lock').orderBy('n')).map((r: { n: number }) => r.n), [5, 6], 'writes go through once the lock is let go');
 });
