@@ -6,7 +6,7 @@
 // its official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key.
 // With a socket offered in the session's codec shard (SttStreamOptions.uplink, STT_SOCKETS=codec) the connection is
 // made there, the config frame goes first from the shard, and the shard sends the decoded PCM itself.
-import WebSocket from 'ws';
+import { connectWs } from './ws-connect.js';
 import type { ShardUplink } from '../pool.js';
 import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs, type ProviderBConfigFrame } from './provider-b-protocol.js';
 import { MIN_SEND_SAMPLES, firstMessageSamples, sendSamplesOf } from './pcm-batcher.js';
@@ -79,18 +79,13 @@ export class ProviderBEngine implements SttEngine {
     if (opts.sampleRateHz !== SAMPLE_RATE_HZ) return Promise.reject(new RangeError('sampleRateHz must be 16000'));
     const uplink = opts.uplink?.(opts.channel ?? 0);
     if (uplink) return this.#openInShard(uplink, opts);
-    const ws = new WebSocket(this.#url, { headers: { authorization: `Bearer ${this.#apiKey}` }, perMessageDeflate: false });
-    ws.on('error', () => undefined); // every error is followed by 'close', handled below or by the stream
     return new Promise<ProviderBStream>((resolve, reject) => {
       const attempt = this.#attempt(opts.sessionId, () => ws.terminate(), reject);
-      const onClose = (): void => attempt.refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
-      ws.once('close', onClose);
-      ws.once('unexpected-response', (_req, res) => {
-        res.resume();
-        attempt.refuse(failureFromStatus(res.statusCode ?? 0), retryAfterMs(res.headers['retry-after'], this.#deps.clock.now()));
-      });
-      ws.once('open', () => {
-        ws.off('close', onClose);
+      const ws = connectWs({ url: this.#url, headers: this.#headers(), maxPayload: MAX_PAYLOAD_BYTES }, (a) => {
+        if (!a.ok) {
+          if (a.status !== undefined) return attempt.refuse(failureFromStatus(a.status), retryAfterMs(a.retryAfter, this.#deps.clock.now()));
+          return attempt.refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
+        }
         const stream = this.#stream(new LocalSocket(ws, () => undefined), opts.sessionId);
         ws.send(JSON.stringify(this.#configFrame(opts)), (err) => {
           const failure = stream.failure;
@@ -107,6 +102,10 @@ export class ProviderBEngine implements SttEngine {
     });
   }
 
+  #headers(): Record<string, string> {
+    return { authorization: `Bearer ${this.#apiKey}` };
+  }
+
   /**
    * The same attempt over a socket in the session's codec shard: the shard connects, sends the config frame before
    * any audio, and answers how the upgrade went. An error frame answering the config (a bad key) arrives after this
@@ -115,7 +114,7 @@ export class ProviderBEngine implements SttEngine {
   #openInShard(uplink: ShardUplink, opts: SttStreamOptions): Promise<ProviderBStream> {
     return new Promise<ProviderBStream>((resolve, reject) => {
       const attempt = this.#attempt(opts.sessionId, () => uplink.terminate(), reject);
-      const spec = { url: this.#url, headers: { authorization: `Bearer ${this.#apiKey}` }, maxPayload: MAX_PAYLOAD_BYTES, maxBufferedBytes: this.#deps.maxBufferedBytes, minSamples: MIN_SEND_SAMPLES };
+      const spec = { url: this.#url, headers: this.#headers(), maxPayload: MAX_PAYLOAD_BYTES, maxBufferedBytes: this.#deps.maxBufferedBytes, minSamples: MIN_SEND_SAMPLES };
       uplink.open({ ...spec, firstText: JSON.stringify(this.#configFrame(opts)) }).then(
         (a) => {
           if (!a.ok && a.status !== undefined) return attempt.refuse(failureFromStatus(a.status), retryAfterMs(a.retryAfter, this.#deps.clock.now()));

@@ -1,5 +1,5 @@
 // One client WebSocket connection attempt to a speech provider, as both places a provider socket can live make it
-// (engine/stt/provider-a.ts on the main thread; workers/uplink.ts in a codec shard, for provider_a and provider_b): no
+// (engine/stt/provider-a.ts and provider-b.ts on the main thread; workers/uplink.ts in a codec shard, for both): no
 // compression, no redirects, and a refused handshake reported with its status, Retry-After and request id (ws alone
 // says only "Unexpected server response").
 import WebSocket from 'ws';
