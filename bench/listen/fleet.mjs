@@ -23,7 +23,7 @@ async function coresOver(pid, seconds) {
   return (treeCpuSeconds(pid) - c0) / ((performance.now() - t0) / 1000);
 }
 
-export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--codec opus_fs320] [--stt auto] [--ramp] [options]
+export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--codec opus_fs320] [--stt auto] [--ramp | --rounds R] [options]
   --sessions N        devices, each one live session (default 100)
   --seconds S         measured streaming time (default 30)
   --codec C           pcm8, pcm16, opus, opus_fs320, aac, lc3, lc3_fs1030 (default opus_fs320)
@@ -36,6 +36,9 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
                       step (each target's sessions closed while the other steps) so both see the same host
   --from N --max N    first and largest N of the ramp (default 100 and 3000)
   --hold S            seconds each ramp step must hold (default 60)
+  --rounds R          no search: --sessions N for --seconds, R times on each side, the service and the bare server
+                      taking turns as in the ramp; reports the median CPU per session-second of each side and each
+                      round's ratio (a shared VM moves by tens of percent from minute to minute)
   --sequential        the whole bare ramp first, then the service's (the order of earlier runs)
   --service-first     the whole service ramp first, then the bare server's
   --generators N      generator processes (default: one per 700 devices)
@@ -105,6 +108,9 @@ export async function run(options) {
   const codec = /** @type {import('./fixtures.mjs').CodecName} */ (String(options.codec ?? 'opus_fs320'));
   const stt = /** @type {any} */ (String(options.stt ?? 'auto'));
   if (!['auto', 'provider_a', 'provider_b', 'custom', 'local'].includes(stt)) throw new Error('--stt must be auto, provider_a, provider_b, custom or local');
+  const rounds = options.rounds === undefined ? undefined : Math.round(num(options, 'rounds', 3));
+  if (rounds !== undefined && !(rounds >= 1)) throw new Error('--rounds must be at least 1');
+  if (rounds !== undefined && (options.ramp || options['open-rate'] !== undefined)) throw new Error('--rounds goes with neither --ramp nor --open-rate');
   const m = machine();
   m.calibration = await calibrate();
   const fixture = await loadFixture(codec);
@@ -116,12 +122,13 @@ export async function run(options) {
   const profileDir = options.profile ? `bench/results/profiles/${new Date().toISOString().replace(/[:.]/g, '-')}` : undefined;
   const nodeArgs = profileDir ? ['--cpu-prof', '--cpu-prof-interval=5000', `--cpu-prof-dir=${profileDir}`] : [];
   try {
-    if (options.ramp) {
-      const from = num(options, 'from', 100);
-      const max = num(options, 'max', 3000);
-      const hold = num(options, 'hold', 60);
-      const rampOpts = { from, max, holdS: hold, settleS: 3 };
-      const order = options['service-first'] ? 'service-first' : options.sequential ? 'bare-first' : 'interleaved';
+    if (options.ramp || rounds !== undefined) {
+      const fixed = rounds === undefined ? undefined : Math.round(num(options, 'sessions', 100));
+      const from = fixed ?? num(options, 'from', 100);
+      const max = fixed ?? num(options, 'max', 3000);
+      const hold = rounds === undefined ? num(options, 'hold', 60) : num(options, 'seconds', 30);
+      const rampOpts = { from, max, holdS: hold, settleS: 3, ...(rounds === undefined ? {} : { rounds }) };
+      const order = rounds === undefined && options['service-first'] ? 'service-first' : rounds === undefined && options.sequential ? 'bare-first' : 'interleaved';
       const wanted = (/** @type {import('./measure.mjs').Ctx} */ ctx) => ({ ...rampOpts, sessionsWanted: (/** @type {number} */ n) => ctx.fleet.open(n, true) });
       /** The stacks running now (a ramp that throws leaves them up), and the service's idle RSS. */
       /** @type {{ bare?: Awaited<ReturnType<typeof bareTarget>>, svc?: Awaited<ReturnType<typeof serviceTarget>>, idleRss: number }} */
@@ -168,7 +175,7 @@ export async function run(options) {
             }
           }
         }
-        return rampResult({ m, options, codec, fixture, stt: out.svc.stt, note: out.svc.note, order, ...out, idleRss: up.idleRss, sampler, timeline, profileDir });
+        return rampResult({ m, options, codec, fixture, stt: out.svc.stt, note: out.svc.note, order, rounds, ...out, idleRss: up.idleRss, sampler, timeline, profileDir });
       } finally {
         await up.bare?.stop();
         await up.svc?.stop();

@@ -348,7 +348,9 @@ export class RampSearch {
   done = false;
   /**
    * @param {Ctx} ctx
-   * @param {{ from: number, max: number, holdS: number, settleS: number, sessionsWanted: (n: number) => void }} o
+   * @param {{ from: number, max: number, holdS: number, settleS: number, sessionsWanted: (n: number) => void, rounds?: number }} o
+   *   `rounds`: no search: `from` sessions, step after step, until that many steps were measured (a step held again
+   *   counts once)
    */
   constructor(ctx, o) {
     this.ctx = ctx;
@@ -418,6 +420,7 @@ export class RampSearch {
   /** Picks the next N after a step at `this.n`; answers true when there is none. */
   #next(/** @type {boolean} */ pass) {
     const { lo, hi, o } = this;
+    if (o.rounds !== undefined) return this.steps.filter((s) => !s.heldAgain).length >= o.rounds;
     if (pass && this.n >= o.max) return true;
     if (hi === Infinity) {
       this.n = Math.min(o.max, Math.ceil((this.n * 1.5) / 50) * 50);

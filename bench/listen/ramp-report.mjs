@@ -17,6 +17,9 @@ const ORDER_NOTES = /** @type {Record<string, string>} */ ({
   'service-first': 'the service was ramped first, then the bare server (--service-first)',
 });
 
+const ROUNDS_NOTE =
+  "--rounds: the service and the bare server took turns at one N (the order alternating each round), each target's sessions closed while the other ran; a round over the p99 line with nothing closed or piling up is held once more, and its first window is left out of the medians";
+
 /**
  * A search's passing steps by their number of sessions.
  * @param {{ steps: any[] }} search
@@ -39,6 +42,86 @@ export function cpuComparison(fleet, limit) {
   if (common > 0) return { svc: fp.get(common), bare: lp.get(common) };
   const above = Math.min(...[...lp.keys()].filter((n) => n >= fleet.capacity));
   return { svc: fp.get(fleet.capacity), bare: lp.get(Number.isFinite(above) ? above : limit.capacity) };
+}
+
+/**
+ * @param {number[]} xs
+ * @returns {number | null}
+ */
+const median = (xs) => {
+  if (xs.length === 0) return null;
+  const o = [...xs].sort((a, b) => a - b);
+  const m = o.length >> 1;
+  return o.length % 2 ? /** @type {number} */ (o[m]) : (/** @type {number} */ (o[m - 1]) + /** @type {number} */ (o[m])) / 2;
+};
+
+/**
+ * `fleet --rounds`: one measured step per round on each side (a step held again is left out: the step after it is the
+ * round's), the i-th of the service's and the i-th of the bare server's next to each other in time. CPU per
+ * session-second as each side's median over its rounds, the ratio of the medians, and each round's own ratio.
+ * @param {{ steps: any[] }} fleet
+ * @param {{ steps: any[] }} limit
+ * @param {number} idleRss the idle service's RSS, bytes
+ */
+export function roundsComparison(fleet, limit, idleRss) {
+  const svc = fleet.steps.filter((s) => !s.heldAgain);
+  const bare = limit.steps.filter((s) => !s.heldAgain);
+  /** @param {number[]} xs */
+  const spread = (xs) => ({ median: median(xs), min: xs.length ? Math.min(...xs) : null, max: xs.length ? Math.max(...xs) : null });
+  const cpu = (/** @type {any[]} */ steps) => steps.map((s) => s.serverCpuUsPerSessionS).filter((x) => typeof x === 'number' && Number.isFinite(x));
+  const rss = svc.map((s) => kib(steadyRssMiB(s) * 2 ** 20 - idleRss, s.sessions)).filter((x) => x !== null);
+  const svcCpu = spread(cpu(svc));
+  const bareCpu = spread(cpu(bare));
+  return {
+    svc: svcCpu,
+    bare: bareCpu,
+    ratio: ratio(svcCpu.median, bareCpu.median),
+    perRound: svc.map((s, i) => ratio(s.serverCpuUsPerSessionS, bare[i]?.serverCpuUsPerSessionS)),
+    rssPerSession: median(/** @type {number[]} */ (rss)),
+    passed: { svc: svc.filter((s) => s.pass).length, bare: bare.filter((s) => s.pass).length, rounds: Math.max(svc.length, bare.length) },
+    p99: { svc: svc.map((s) => s.lag?.p99 ?? null), bare: bare.map((s) => s.lag?.p99 ?? null) },
+  };
+}
+
+/** `median (min-max)` of a spread. */
+const spreadCell = (/** @type {{ median: number | null, min: number | null, max: number | null }} */ x) => (x.median === null ? '-' : `${Math.round(x.median)} (${v(x.min)}-${v(x.max)})`);
+
+/**
+ * The summary and goals of `fleet --rounds` (no capacity: one N throughout).
+ * @param {any} a
+ */
+function roundsSummary(a) {
+  const { fleet, limit } = a;
+  const r = roundsComparison(fleet, limit, a.idleRss);
+  const med = (/** @type {any[]} */ steps, /** @type {string} */ k) => median(steps.filter((s) => !s.heldAgain).map((s) => s[k]).filter((x) => typeof x === 'number'));
+  const n = fleet.steps[0]?.sessions ?? limit.steps[0]?.sessions;
+  const summary = {
+    head: ['figure', 'service', 'bare uWS (baseline)', 'service / bare', 'goal'],
+    rows: [
+      [`sessions, ${a.rounds} rounds on each side in turn`, v(n), v(n), '', ''],
+      [`rounds passed (p99 < ${RAMP_P99_MS} ms, nothing closed or piling up)`, `${r.passed.svc} of ${r.passed.rounds}`, `${r.passed.bare} of ${r.passed.rounds}`, '', ''],
+      ['frame latency p99 by round, ms', r.p99.svc.map(v).join(', '), r.p99.bare.map(v).join(', '), '', `< ${RAMP_P99_MS}`],
+      ['server CPU µs per session-second, median (min-max)', spreadCell(r.svc), spreadCell(r.bare), v(r.ratio), `≤ ${GOALS.cpuRatioMax}×`],
+      ["  each round's ratio (the service's round against the bare server's next to it)", '', '', r.perRound.map(v).join(', '), ''],
+      ['generator CPU, cores (median)', v(med(fleet.steps, 'generatorCores')), v(med(limit.steps, 'generatorCores')), '', ''],
+      [`${a.stt === 'provider_b' ? 'provider_b' : 'provider_a'} fake CPU, cores (median; the same box)`, v(med(fleet.steps, 'fakeCores')), '-', '', ''],
+      ['RSS per streaming session beyond idle (median of the rounds), KiB', v(r.rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
+      ['frames lost over all rounds', v(a.svcDrain.lostFrames), v(a.bareDrain.lostFrames), '', '0'],
+      ['  of the service: frames kept for later transcription after provider failures (not lost)', v(a.svcDrain.keptFrames), '-', '', ''],
+    ],
+  };
+  const goals = [
+    { name: 'engine CPU per session-second vs bare (median of the rounds)', target: `≤ ${GOALS.cpuRatioMax}×`, value: r.ratio, met: atMost(r.ratio, GOALS.cpuRatioMax) },
+    { name: 'RSS per streaming session beyond idle', target: `≤ ${GOALS.rssPerSessionKiBMax} KiB`, value: r.rssPerSession, met: atMost(r.rssPerSession, GOALS.rssPerSessionKiBMax) },
+    { name: 'frames lost', target: '0', value: a.svcDrain.lostFrames, met: a.svcDrain.lostFrames === 0 },
+  ];
+  const figures = figuresOf({
+    'CPU ratio to bare': [r.ratio, '', 'lower'],
+    'service CPU us per session-second': [r.svc.median, 'µs', 'lower'],
+    'bare CPU us per session-second': [r.bare.median, 'µs', 'lower'],
+    'RSS per streaming session KiB': [r.rssPerSession, 'KiB', 'lower'],
+  });
+  return { summary, goals, figures, rounds: r };
 }
 
 /** @param {any} a */
@@ -82,29 +165,33 @@ export function rampResult(a) {
     { name: 'engine CPU per session-second vs bare', target: `≤ ${GOALS.cpuRatioMax}×`, value: cpuRatio, met: atMost(cpuRatio, GOALS.cpuRatioMax) },
     { name: 'RSS per streaming session beyond idle', target: `≤ ${GOALS.rssPerSessionKiBMax} KiB`, value: rssPerSession, met: atMost(rssPerSession, GOALS.rssPerSessionKiBMax) },
   ];
+  const byRounds = a.rounds === undefined ? undefined : roundsSummary(a);
   const result = {
     scenario: a.scenario ?? 'fleet',
     version: 2,
     startedAt: new Date(Date.now() - a.timeline.now() * 1000).toISOString(),
     machine: a.m,
-    options: { ramp: true, order: a.order, codec: a.codec, stt: a.stt, raw: a.options },
+    options: { ramp: a.rounds === undefined, ...(a.rounds === undefined ? {} : { rounds: a.rounds }), order: a.order, codec: a.codec, stt: a.stt, raw: a.options },
     audio: { codec: a.codec, sampleRate: a.fixture.sampleRate, frameMs: a.fixture.frameMs, loopSeconds: a.fixture.seconds, what: a.fixture.what },
-    baseline: 'the limit: a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), ramped with the same generator in the same run',
-    summary,
+    baseline: byRounds
+      ? 'a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), the same sessions with the same generator, in turn with the service'
+      : 'the limit: a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), ramped with the same generator in the same run',
+    summary: byRounds?.summary ?? summary,
     tables: [
-      { title: 'limit (bare uWS) steps', head: STEP_HEAD, rows: stepRows(limit.steps) },
-      ...(fleet.steps.length ? [{ title: 'service steps', head: STEP_HEAD, rows: stepRows(fleet.steps) }] : []),
+      { title: byRounds ? 'bare uWS rounds' : 'limit (bare uWS) steps', head: STEP_HEAD, rows: stepRows(limit.steps) },
+      ...(fleet.steps.length ? [{ title: byRounds ? 'service rounds' : 'service steps', head: STEP_HEAD, rows: stepRows(fleet.steps) }] : []),
       ...profileTables(a.profileDir),
     ],
-    figures: figuresOf({
+    figures: byRounds?.figures ?? figuresOf({
       'fleet capacity': [fleet.steps.length ? fleet.capacity : null, 'sessions', 'higher'],
       'limit capacity': [limit.capacity, 'sessions', 'higher'],
       'capacity share of limit': [share, '', 'higher'],
       'CPU ratio to bare': [cpuRatio, '', 'lower'],
       'RSS per streaming session KiB': [rssPerSession, 'KiB', 'lower'],
     }),
-    goals: fleet.steps.length ? goals : [],
-    notes: [a.note, ORDER_NOTES[a.order], LATENCY_NOTE, ENGINE_DELAY_NOTE, `a step passes when p99 frame latency < ${RAMP_P99_MS} ms for its whole hold, no session is closed, and less than 250 ms of audio per session is still on its way`, 'generator CPU is in the step tables: it shares the machine with the server'].filter(Boolean),
+    goals: byRounds?.goals ?? (fleet.steps.length ? goals : []),
+    ...(byRounds ? { rounds: byRounds.rounds } : {}),
+    notes: [a.note, byRounds ? ROUNDS_NOTE : ORDER_NOTES[a.order], LATENCY_NOTE, ENGINE_DELAY_NOTE, `a step passes when p99 frame latency < ${RAMP_P99_MS} ms for its whole hold, no session is closed, and less than 250 ms of audio per session is still on its way`, 'generator CPU is in the step tables: it shares the machine with the server'].filter(Boolean),
     charts: charts(a.timeline, a.sampler),
     limit,
     fleet,

@@ -1,8 +1,9 @@
-// Which steps of a capacity ramp the CPU-per-session ratio compares (bench/listen/ramp-report.mjs cpuComparison).
+// Which steps of a capacity ramp the CPU-per-session ratio compares (bench/listen/ramp-report.mjs cpuComparison), and
+// what `fleet --rounds` makes of its rounds (roundsComparison); `--rounds` refuses what it cannot do.
 import t from 'tap';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT } from '../helpers/bench.js';
+import { ROOT, runBench } from '../helpers/bench.js';
 
 interface Step {
   sessions: number;
@@ -10,8 +11,23 @@ interface Step {
   serverCpuUsPerSessionS: number;
 }
 type Search = { capacity: number; steps: Step[] };
-const { cpuComparison } = (await import(pathToFileURL(path.join(ROOT, 'bench/listen/ramp-report.mjs')).href)) as {
+interface Round extends Step {
+  heldAgain?: boolean;
+  rssMiB?: number;
+  lag?: { p99: number };
+}
+interface Spread {
+  median: number | null;
+  min: number | null;
+  max: number | null;
+}
+const { cpuComparison, roundsComparison } = (await import(pathToFileURL(path.join(ROOT, 'bench/listen/ramp-report.mjs')).href)) as {
   cpuComparison: (fleet: Search, limit: Search) => { svc: Step | undefined; bare: Step | undefined };
+  roundsComparison: (
+    fleet: { steps: Round[] },
+    limit: { steps: Round[] },
+    idleRss: number,
+  ) => { svc: Spread; bare: Spread; ratio: number | null; perRound: (number | null)[]; rssPerSession: number | null; passed: { svc: number; bare: number; rounds: number }; p99: { svc: (number | null)[]; bare: (number | null)[] } };
 };
 
 const step = (sessions: number, pass: boolean, us: number): Step => ({ sessions, pass, serverCpuUsPerSessionS: us });
@@ -45,4 +61,32 @@ t.test('a search that passed nothing compares nothing', async (t) => {
   const at = cpuComparison({ capacity: 0, steps: [step(100, false, 3000)] }, { capacity: 0, steps: [step(100, false, 2000)] });
   t.equal(at.svc, undefined);
   t.equal(at.bare, undefined);
+});
+
+t.test('--rounds: medians of each side, the ratio of the medians, each round against its neighbour', async (t) => {
+  const round = (us: number, pass: boolean, p99: number, rssMiB: number, heldAgain = false): Round => ({ sessions: 400, pass, serverCpuUsPerSessionS: us, heldAgain, rssMiB, lag: { p99 } });
+  const fleet = {
+    steps: [round(2070, true, 24.7, 157), round(2300, false, 130, 160, true), round(2236, false, 120, 158), round(2098, true, 46.7, 156)],
+  };
+  const limit = { steps: [round(1293, true, 9.3, 70), round(1460, true, 3.6, 71), round(1243, true, 5, 70)] };
+  const r = roundsComparison(fleet, limit, 107 * 2 ** 20);
+  t.same(r.svc, { median: 2098, min: 2070, max: 2236 }, 'the round held again is left out (its next window is the round)');
+  t.same(r.bare, { median: 1293, min: 1243, max: 1460 });
+  t.equal(r.ratio, 1.62, 'median against median');
+  t.same(r.perRound, [1.6, 1.53, 1.69], 'round by round');
+  t.equal(r.rssPerSession, 128, 'median RSS per session over the rounds: (157 MiB - 107 MiB) / 400');
+  t.same(r.passed, { svc: 2, bare: 3, rounds: 3 });
+  t.same(r.p99, { svc: [24.7, 120, 46.7], bare: [9.3, 3.6, 5] });
+});
+
+t.test('--rounds refuses nonsense before starting anything', async (t) => {
+  for (const [args, message] of [
+    [['--rounds', '0'], /--rounds must be at least 1/],
+    [['--rounds', '2', '--ramp'], /--rounds goes with neither --ramp nor --open-rate/],
+    [['--rounds', '2', '--open-rate', '5'], /--rounds goes with neither --ramp nor --open-rate/],
+  ] as const) {
+    const run = await runBench(['fleet', ...args], 30_000);
+    t.not(run.code, 0, `fleet ${args.join(' ')} fails`);
+    t.match(run.stderr, message);
+  }
 });
