@@ -77,7 +77,14 @@ export class ConversationLifecycle {
     }
     const now = clock.now();
     const moved = await conversations.transition(conversationId, ConversationStatus.IN_PROGRESS, ConversationStatus.PROCESSING, now, { finishedAt: isoNow(now) });
-    if (!moved) return 'gone';
+    if (!moved) {
+      // Already processing: ended elsewhere, or by an earlier end() whose enqueue failed (Redis away) and which its
+      // caller now tries again. The job is enqueued either way: its id is the conversation's, so a job already
+      // waiting or running is not added twice, and a processed conversation is not processed again.
+      if ((await conversations.getById(conversationId))?.status !== ConversationStatus.PROCESSING) return 'gone';
+      await queue.process(conversationId, uid);
+      return 'processing';
+    }
     await queue.process(conversationId, uid);
     await events.publish({ type: SessionEventType.PROCESSING_STARTED, uid, conversationId }).catch(() => undefined);
     this.#o.logger.debug({ conversationId }, 'conversation handed to processing');

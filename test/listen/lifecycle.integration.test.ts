@@ -166,3 +166,21 @@ t.test('a live conversation deleted through the developer API stays deleted: the
   c.close();
   await c.closed;
 });
+
+t.test('an end whose enqueue failed after the status moved is tried again: the job is enqueued then', async (t) => {
+  const ts = await startService(t);
+  const c = await open(ts, { uid: 'u1', custom_stt: 'enabled' });
+  await c.ready();
+  await say(ts, c, LINES);
+  const actor = ts.service.sessions.sessionsOf('u1')[0]!;
+  const id = actor.conversationId!;
+  c.close();
+  await c.closed;
+  const { conversations, lifecycle } = ts.service.services;
+  // What end() leaves when Redis refuses the job after the status moved: processing, and no job.
+  t.ok(await conversations.transition(id, ConversationStatus.IN_PROGRESS, ConversationStatus.PROCESSING, ts.clock.now()));
+  t.equal(await lifecycle.end(id, 'u1'), 'processing', 'the caller tries again: the job is enqueued');
+  t.equal(await lifecycle.end(id, 'u1'), 'processing', 'and again (the job id is the conversation id: not added twice)');
+  await until(async () => (await conversations.getById(id))?.status === ConversationStatus.COMPLETED, 20_000, 'processed');
+  t.equal(await lifecycle.end(id, 'u1'), 'gone', 'a processed conversation is not processed again');
+});
