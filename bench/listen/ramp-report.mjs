@@ -80,6 +80,7 @@ export function roundsComparison(fleet, limit, idleRss) {
     rssPerSession: median(/** @type {number[]} */ (rss)),
     passed: { svc: svc.filter((s) => s.pass).length, bare: bare.filter((s) => s.pass).length, rounds: Math.max(svc.length, bare.length) },
     p99: { svc: svc.map((s) => s.lag?.p99 ?? null), bare: bare.map((s) => s.lag?.p99 ?? null) },
+    rssMiB: { idle: idleRss / 2 ** 20, svc: svc.map((s) => steadyRssMiB(s) ?? null), bare: bare.map((s) => steadyRssMiB(s) ?? null) },
   };
 }
 
@@ -105,6 +106,7 @@ function roundsSummary(a) {
       ["  each round's ratio (the service's round against the bare server's next to it)", '', '', r.perRound.map(v).join(', '), ''],
       ['generator CPU, cores (median)', v(med(fleet.steps, 'generatorCores')), v(med(limit.steps, 'generatorCores')), '', ''],
       [`${a.stt === 'provider_b' ? 'provider_b' : 'provider_a'} fake CPU, cores (median; the same box)`, v(med(fleet.steps, 'fakeCores')), '-', '', ''],
+      ['server RSS idle; with the sessions by round (median), MiB', `${v(Math.round(r.rssMiB.idle * 10) / 10)}; ${r.rssMiB.svc.map(v).join(', ')}`, `-; ${r.rssMiB.bare.map(v).join(', ')}`, '', ''],
       ['RSS per streaming session beyond idle (median of the rounds), KiB', v(r.rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
       ['frames lost over all rounds', v(a.svcDrain.lostFrames), v(a.bareDrain.lostFrames), '', '0'],
       ['  of the service: frames kept for later transcription after provider failures (not lost)', v(a.svcDrain.keptFrames), '-', '', ''],

@@ -27,7 +27,7 @@ const { cpuComparison, roundsComparison } = (await import(pathToFileURL(path.joi
     fleet: { steps: Round[] },
     limit: { steps: Round[] },
     idleRss: number,
-  ) => { svc: Spread; bare: Spread; ratio: number | null; perRound: (number | null)[]; rssPerSession: number | null; passed: { svc: number; bare: number; rounds: number }; p99: { svc: (number | null)[]; bare: (number | null)[] } };
+  ) => { svc: Spread; bare: Spread; ratio: number | null; perRound: (number | null)[]; rssPerSession: number | null; passed: { svc: number; bare: number; rounds: number }; p99: { svc: (number | null)[]; bare: (number | null)[] }; rssMiB: { idle: number; svc: (number | null)[]; bare: (number | null)[] } };
 };
 
 const step = (sessions: number, pass: boolean, us: number): Step => ({ sessions, pass, serverCpuUsPerSessionS: us });
@@ -77,6 +77,7 @@ t.test('--rounds: medians of each side, the ratio of the medians, each round aga
   t.equal(r.rssPerSession, 128, 'median RSS per session over the rounds: (157 MiB - 107 MiB) / 400');
   t.same(r.passed, { svc: 2, bare: 3, rounds: 3 });
   t.same(r.p99, { svc: [24.7, 120, 46.7], bare: [9.3, 3.6, 5] });
+  t.same(r.rssMiB, { idle: 107, svc: [157, 158, 156], bare: [70, 71, 70] }, 'RSS by round, beside the idle level');
 });
 
 t.test('--rounds refuses nonsense before starting anything', async (t) => {
