@@ -6,8 +6,7 @@ import { ManualClock } from '../../engine/clock.js';
 import { openStore } from '../../engine/db/store.js';
 import { GroupCommit } from '../../engine/db/group-commit.js';
 import { STORES, storeEnv } from '../helpers/stores.js';
-import path from 'node:path';
-import sqlite3 from 'sqlite3';
+import { sqliteWriteLock } from '../helpers/sqlite-lock.js';
 
 for (const kind of STORES) {
   t.test(`group commit on ${kind}`, async (t) => {
@@ -93,9 +92,8 @@ t.test('a store that cannot begin fails the whole group at once, not each write 
     return ops.map(() => undefined);
   });
   // Another connection holds sqlite's write lock past the 50 ms busy timeout.
-  const lock = new sqlite3.Database(path.join(dir, 'service.sqlite'));
-  t.teardown(() => new Promise<void>((r) => lock.close(() => r())));
-  await new Promise<void>((resolve, reject) => lock.exec('BEGIN EXCLUSIVE', (err) => (err ? reject(err) : resolve())));
+  const lock = sqliteWriteLock(t, dir);
+  await lock.hold();
   const first = group.submit(1).catch((e: unknown) => e);
   const rest = [2, 3, 4].map((n) => group.submit(n).catch((e: unknown) => e));
   const errors = await Promise.all([first, ...rest]);
@@ -103,7 +101,7 @@ t.test('a store that cannot begin fails the whole group at once, not each write 
   t.match(errors[1], { code: 'SQLITE_BUSY' }, 'so does the group queued behind it');
   t.ok(errors[2] === errors[1] && errors[3] === errors[1], "the group's writes share its one failure (not retried one by one)");
   t.equal(applied, 0, 'no transaction began');
-  await new Promise<void>((resolve, reject) => lock.exec('COMMIT', (err) => (err ? reject(err) : resolve())));
+  await lock.release();
   await Promise.all([5, 6].map((n) => group.submit(n)));
   t.same((await store.knex('gc_lock').orderBy('n')).map((r: { n: number }) => r.n), [5, 6], 'writes go through once the lock is let go');
 });

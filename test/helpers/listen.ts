@@ -107,12 +107,20 @@ export async function advance(ts: TestService, ms: number): Promise<void> {
   await ts.service.scheduler.tick();
 }
 
-/** Sends a text frame, waits until `actor` has taken it, runs one 600 ms step and returns the segment array it sent. */
-export async function sendAndStep(ts: TestService, c: ListenClient, actor: SessionActor, frame: string): Promise<any[]> {
+/** Sends a text frame and waits until `actor` has taken it (it must reach the actor before the clock moves). */
+export async function sendText(c: ListenClient, actor: SessionActor, frame: string): Promise<void> {
   const before = actor.stats.textMessages;
   c.ws.send(frame);
-  // The text frame must reach the actor before the clock moves.
   await until(() => actor.stats.textMessages > before, 5000, 'frame received');
+}
+
+/** Sends a text frame, waits until `actor` has taken it, runs one 600 ms step and returns the segment array it sent. */
+export async function sendAndStep(ts: TestService, c: ListenClient, actor: SessionActor, frame: string): Promise<any[]> {
+  await sendText(c, actor, frame);
   await advance(ts, 600);
   return c.json((m) => Array.isArray(m));
 }
+
+/** A suggested_transcript frame of one user line of 1 s at `start`. */
+export const suggestedLine = (text: string, start: number): string =>
+  JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments: [{ text, speaker: 'SPEAKER_00', speaker_id: 0, is_user: true, person_id: null, start, end: start + 1 }] });

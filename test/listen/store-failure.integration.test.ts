@@ -2,16 +2,10 @@
 // whose client left tries its last write again for a while before it gives the segments up (counted and logged). The
 // store fails for real: another connection holds sqlite's write lock past SQLITE_BUSY_TIMEOUT_MS.
 import t, { type Test } from 'tap';
-import path from 'node:path';
-import sqlite3 from 'sqlite3';
 import { startService, type TestService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
-import { advance, open, until } from '../helpers/listen.js';
-
-const suggested = (text: string, start: number): string =>
-  JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments: [{ text, speaker: 'SPEAKER_00', speaker_id: 0, is_user: true, person_id: null, start, end: start + 1 }] });
-
-const exec = (db: sqlite3.Database, sql: string): Promise<void> => new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
+import { advance, open, sendText, suggestedLine, until } from '../helpers/listen.js';
+import { sqliteWriteLock } from '../helpers/sqlite-lock.js';
 
 const counter = async (ts: TestService, name: string): Promise<number> => Number(new RegExp(`^${name} (\\S+)`, 'm').exec((await ts.req('/metrics')).text)?.[1]);
 
@@ -21,16 +15,11 @@ async function setUp(t: Test) {
   const live = await open(ts, { uid: 'u1', custom_stt: 'enabled' });
   await live.ready();
   const actor = ts.service.sessions.sessionsOf('u1')[0]!;
-  const send = async (text: string, start: number): Promise<void> => {
-    const before = actor.stats.textMessages;
-    live.ws.send(suggested(text, start));
-    await until(() => actor.stats.textMessages > before, 5000, 'frame received');
-  };
+  const send = (text: string, start: number): Promise<void> => sendText(live, actor, suggestedLine(text, start));
   await send('Written first.', 0);
   await advance(ts, 600);
   await until(() => actor.conversationId !== undefined, 5000, 'the conversation');
-  const lock = new sqlite3.Database(path.join(ts.dataDir, 'service.sqlite'));
-  t.teardown(() => new Promise<void>((r) => lock.close(() => r())));
+  const lock = sqliteWriteLock(t, ts.dataDir);
   const transcript = async (): Promise<string> => {
     const res = await ts.req(`/v1/dev/user/conversations/${actor.conversationId!}?include_transcript=true`, { headers: bearer(await ts.token('u1')) });
     return res.json.transcript_segments.map((s: { text: string }) => s.text).join(' ');
@@ -44,7 +33,7 @@ t.test('a live step whose write fails keeps its segments for the next step', asy
   const { ts, live, actor, send, lock, transcript, failures, lost } = await setUp(t);
   await live.json((m) => Array.isArray(m)); // the first step's segments
   t.equal(await failures(), 0);
-  await exec(lock, 'BEGIN EXCLUSIVE');
+  await lock.hold();
   await send('Said while the store is locked.', 2);
   const jpeg = Buffer.from([0xff, 0xd8, 0xff, 1, 2, 3]);
   const images = actor.stats.imagesCompleted;
@@ -54,7 +43,7 @@ t.test('a live step whose write fails keeps its segments for the next step', asy
   t.equal(await failures(), 1, 'the failed write is counted');
   await advance(ts, 600);
   t.equal(await failures(), 2, 'the next step tried again, and failed again');
-  await exec(lock, 'COMMIT');
+  await lock.release();
   const seen = live.json((m) => Array.isArray(m) && m.some((s: { text: string }) => s.text.includes('locked')));
   await advance(ts, 600);
   const segs = (await seen) as { text: string }[];
@@ -70,14 +59,14 @@ t.test('a live step whose write fails keeps its segments for the next step', asy
 
 t.test('a closing session tries its last write again until the store takes it', async (t) => {
   const { ts, live, actor, send, lock, transcript, failures, lost } = await setUp(t);
-  await exec(lock, 'BEGIN EXCLUSIVE');
+  await lock.hold();
   await send('Said just before leaving.', 2);
   live.close();
   await until(async () => (await failures()) === 1, 5000, 'the closing flush failed');
   t.equal(actor.state, 'draining', 'the session waits to try again');
   await advance(ts, 500);
   await until(async () => (await failures()) === 2, 5000, 'the first retry failed');
-  await exec(lock, 'COMMIT');
+  await lock.release();
   await advance(ts, 1000);
   await until(() => actor.state === 'closed', 5000, 'the session closed');
   t.equal(await transcript(), 'Written first. Said just before leaving.', 'the last segment reached the store');
@@ -87,7 +76,7 @@ t.test('a closing session tries its last write again until the store takes it', 
 
 t.test('a closing session gives its segments up, counted, when the store fails at every try', async (t) => {
   const { ts, live, actor, send, lock, failures, lost } = await setUp(t);
-  await exec(lock, 'BEGIN EXCLUSIVE');
+  await lock.hold();
   await send('Never stored.', 2);
   live.close();
   await until(async () => (await failures()) === 1, 5000, 'the closing flush failed');
@@ -100,5 +89,5 @@ t.test('a closing session gives its segments up, counted, when the store fails a
   }
   await until(() => actor.state === 'closed', 5000, 'the session closed after its last try');
   t.equal(await lost(), 1, 'the segment given up is counted');
-  await exec(lock, 'COMMIT');
+  await lock.release();
 });
