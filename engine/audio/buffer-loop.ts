@@ -89,6 +89,11 @@ export class BufferLoop {
   droppedPhotos = 0;
   /** Stored segment ids a speaker_assigned message named; applied at the next flush. */
   #reassigned = new Set<string>();
+  /**
+   * Segments a speaker assignment changed and the store holds, not yet returned to the client: a step that fails after
+   * storing them (a later write of the step) returns them at the next step that succeeds. By id, the latest version.
+   */
+  #unsentUpdates = new Map<string, TranscriptSegment>();
   /** Segments dropped because the buffer was full (logged, never silently lost). */
   droppedSegments = 0;
 
@@ -203,7 +208,7 @@ export class BufferLoop {
   /** flush() with what it took: `photos` loses each photo once stored, `reassign` is emptied once applied. */
   async #flush(batch: RawSegment[], photos: Uint8Array[], reassign: Set<string>): Promise<FlushResult> {
     const now = this.#o.clock.now();
-    const reassigned = await this.#applyReassigned(reassign);
+    await this.#applyReassigned(reassign);
     if (batch.length === 0 && photos.length === 0) {
       const cur = this.#current;
       if (cur && now - cur.lastSegmentAtMs >= this.#o.conversationTimeoutS * 1000) {
@@ -212,7 +217,7 @@ export class BufferLoop {
         this.#audioSinceEnd = false;
         try {
           const outcome = await this.#o.lifecycle.end(cur.id, this.#o.uid);
-          return { updated: reassigned, removedIds: [], ended: { conversationId: cur.id, outcome } };
+          return { updated: this.#takeUnsent(), removedIds: [], ended: { conversationId: cur.id, outcome } };
         } catch (err) {
           // Not ended: the next step ends it (unless something moved on meanwhile).
           if (this.#current === undefined) [this.#current, this.#audioSinceEnd] = [cur, audioSinceEnd || this.#audioSinceEnd];
@@ -220,7 +225,7 @@ export class BufferLoop {
         }
       }
       if (!cur && this.#audioSinceEnd) await this.#open(now);
-      return reassigned.length > 0 ? { updated: reassigned, removedIds: [] } : EMPTY;
+      return this.#unsentOnly();
     }
     // Photos check the conversation first; segment writes check it in their own transaction (below).
     if (photos.length > 0 && this.#current && !(await this.#stillInProgress(this.#current.id))) this.#current = undefined;
@@ -233,7 +238,7 @@ export class BufferLoop {
       }
       // A photo is activity: like a segment, it keeps the conversation open (REFERENCE §1.5).
       cur.lastSegmentAtMs = now;
-      if (batch.length === 0) return reassigned.length > 0 ? { updated: reassigned, removedIds: [] } : EMPTY;
+      if (batch.length === 0) return this.#unsentOnly();
     }
     const conversations = this.#o.conversations;
     let merged = this.#merge(cur, batch, now);
@@ -253,8 +258,20 @@ export class BufferLoop {
     // Reassigned stored segments the merge did not touch are sent too; the merge's version of a segment wins.
     const removed = new Set(merged.removedIds);
     const byMerge = new Set(merged.updated.map((s) => s.id));
-    const extra = reassigned.filter((s) => !byMerge.has(s.id) && !removed.has(s.id));
+    const extra = this.#takeUnsent().filter((s) => !byMerge.has(s.id) && !removed.has(s.id));
     return { updated: [...extra, ...merged.updated], removedIds: merged.removedIds };
+  }
+
+  /** The stored speaker updates not yet returned, now returned (#unsentUpdates). */
+  #takeUnsent(): TranscriptSegment[] {
+    if (this.#unsentUpdates.size === 0) return [];
+    const updated = [...this.#unsentUpdates.values()];
+    this.#unsentUpdates.clear();
+    return updated;
+  }
+
+  #unsentOnly(): FlushResult {
+    return this.#unsentUpdates.size > 0 ? { updated: this.#takeUnsent(), removedIds: [] } : EMPTY;
   }
 
   /** The batch in `cur`'s time (engine times count from the session's first audio), merged into its stored tail. */
@@ -268,14 +285,17 @@ export class BufferLoop {
     return combineSegments(cur.recent, incoming);
   }
 
-  /** Applies pending speaker_assigned segment ids to the current conversation's stored segments; returns the changed ones. */
-  async #applyReassigned(ids: Set<string>): Promise<TranscriptSegment[]> {
-    if (ids.size === 0) return [];
+  /**
+   * Applies pending speaker_assigned segment ids to the current conversation's stored segments; the changed ones wait
+   * in #unsentUpdates for the step's result.
+   */
+  async #applyReassigned(ids: Set<string>): Promise<void> {
+    if (ids.size === 0) return;
     const cur = this.#current;
     const speakers = this.#o.speakers;
     if (!cur || !speakers) {
       ids.clear();
-      return [];
+      return;
     }
     const changed: TranscriptSegment[] = [];
     const reassign = (s: TranscriptSegment): TranscriptSegment => {
@@ -294,7 +314,7 @@ export class BufferLoop {
     // Kept in memory once stored: a failed write leaves both as they were, for the next step to compare again.
     cur.recent = recent;
     ids.clear();
-    return changed;
+    for (const s of changed) this.#unsentUpdates.set(s.id, s);
   }
 
   async #open(now: number): Promise<Current> {

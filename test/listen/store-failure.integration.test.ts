@@ -57,6 +57,30 @@ t.test('a live step whose write fails keeps its segments for the next step', asy
   await live.closed;
 });
 
+t.test('speaker updates stored in a step whose segment write fails reach the client at the next step', async (t) => {
+  const { ts, live, actor, lock, failures } = await setUp(t);
+  const [first] = (await live.json((m) => Array.isArray(m))) as { id: string }[];
+  // The store refuses new segments only (a trigger): the step's speaker update, written before them, goes through.
+  await lock.exec(`CREATE TRIGGER refuse_segments BEFORE INSERT ON conversation_segments BEGIN SELECT RAISE(ABORT, 'segments refused'); END`);
+  await sendText(live, actor, JSON.stringify({ type: 'speaker_assigned', speaker_id: 1, person_id: 'p-ana', person_name: 'Ana', segment_ids: [first!.id] }));
+  // Another speaker, later: the merge leaves the first segment alone (it would re-send it itself).
+  const other = { text: 'Said while segments are refused.', speaker: 'SPEAKER_02', speaker_id: 2, is_user: false, person_id: null, start: 30, end: 31 };
+  await sendText(live, actor, JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments: [other] }));
+  await advance(ts, 600);
+  t.equal(await failures(), 1, 'the step failed');
+  const stored = await ts.service.services.conversations.segments(actor.conversationId!);
+  t.match(stored, [{ id: first!.id, personId: 'p-ana' }], 'the speaker update before the failure is stored');
+  await lock.exec('DROP TRIGGER refuse_segments');
+  const seen = live.json((m) => Array.isArray(m) && m.some((s: { id: string }) => s.id === first!.id));
+  await advance(ts, 600);
+  const segs = (await seen) as { id: string; text: string; person_id: string | null }[];
+  t.match(segs.find((s) => s.id === first!.id), { person_id: 'p-ana' }, 'the client gets the updated segment');
+  t.match(segs.find((s) => s.id !== first!.id), { text: other.text }, 'and the segment of the failed step, in the same message');
+  t.equal(await failures(), 1);
+  live.close();
+  await live.closed;
+});
+
 t.test('a closing session tries its last write again until the store takes it', async (t) => {
   const { ts, live, actor, send, lock, transcript, failures, lost } = await setUp(t);
   await lock.hold();
