@@ -204,8 +204,9 @@ export class Service {
       let storeBehind = false;
       const storeOverloaded = (): boolean => {
         const threshold = config.listenShedStoreDelayMs;
-        const backlogMs = threshold > 0 ? conversations.tailWriteBacklogMs() : 0;
-        const behind = threshold > 0 && backlogMs >= threshold;
+        if (threshold <= 0) return false;
+        const backlogMs = conversations.tailWriteBacklogMs();
+        const behind = backlogMs >= threshold;
         if (behind !== storeBehind) {
           storeBehind = behind;
           if (behind) logger.warn({ backlogMs: Math.round(backlogMs), thresholdMs: threshold }, 'transcript writes wait on the store: refusing new sessions');
