@@ -51,28 +51,22 @@ t.test('npm run bench -- fleet --sessions 5 --seconds 5 writes its result and re
   t.match(cmp.stdout, /server CPU µs per session-s\s+\S+\s+\S+\s+1\.000\s+≈/);
 });
 
-t.test('fleet --open-rate: devices arrive over time, each streaming once ready; the report says how many streamed', async (t) => {
+// One run covers both options (each run starts a service and a fake: ~25 s of the suite).
+t.test('fleet --stt provider_b --open-rate: devices arrive over time and stream to the provider_b fake, which measures the PCM as provider_a’s does', async (t) => {
   const out = path.join(t.testdir(), 'fleet.json');
-  const run = await runBench(['fleet', '--sessions', '4', '--open-rate', '8', '--seconds', '2', '--baseline-seconds', '0', '--idle-settle', '2', '--out', out]);
+  const run = await runBench(['fleet', '--stt', 'provider_b', '--sessions', '4', '--open-rate', '8', '--seconds', '3', '--baseline-seconds', '0', '--idle-settle', '2', '--out', out]);
   t.equal(run.code, 0, run.stderr);
+  t.match(run.stderr, /checking that .* streams to the provider_b fake/);
   t.match(run.stderr, /service: 4 sessions arriving, 8 per second/, 'a progress phase for the arrivals');
   t.match(run.stdout, /^ {2}of 4 arriving at 8\/s; refused with 1013 while arriving \/ in the window, at the window's end streaming\s+0 \/ 0, 4\s/m, 'none refused, all four streaming');
+  t.match(run.stdout, /^provider_b fake CPU, cores/m, 'the fake’s CPU is reported under its name');
   const r = JSON.parse(readFileSync(out, 'utf8'));
   t.equal(r.service.window.streamingAtEnd, 4);
   t.ok(r.service.openMs >= 400, `arriving took about half a second (${r.service.openMs} ms)`);
-});
-
-t.test('fleet --stt provider_b: the service streams to the provider_b fake, which measures the PCM as provider_a’s does', async (t) => {
-  const out = path.join(t.testdir(), 'fleet.json');
-  const run = await runBench(['fleet', '--stt', 'provider_b', '--sessions', '3', '--seconds', '3', '--baseline-seconds', '0', '--idle-settle', '2', '--out', out]);
-  t.equal(run.code, 0, run.stderr);
-  t.match(run.stderr, /checking that .* streams to the provider_b fake/);
-  t.match(run.stdout, /^provider_b fake CPU, cores/m, 'the fake’s CPU is reported under its name');
-  const r = JSON.parse(readFileSync(out, 'utf8'));
   t.equal(r.service.stt, 'provider_b');
   const w = r.service.window;
   t.type(w.lag.p99, 'number', 'frame latency is measured at the provider_b fake');
-  t.ok(w.lag.count >= 3 * 2 * 5, `PCM messages arrived there (${w.lag.count})`);
+  t.ok(w.lag.count >= 4 * 2 * 5, `PCM messages arrived there (${w.lag.count})`);
   t.equal(w.messageMs, 100, '100 ms of PCM per message (STT_SEND_MS)');
   t.equal(r.service.drain.lostFrames, 0, 'no frame lost between the devices and the provider');
   t.equal(r.service.drain.streamsLeftOpen, 0, 'every provider stream ended');
