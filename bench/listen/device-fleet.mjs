@@ -1,5 +1,6 @@
-// The parent side of the device generator: forks generator processes (devices.mjs), spreads device slots over them
-// round-robin, sends them commands, and sums their once-a-second reports into fleet totals and latency histograms.
+// The parent side of the device generator: forks generator processes (devices.mjs), gives each a block of consecutive
+// device slots (sessions fill the first generators first: slotShare), sends them commands, and sums their
+// once-a-second reports into fleet totals and latency histograms.
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
@@ -66,6 +67,7 @@ export class DeviceFleet {
   static async start(o) {
     const f = new DeviceFleet();
     const g = Math.max(1, o.generators ?? Math.ceil(o.devices.length / 700));
+    f.#perGenerator = Math.ceil(o.devices.length / g);
     for (let i = 0; i < g; i++) {
       const proc = track(fork(DEVICES, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' }));
       f.procs.push(proc);
@@ -78,7 +80,7 @@ export class DeviceFleet {
         port: o.port,
         query: o.query,
         fixtureFile: o.fixtureFile,
-        devices: o.devices.filter((_, k) => k % g === i),
+        devices: o.devices.slice(i * f.#perGenerator, (i + 1) * f.#perGenerator),
         keepAliveMs: o.keepAliveMs ?? 10_000,
         burst: o.burst ?? 1,
         pauseEveryS: o.pauseEveryS ?? 0,
@@ -118,10 +120,12 @@ export class DeviceFleet {
     return this.#last.reduce((sum, m) => sum + (m.audioMs ?? 0) + (m.at ? (m.streaming - (m.paused ?? 0)) * (now - m.at) : 0), 0);
   }
 
-  /** How many of the first `count` slots belong to generator `i` (slots go round-robin). */
+  /** Device slots per generator: generator i holds slots i × this … (i + 1) × this − 1. */
+  #perGenerator = 1;
+
+  /** How many of the first `count` slots belong to generator `i` (slotShare). */
   #share(/** @type {number} */ count, /** @type {number} */ i) {
-    const g = this.procs.length;
-    return Math.floor(count / g) + (i < count % g ? 1 : 0);
+    return slotShare(count, this.#perGenerator, i);
   }
 
   /**
@@ -204,4 +208,18 @@ export class DeviceFleet {
       }),
     );
   }
+}
+
+/**
+ * How many of the first `count` device slots generator `i` holds when each holds `perGenerator` consecutive ones.
+ * Slots fill the generators in turn, so a ramp step below its largest N runs on as many generator processes as a
+ * fixed run of that N would: with the slots dealt round-robin, a ramp to 3,000 ran its 400-session steps on five
+ * processes, whose timers and wake-ups cost 0.44-0.47 cores against one process's 0.25 (2026-11-27), on the cores
+ * the server under test needs.
+ * @param {number} count
+ * @param {number} perGenerator
+ * @param {number} i
+ */
+export function slotShare(count, perGenerator, i) {
+  return Math.max(0, Math.min(perGenerator, count - i * perGenerator));
 }
