@@ -212,10 +212,10 @@ export class DeviceFleet {
 
 /**
  * How many of the first `count` device slots generator `i` holds when each holds `perGenerator` consecutive ones.
- * Slots fill the generators in turn, so a ramp step below its largest N runs on as many generator processes as a
- * fixed run of that N would: with the slots dealt round-robin, a ramp to 3,000 ran its 400-session steps on five
- * processes, whose timers and wake-ups cost 0.44-0.47 cores against one process's 0.25 (2026-11-27), on the cores
- * the server under test needs.
+ * Slots fill the generators in turn, so a ramp step below its largest N runs on about as many generator processes
+ * as a fixed run of that N would: with the slots dealt round-robin, a ramp to 3,000 ran its 400-session steps on
+ * five processes, whose timers and wake-ups cost 0.44-0.47 cores against one process's 0.25 (2026-11-27), on the
+ * cores the server under test needs.
  * @param {number} count
  * @param {number} perGenerator
  * @param {number} i
