@@ -126,6 +126,13 @@ function roundsSummary(a) {
   return { summary, goals, figures, rounds: r };
 }
 
+/**
+ * The cores every process of a step used (server under test, generator, provider fake): near the machine's count, the
+ * capacity found is the box's, not the server's alone.
+ * @param {any} step
+ */
+const boxCores = (step) => (step ? Math.round(((step.serverCores ?? 0) + (step.generatorCores ?? 0) + (step.fakeCores ?? 0)) * 1000) / 1000 : null);
+
 /** @param {any} a */
 export function rampResult(a) {
   const { limit, fleet } = a;
@@ -151,6 +158,7 @@ export function rampResult(a) {
       [`server CPU µs per session-second (at ${cpuAt})`, v(at.svc?.serverCpuUsPerSessionS), v(at.bare?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}×`],
       ['generator CPU at capacity, cores', v(top?.generatorCores), v(lp.get(limit.capacity)?.generatorCores), '', ''],
       [`${a.stt === 'provider_b' ? 'provider_b' : 'provider_a'} fake CPU at capacity, cores (the same box)`, v(top?.fakeCores), '-', '', ''],
+      [`the box at capacity: server + generator + fake, cores of ${a.m?.cpus ?? '?'}`, v(boxCores(top)), v(boxCores(lp.get(limit.capacity))), '', ''],
       [`RSS per streaming session beyond idle (at ${up?.sessions ?? '-'}${up === top ? '' : ', the last pass before a failure'}), KiB`, v(rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
       ['frames lost over the whole ramp (failing steps included)', v(a.svcDrain.lostFrames), v(a.bareDrain.lostFrames), '', ''],
       ['  of the service: frames kept for later transcription after provider failures (not lost)', v(a.svcDrain.keptFrames), '-', '', ''],

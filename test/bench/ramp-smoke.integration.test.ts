@@ -11,6 +11,12 @@ t.test('npm run bench -- fleet --ramp: the bare server and the service take turn
   t.equal(run.code, 0, run.stderr);
   t.match(run.stdout, /^capacity, sessions \(largest passing step\)\s+2\s+2\s+1\s/m, 'both held 2 sessions');
   const r = JSON.parse(readFileSync(out, 'utf8'));
+  const box = new RegExp(`^the box at capacity: server \\+ generator \\+ fake, cores of ${r.machine.cpus}\\s+(\\S+)\\s+(\\S+)`, 'm').exec(run.stdout);
+  const [svcBox, bareBox] = [Number(box?.[1]), Number(box?.[2])];
+  const [svcStep] = r.fleet.steps;
+  const [bareStep] = r.limit.steps;
+  t.ok(Math.abs(svcBox - (svcStep.serverCores + svcStep.generatorCores + svcStep.fakeCores)) < 0.002, `the box's cores at the service's capacity sum its processes (${svcBox})`);
+  t.ok(Math.abs(bareBox - (bareStep.serverCores + bareStep.generatorCores)) < 0.002, `and at the bare server's (${bareBox})`);
   t.match(r, { scenario: 'fleet', options: { ramp: true, order: 'interleaved' }, limit: { capacity: 2 }, fleet: { capacity: 2 } });
   const [bare] = r.limit.steps;
   const [svc] = r.fleet.steps;
