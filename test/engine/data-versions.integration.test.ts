@@ -1,7 +1,6 @@
 // The data-version protocol against a real Redis and the real service: a write that has committed but not yet been
 // announced (in flight, or its announcement lost) is never hidden by a cached answer, and a write is refused without Redis.
 import t from 'tap';
-import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { DataVersions } from '../../engine/data-versions.js';
@@ -9,6 +8,7 @@ import { createLogger } from '../../engine/logger.js';
 import { isEngineError } from '../../engine/errors.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
+import { freePort } from '../helpers/ports.js';
 
 const MEMORIES = '/v1/dev/user/memories';
 const logger = createLogger('silent');
@@ -78,12 +78,7 @@ t.test('a write whose end is never announced disables reuse until its version ex
 
 t.test('without Redis a write is refused before it touches the store', async (t) => {
   // A port where nothing listens: every command fails.
-  const port = await new Promise<number>((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
-  });
+  const port = await freePort();
   const redis = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
   redis.on('error', () => undefined);
   t.teardown(() => redis.disconnect());

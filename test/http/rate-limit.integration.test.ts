@@ -1,8 +1,7 @@
 // Developer REST rate limits in Redis, driven by the injected clock: headers on every answer, 429 with Retry-After, fail closed.
 import t from 'tap';
-import { spawn } from 'node:child_process';
-import net from 'node:net';
 import { startService } from '../helpers/service.js';
+import { freePort, portAnswers, startRedisServer } from '../helpers/ports.js';
 import { bearer } from '../helpers/http.js';
 import type { AppRoute } from '../../http/routes/types.js';
 
@@ -76,23 +75,14 @@ t.test('the limits are shared by every node', async (t) => {
 });
 
 t.test('without Redis, API-key traffic fails closed with 503', async (t) => {
-  const port = await new Promise<number>((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
-  });
-  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const port = await freePort();
+  const redis = startRedisServer(port);
   const exited = new Promise((r) => redis.once('exit', r));
   t.teardown(() => {
     if (redis.exitCode === null) redis.kill('SIGKILL');
   });
   for (let i = 0; i < 100; i++) {
-    const up = await new Promise<boolean>((r) => {
-      const c = net.connect(port, '127.0.0.1', () => (c.destroy(), r(true)));
-      c.on('error', () => r(false));
-    });
-    if (up) break;
+    if (await portAnswers(port)) break;
     await new Promise((r) => setTimeout(r, 20));
   }
   const s = await startService(t, { extraRoutes: probe, env: { REDIS_URL: `redis://127.0.0.1:${port}` } });

@@ -2,32 +2,12 @@
 // processing job; the session keeps the conversation and ends it again at a later step, once Redis is back, and the
 // conversation is processed. A redis-server of the test's own is killed and started again on the same port.
 import t from 'tap';
-import net from 'node:net';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { startService } from '../helpers/service.js';
+import { freePort, portAnswers as answers, startRedisServer as startRedis } from '../helpers/ports.js';
 import { advance, open, sendAndStep, until } from '../helpers/listen.js';
 import { ConversationStatus } from '../../engine/protocol.js';
 
 const LINE = { text: 'Remember to water the plants on Friday.', speaker: 'SPEAKER_00', speaker_id: 0, is_user: true, person_id: null, start: 0, end: 2 };
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
-  });
-}
-
-const answers = (port: number): Promise<boolean> =>
-  new Promise((r) => {
-    const c = net.connect(port, '127.0.0.1', () => (c.destroy(), r(true)));
-    c.on('error', () => r(false));
-  });
-
-function startRedis(port: number): ChildProcess {
-  return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-}
 
 t.test('Redis away at the silence timeout: the conversation is ended again once it is back, and processed', async (t) => {
   const port = await freePort();

@@ -2,9 +2,9 @@
 import t from 'tap';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { request, bearer } from '../helpers/http.js';
+import { freePort, portAnswers } from '../helpers/ports.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const ENTRY = fileURLToPath(new URL('../../engine/index.js', import.meta.url));
@@ -46,15 +46,6 @@ const baseEnv = (t: { testdir(): string }): Record<string, string> => ({
   LOG_LEVEL: 'info',
 });
 
-function portAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.on('error', () => resolve(false));
-  });
-}
 
 t.test('starts, answers /health and stops cleanly on SIGTERM', async (t) => {
   const env = baseEnv(t);
@@ -100,12 +91,7 @@ t.test('a bad variable stops start-up and is named', async (t) => {
 });
 
 t.test('with nothing at REDIS_URL it runs its own redis-server and stops it on shutdown', async (t) => {
-  const dead = await new Promise<number>((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
+  const dead = await freePort();
   const runEnv: Record<string, string> = { ...baseEnv(t), REDIS_URL: `redis://127.0.0.1:${dead}` };
   const svc = await run(runEnv);
   const started = svc.lines.find((l) => l.msg === 'embedded redis-server started');

@@ -1,10 +1,10 @@
 // The admin command, run as the compiled script in a child process against the running service's sqlite store.
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { startService } from '../helpers/service.js';
 import { bearer } from '../helpers/http.js';
+import { freePort } from '../helpers/ports.js';
 
 const ADMIN = fileURLToPath(new URL('../../scripts/admin.js', import.meta.url));
 
@@ -53,12 +53,7 @@ t.test('bad arguments print the usage and exit non-zero', async (t) => {
 t.test('without the Redis running nodes share, nothing changes (they would not hear of it)', async (t) => {
   const s = await startService(t);
   await s.service.services.users.setMemoryAccess('erin', true, s.clock.now());
-  const port = await new Promise<number>((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
-  });
+  const port = await freePort();
   const r = await admin({ ...s.env, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_EMBEDDED: 'never' }, ['memory-access', 'erin', 'off']);
   t.equal(r.code, 1);
   t.match(r.stderr, /^nothing changed: Redis does not answer/);

@@ -1,5 +1,4 @@
 // provider_a (Deepgram live protocol) against the Deepgram fake over real sockets; time moves only through the ManualClock.
-import net from 'node:net';
 import { Writable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { ManualClock } from '../../engine/clock.js';
@@ -9,6 +8,7 @@ import { ProviderAEngine, type ProviderAEngineOptions } from '../../engine/stt/p
 import type { SttFailure, SttSegment, SttStream } from '../../engine/stt/types.js';
 import { SttOpenError } from '../../engine/stt/types.js';
 import { startFakeDeepgram, type ScriptedWord } from '../fakes/deepgram-server.js';
+import { freePort } from '../helpers/ports.js';
 
 const RATE = 16000;
 const opts = { language: 'en', sampleRateHz: 16000 as const, sessionId: 'sess-1' };
@@ -244,12 +244,7 @@ t.test('connect errors map to reasons; 429 and 503 carry Retry-After', async (t)
   await scheduler.tick();
   t.same(await failureOf(held), { outcome: 'upstream_error', retryable: true, reason: 'initialization_failed' }, 'connect timeout via the scheduler');
 
-  const closedPort = await new Promise<number>((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
+  const closedPort = await freePort();
   const refused = new ProviderAEngine({ url: `ws://127.0.0.1:${closedPort}/v1/listen`, apiKey: 'k', clock, scheduler, logger: createLogger('silent') });
   t.match(await failureOf(refused.open(opts)), { reason: 'initialization_failed', retryable: true }, 'connection refused');
 

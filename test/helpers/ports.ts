@@ -1,0 +1,30 @@
+// Loopback ports for tests: one where nothing listens, whether something answers on one, and a redis-server of the
+// test's own on one (to kill and start again).
+import net from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+
+/** A port on 127.0.0.1 that was free a moment ago: nothing listens there until the test starts something. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Whether a TCP connection to 127.0.0.1:`port` is accepted. */
+export function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
+}
+
+/** A redis-server on `port` that keeps nothing on disk; the caller kills it (SIGKILL) or leaves it to its teardown. */
+export function startRedisServer(port: number): ChildProcess {
+  return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+}
