@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { EngineError } from './errors.js';
 import { encodedDurationS } from './audio/encoded-duration.js';
 import { checkCodecParams, codecIndex, OUTPUT_SAMPLE_RATE_HZ, type CodecAnswer, type CodecParams, type CodecTask, type FailAnswer, type HeapAnswer, type PackedAnswer, type PcmAnswer, type UplinkEvent, type UplinkOpenAnswer, type UplinkOpenTask } from '../workers/messages.js';
-import { eachPackedPart, MAX_SPARE_BUFFERS, RecordWriter } from '../workers/packing.js';
+import { eachPackedPart, forEachRecord, MAX_SPARE_BUFFERS, RecordWriter } from '../workers/packing.js';
 import { InlineRunner, TaskThread, type TaskRunner } from './task-thread.js';
 
 export { CODECS, CODEC_SAMPLE_RATES_HZ, OUTPUT_SAMPLE_RATE_HZ, type Codec, type CodecParams } from '../workers/messages.js';
@@ -258,6 +258,16 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
   holdSamples = 0;
   inFlightMessages = 0;
   inFlightBytes = 0;
+  /**
+   * Each message as it leaves for the decoder, in order, lent for the call (copy what is kept): called while the task
+   * that decodes it is put together, for the stream's messages of that task one after the other.
+   *
+   * Rationale: the session's encoded tail (engine/actors/session-stt.ts) copied each message as it arrived, one frame
+   * at a time among hundreds of sessions, so every copy first fetched the tail's memory again: ~1.4 µs of the ~3.7 µs a
+   * frame cost the main thread at 400 sessions (timed around onBinary, fleet bench). Here its first message fetches it
+   * and the rest of the task's (~5 at a provider message of 100 ms) find it at hand.
+   */
+  onSend: ((message: Uint8Array) => void) | undefined = undefined;
   #idleWaiters: (() => void)[] = [];
   #state: 'open' | 'closing' | 'closed' = 'open';
   /** Provider sockets in the shard, by channel (uplink()). */
@@ -338,21 +348,15 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> {
 
   /**
    * Queues one WebSocket message (for two channels: channel-id byte first). Its bytes are copied at once, so the
-   * caller's buffer is free when this returns. `seconds`: the audio it holds (its channel's), when the caller has read
-   * it from the bytes already (encodedDurationS); else the stream reads it when it holds audio back. Keep-alive
-   * messages (≤ 2 bytes, SPEC) are the session layer's to drop.
+   * caller's buffer is free when this returns. While the stream holds audio back it reads the seconds the message
+   * holds from its bytes. Keep-alive messages (≤ 2 bytes, SPEC) are the session layer's to drop.
    */
-  push(message: Uint8Array, seconds?: number): void {
+  push(message: Uint8Array): void {
     if (this.#state !== 'open') throw new EngineError('ENG_ERR_CODEC_STREAM_CLOSED', { sessionId: this.sessionId });
     this.stats.messages++;
-    this.#shard.stage(this, message, this.holdSamples > 0 ? this.#timedSeconds(message, seconds) * OUTPUT_SAMPLE_RATE_HZ : 0);
-  }
-
-  /** The seconds `message` adds to the stream's timeline: two channels' time is the first channel's. */
-  #timedSeconds(message: Uint8Array, seconds: number | undefined): number {
     const p = this.params;
-    if (seconds === undefined) return encodedDurationS(p.codec, p.sampleRate, p.channels, message);
-    return p.channels === 2 && message[0] !== 0x01 ? 0 : seconds;
+    // Two channels' time is the first channel's (encodedDurationS counts only its messages).
+    this.#shard.stage(this, message, this.holdSamples > 0 ? encodedDurationS(p.codec, p.sampleRate, p.channels, message) * OUTPUT_SAMPLE_RATE_HZ : 0);
   }
 
   /**
@@ -632,6 +636,7 @@ class Shard {
       bytes += s.staging.byteLength;
     }
     const records = new Uint8Array(bytes);
+    let words: Uint32Array | undefined; // the records' headers, read when a stream wants its messages (onSend)
     let at = 0;
     this.#due = 0;
     const params = new Int32Array(streams.length * 4);
@@ -641,7 +646,9 @@ class Shard {
       params[i * 4 + 1] = s.codecIndex;
       params[i * 4 + 2] = s.params.sampleRate;
       params[i * 4 + 3] = s.params.channels;
+      const from = at;
       at = s.staging.takeInto(records, at);
+      if (s.onSend !== undefined) forEachRecord(records, (words ??= new Uint32Array(records.buffer)), from, at, s.onSend);
       s.inFlightMessages = s.stagedMessages;
       s.inFlightBytes = s.stagedBytes;
       s.stagedMessages = s.stagedBytes = s.stagedSamples = 0;

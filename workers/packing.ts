@@ -90,6 +90,15 @@ export class RecordWriter {
   }
 }
 
+/** Main side: each message of the records in `records[from, to)`, in order, as a view; `words` reads their headers. */
+export function forEachRecord(records: Uint8Array, words: Uint32Array, from: number, to: number, fn: (message: Uint8Array) => void): void {
+  for (let at = from; at < to; ) {
+    const length = words[(at >> 2) + 1]!;
+    fn(records.subarray(at + 8, at + 8 + length));
+    at += 8 + ((length + 3) & ~3);
+  }
+}
+
 /** Thread side: each key's messages in arrival order, as views into `records`. */
 export function readRecords(records: Uint8Array): Map<number, Uint8Array[]> {
   const words = new Uint32Array(records.buffer, records.byteOffset, records.byteLength >> 2);

@@ -10,11 +10,10 @@ export interface AudioInletOptions {
   /** PCM of a channel the codec shard sent on a provider socket it holds (CodecStream 'uplinked'), in order with onPcm. */
   onUplinked?: (channel: number, samples: number) => void;
   /**
-   * Each message as it goes to the decoder, in order (lent for the call: copy what is kept). It may answer the seconds
-   * of audio the message holds (its channel's, for two channels) when it read them from the bytes: the codec stream
-   * then need not read them again.
+   * Each message as it leaves for the decoder, in order (lent for the call: copy what is kept): a few at a time, as the
+   * codec stream puts a task together (CodecStream.onSend), not as they arrive.
    */
-  onDecode?: (message: Uint8Array) => number | undefined;
+  onDecode?: (message: Uint8Array) => void;
 }
 
 export class AudioInlet {
@@ -28,6 +27,7 @@ export class AudioInlet {
   constructor(opts: AudioInletOptions) {
     this.#o = opts;
     opts.codec.on('pcm', opts.onPcm);
+    opts.codec.onSend = opts.onDecode;
     if (opts.onUplinked) opts.codec.on('uplinked', opts.onUplinked);
   }
 
@@ -44,7 +44,7 @@ export class AudioInlet {
     if (this.#finished) return true;
     if (this.pendingBytes + message.byteLength > this.#o.maxBytes) return false;
     if (this.#flowing) {
-      this.#o.codec.push(message, this.#o.onDecode?.(message));
+      this.#o.codec.push(message);
     } else {
       this.#held.push(message.slice());
       this.#heldBytes += message.byteLength;
@@ -66,7 +66,7 @@ export class AudioInlet {
   start(): void {
     if (this.#flowing || this.#finished) return;
     this.#flowing = true;
-    for (const m of this.#held) this.#o.codec.push(m, this.#o.onDecode?.(m));
+    for (const m of this.#held) this.#o.codec.push(m);
     this.#held = [];
     this.#heldBytes = 0;
   }
@@ -86,6 +86,7 @@ export class AudioInlet {
     this.#heldBytes = 0;
     this.#o.codec.removeAllListeners('pcm');
     this.#o.codec.removeAllListeners('uplinked');
+    this.#o.codec.onSend = undefined;
     void this.#o.codec.close({ flush: false }).catch(() => undefined);
   }
 }

@@ -112,25 +112,23 @@ export class SessionStt {
   }
 
   /**
-   * One audio message as the device sent it (two channels: channel-id byte first), in the order it goes to the
-   * decoder; copied. Kept until the provider's final results cover it (remote engines only). Answers the seconds of
-   * audio it holds, read from its bytes (undefined when it was not kept).
+   * One audio message as the device sent it (two channels: channel-id byte first), as it leaves for the decoder, in
+   * order; copied. Kept until the provider's final results cover it (remote engines only). After a failure too, until
+   * the tails are read: a codec shard may still send the PCM of audio that left for it then on the failed socket.
    */
-  retain(message: Uint8Array): number | undefined {
+  retain(message: Uint8Array): void {
     const tails = this.#tails;
     const a = this.#o.audio;
-    if (tails === undefined || a === undefined || this.#kept) return undefined;
+    if (tails === undefined || a === undefined) return;
     let ch = 0;
     let payload = message;
     if (this.#o.channels === 2) {
       const id = message[0];
-      if (id !== 0x01 && id !== 0x02) return undefined;
+      if (id !== 0x01 && id !== 0x02) return;
       ch = id - 1;
       payload = message.subarray(1);
     }
-    const seconds = encodedDurationS(a.codec, a.sampleRate, 1, payload);
-    tails[ch]!.push(payload, seconds);
-    return seconds;
+    tails[ch]!.push(payload, encodedDurationS(a.codec, a.sampleRate, 1, payload));
   }
 
   /**

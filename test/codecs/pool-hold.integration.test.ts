@@ -109,27 +109,51 @@ t.test('close() decodes held audio at once; close without flush drops it', async
   t.equal(dropped.stats.lostMessages, 0, 'dropping on request is not a loss');
 });
 
-t.test('a hold counts the seconds the caller read from the bytes, and for two channels only the first channel’s', async (t) => {
+t.test('a hold counts the seconds read from the bytes, and for two channels only the first channel’s', async (t) => {
   const pool = new CodecPool({ threads: 1, maxHoldMs: 3_600_000 });
   t.teardown(() => pool.close());
   const one = pool.open({ sessionId: 'told', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
   const two = pool.open({ sessionId: 'stereo', codec: 'opus_fs320', sampleRate: 16000, channels: 2 });
   await Promise.all([one.ready, two.ready]);
   const p = packets(4);
-  // One 20 ms packet said to hold 100 ms completes a 100 ms hold at once (the hour-long timer never fires).
-  one.holdUntil(1600);
+  // Two 20 ms packets complete a 40 ms hold (the hour-long timer never fires).
+  one.holdUntil(640);
   const got = once(one, 'pcm');
-  one.push(p[0]!, 0.1);
-  t.equal(((await got) as [Int16Array[]])[0][0]!.length, 320, 'decoded when pushed: the seconds given were counted');
-  // Two channels: a second-channel message adds nothing to the timeline, whatever its seconds; the first channel's does.
+  one.push(p[0]!);
+  await new Promise((r) => setImmediate(r));
+  t.equal(one.stats.tasks, 0, 'held: one packet holds 20 ms');
+  one.push(p[1]!);
+  t.equal(((await got) as [Int16Array[]])[0][0]!.length, 640, 'decoded once the second packet came');
+  // Two channels: a second-channel message adds nothing to the timeline; the first channel's does.
   two.holdUntil(320);
   const both = once(two, 'pcm');
-  two.push(new Uint8Array([0x02, ...p[1]!]), 0.02);
+  two.push(new Uint8Array([0x02, ...p[1]!]));
   await new Promise((r) => setImmediate(r));
   t.equal(two.stats.tasks, 0, 'a second-channel message alone does not complete the hold');
-  two.push(new Uint8Array([0x01, ...p[2]!]), 0.02);
+  two.push(new Uint8Array([0x01, ...p[2]!]));
   const [pcm] = (await both) as [Int16Array[]];
   t.same(pcm.map((c) => c.length), [320, 320], 'both channels decoded together once the first channel’s 20 ms came');
+});
+
+t.test('onSend sees each message as the task that decodes it leaves, in order, not as it is pushed', async (t) => {
+  const pool = new CodecPool({ threads: 1, maxHoldMs: 3_600_000 });
+  t.teardown(() => pool.close());
+  const s = pool.open({ sessionId: 'sent', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
+  await s.ready;
+  const sent: number[][] = [];
+  s.onSend = (m) => sent.push([...m]);
+  const p = packets(3);
+  s.holdUntil(960);
+  const lent = p[0]!.slice();
+  s.push(lent);
+  lent.fill(0); // the caller's buffer is free once push() returns
+  s.push(p[1]!);
+  await new Promise((r) => setImmediate(r));
+  t.same(sent, [], 'nothing yet: the hold keeps the task back');
+  const got = once(s, 'pcm');
+  s.push(p[2]!);
+  t.equal(((await got) as [Int16Array[]])[0][0]!.length, 960, 'the three decoded in one task');
+  t.same(sent, p.map((m) => [...m]), 'each message seen once, its own bytes, in order');
 });
 
 t.test('each decode task reports its audio’s delay from due to decoded, a hold’s own wait not included', async (t) => {
