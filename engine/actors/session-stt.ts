@@ -254,6 +254,7 @@ export class SessionStt {
     if (this.#kept) return;
     // Every channel's stream goes down with the session: keep each one's audio after its last final result (local
     // engines, which cannot lose audio to a network, report none and keep nothing from before the failure).
+    for (const tail of this.#tails ?? []) tail.keepAll();
     this.#kept = this.#streams.map((s, channel) => {
       const written = this.#written[channel]!;
       const acked = Math.min(s.acknowledgedSamples?.() ?? written, written);

@@ -21,7 +21,7 @@ export interface EncodedSlice {
 }
 
 export class EncodedTail {
-  readonly #maxSamples: number;
+  #maxSamples: number;
   /** Live bytes are `#bytes[#from, #to)`. */
   #bytes = new Uint8Array(4096);
   #from = 0;
@@ -55,6 +55,14 @@ export class EncodedTail {
   /** Messages held. */
   get messages(): number {
     return this.#count - this.#head;
+  }
+
+  /**
+   * Stops dropping the oldest audio: once its provider failed, the tail is read when the audio then on its way to the
+   * decoder is back, and everything from the provider's last answer on may be needed. The session is ending by then.
+   */
+  keepAll(): void {
+    this.#maxSamples = Infinity;
   }
 
   /** Copies `message`, which holds `seconds` of audio. */

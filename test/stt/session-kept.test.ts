@@ -69,6 +69,22 @@ t.test('a provider that never answers: the bound drops the oldest audio, and wha
   t.same(kept[0]!.pcm, ramp(2.5 * RATE, 0.5 * RATE));
 });
 
+t.test('audio that left for the decoder after the failure and went out on the failed socket is replayed too, whatever the bound', async (t) => {
+  const { live, stt, stream, kept, keep } = await setup(t, { maxKeptS: 1 });
+  stream(2);
+  live[0]!.acknowledged = 1.5 * RATE;
+  stream(0.02);
+  live[0]!.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
+  // A codec shard holding the socket sent this PCM before it knew: the session is told only the count (uplinked).
+  for (let n = 0; n < 100; n++) {
+    stt.retain(new Uint8Array(ramp(2.02 * RATE + n * 320, 320).buffer));
+    stt.uplinked(0, 320);
+  }
+  t.equal(await keep(), 2.52, 'seconds kept: from the last final to the last sample sent');
+  t.equal(kept[0]!.meta.offsetS, 10 + 1.5);
+  t.same(kept[0]!.pcm, ramp(1.5 * RATE, 2.52 * RATE), 'every sample from 1.5 s on, though more than the 1 s bound came after it');
+});
+
 t.test('two channels are kept apart, each from its own last final', async (t) => {
   const { live, stream, kept, keep } = await setup(t, { channels: 2 });
   stream(2, 0);
