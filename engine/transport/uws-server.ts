@@ -42,6 +42,8 @@ interface Link {
 
 interface UserData {
   link: Link;
+  /** The link's actor, set on the socket itself too: a frame reaches it without fetching the link. */
+  actor?: SessionActor;
 }
 
 /** Close reasons are at most 123 bytes (RFC 6455). */
@@ -81,6 +83,7 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
     };
     const actor = o.createActor({ sessionId: link.sessionId, params: link.params, socket });
     link.actor = actor;
+    ws.getUserData().actor = actor;
     o.registry.add(actor);
     actor.start().catch((err: unknown) => {
       o.logger.error({ sessionId: link.sessionId, err: { name: (err as Error)?.name } }, 'session start threw');
@@ -161,7 +164,7 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
     },
 
     message: (ws, message, isBinary) => {
-      const actor = ws.getUserData().link.actor;
+      const actor = ws.getUserData().actor;
       if (!actor) return;
       // uWS reuses the ArrayBuffer after this callback: onBinary copies what it keeps before returning.
       if (isBinary) actor.onBinary(new Uint8Array(message));
