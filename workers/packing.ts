@@ -90,11 +90,14 @@ export class RecordWriter {
   }
 }
 
-/** Main side: each message of the records in `records[from, to)`, in order, as a view; `words` reads their headers. */
-export function forEachRecord(records: Uint8Array, words: Uint32Array, from: number, to: number, fn: (message: Uint8Array) => void): void {
+/**
+ * Each record in `records[from, to)`, in order: its message as a view, and its stream key. `words` is a Uint32Array
+ * over the same bytes from `records`' start (it reads the headers).
+ */
+export function forEachRecord(records: Uint8Array, words: Uint32Array, from: number, to: number, fn: (message: Uint8Array, key: number) => void): void {
   for (let at = from; at < to; ) {
     const length = words[(at >> 2) + 1]!;
-    fn(records.subarray(at + 8, at + 8 + length));
+    fn(records.subarray(at + 8, at + 8 + length), words[at >> 2]!);
     at += 8 + ((length + 3) & ~3);
   }
 }
@@ -103,15 +106,11 @@ export function forEachRecord(records: Uint8Array, words: Uint32Array, from: num
 export function readRecords(records: Uint8Array): Map<number, Uint8Array[]> {
   const words = new Uint32Array(records.buffer, records.byteOffset, records.byteLength >> 2);
   const byKey = new Map<number, Uint8Array[]>();
-  for (let at = 0; at < records.byteLength; ) {
-    const key = words[at >> 2]!;
-    const length = words[(at >> 2) + 1]!;
-    const message = records.subarray(at + 8, at + 8 + length);
+  forEachRecord(records, words, 0, records.byteLength, (message, key) => {
     const list = byKey.get(key);
     if (list === undefined) byKey.set(key, [message]);
     else list.push(message);
-    at += 8 + ((length + 3) & ~3);
-  }
+  });
   return byKey;
 }
 

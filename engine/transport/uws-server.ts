@@ -36,13 +36,12 @@ interface Link {
   sessionId: string;
   params: ListenParams;
   ws?: uWS.WebSocket<UserData>;
-  actor?: SessionActor;
   closed: boolean;
 }
 
 interface UserData {
   link: Link;
-  /** The link's actor, set on the socket itself too: a frame reaches it without fetching the link. */
+  /** The session's actor, once it started: on the socket itself, so a frame reaches it without fetching the link. */
   actor?: SessionActor;
 }
 
@@ -82,7 +81,6 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
       },
     };
     const actor = o.createActor({ sessionId: link.sessionId, params: link.params, socket });
-    link.actor = actor;
     ws.getUserData().actor = actor;
     o.registry.add(actor);
     actor.start().catch((err: unknown) => {
@@ -171,12 +169,12 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
       else actor.onText(Buffer.from(message).toString('utf8'));
     },
 
-    drain: (ws) => ws.getUserData().link.actor?.onDrain(),
+    drain: (ws) => ws.getUserData().actor?.onDrain(),
 
     close: (ws) => {
-      const link = ws.getUserData().link;
-      link.closed = true;
-      link.actor?.onClientClosed();
+      const data = ws.getUserData();
+      data.link.closed = true;
+      data.actor?.onClientClosed();
     },
   });
 }

@@ -3,7 +3,7 @@
 // conversation is processed. A redis-server of the test's own is killed and started again on the same port.
 import t from 'tap';
 import { startService } from '../helpers/service.js';
-import { freePort, portAnswers as answers, startRedisServer as startRedis } from '../helpers/ports.js';
+import { freePort, portAnswers, startRedisServer } from '../helpers/ports.js';
 import { advance, open, sendAndStep, until } from '../helpers/listen.js';
 import { ConversationStatus } from '../../engine/protocol.js';
 
@@ -11,11 +11,11 @@ const LINE = { text: 'Remember to water the plants on Friday.', speaker: 'SPEAKE
 
 t.test('Redis away at the silence timeout: the conversation is ended again once it is back, and processed', async (t) => {
   const port = await freePort();
-  let redis = startRedis(port);
+  let redis = startRedisServer(port);
   t.teardown(() => {
     if (redis.exitCode === null) redis.kill('SIGKILL');
   });
-  await until(() => answers(port), 5000, 'redis up');
+  await until(() => portAnswers(port), 5000, 'redis up');
   const ts = await startService(t, { env: { REDIS_URL: `redis://127.0.0.1:${port}` } });
   const c = await open(ts, { uid: 'u1', custom_stt: 'enabled', conversation_timeout: '30' });
   await c.ready();
@@ -32,8 +32,8 @@ t.test('Redis away at the silence timeout: the conversation is ended again once 
   t.equal(actor.conversationId, id, 'the session keeps the conversation, to end it again');
   t.match(/^listen_transcript_write_failures_total (\S+)/m.exec((await ts.req('/metrics')).text)?.[1], /^[1-9]/, 'the failed step is counted');
 
-  redis = startRedis(port);
-  await until(() => answers(port), 5000, 'redis up again');
+  redis = startRedisServer(port);
+  await until(() => portAnswers(port), 5000, 'redis up again');
   // Each step tries again until the producer's connection is back; the worker's comes back too and processes it.
   // The device stays: a keep-alive each step keeps the 90 s inactivity close out of the picture.
   await until(async () => {

@@ -46,7 +46,6 @@ const baseEnv = (t: { testdir(): string }): Record<string, string> => ({
   LOG_LEVEL: 'info',
 });
 
-
 t.test('starts, answers /health and stops cleanly on SIGTERM', async (t) => {
   const env = baseEnv(t);
   const started = Date.now();
