@@ -7,6 +7,7 @@
 // one caller, so none of a pool's queueing or balancing is needed, only this.
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
+import type { Piscina } from 'piscina';
 import type { ThreadReply, ThreadRequest } from '../workers/task-thread.js';
 
 const ENTRY = new URL('../workers/task-thread.js', import.meta.url);
@@ -29,6 +30,16 @@ export function setWorkerSemiSpace(mb: number = WORKER_SEMI_SPACE_MB): void {
   setFlagsFromString(`--max-semi-space-size=${mb}`);
 }
 
+/**
+ * Ends a Piscina pool once the thread it started with (minThreads 1) has loaded its handler module: `ping`, a task the
+ * handler answers at once, goes through first, behind what is queued. See TaskThread.destroy() for why. Threads the
+ * pool added under load are not waited for.
+ */
+export async function destroyLoaded<Task>(piscina: Piscina<Task, unknown>, ping: Task): Promise<void> {
+  await piscina.run(ping).catch(() => undefined);
+  await piscina.destroy();
+}
+
 /** What a codec shard needs of its runner: a thread (TaskThread) or the main thread itself (InlineRunner). */
 export interface TaskRunner<Task, Answer> {
   run(task: Task, transferList?: ArrayBuffer[]): Promise<Answer>;
@@ -45,6 +56,8 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
   readonly #onExit: (error: Error) => void;
   readonly #onEvent: (event: unknown) => void;
   #worker: Worker;
+  /** Settles when the current thread has loaded its handler module, or has exited without. */
+  #loaded!: Promise<void>;
   #pending = new Map<number, Pending>();
   #nextId = 1;
   #destroyed = false;
@@ -77,18 +90,32 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
     });
   }
 
-  /** Rejects what is pending and ends the thread. */
+  /**
+   * Rejects what is pending and ends the thread, once it has loaded its handler module.
+   *
+   * Rationale: a thread terminated while it loads a native addon can abort the whole process. @discordjs/opus (the
+   * codec shards load it) builds node-addon-api without C++ exceptions, so a N-API call refused in its init because
+   * the thread is terminating ends in napi_fatal_error: CI's run of stop 35 lost a test file to SIGABRT this way when
+   * a service closed right after it started.
+   */
   async destroy(): Promise<void> {
     if (this.#destroyed) return;
     this.#destroyed = true;
     this.#failAll(new Error('thread destroyed'));
+    await this.#loaded;
     await this.#worker.terminate();
   }
 
   #spawn(): Worker {
     const worker = new Worker(ENTRY, { workerData: { filename: this.#filename } });
     let lastError: Error | undefined;
+    let loaded!: () => void;
+    this.#loaded = new Promise<void>((resolve) => (loaded = resolve));
     worker.on('message', (reply: ThreadReply) => {
+      if ('loaded' in reply) {
+        loaded();
+        return;
+      }
       if ('event' in reply) {
         this.#onEvent(reply.event);
         return;
@@ -101,6 +128,7 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
     });
     worker.on('error', (err) => (lastError = err));
     worker.on('exit', (code) => {
+      loaded();
       if (this.#destroyed || worker !== this.#worker) return;
       const error = lastError ?? new Error(`worker thread exited with code ${code}`);
       this.#failAll(error);

@@ -13,8 +13,11 @@ export interface ThreadRequest {
   task: unknown;
 }
 
-/** An answer to task `id`, or an event the handler module sent on its own (its `events` export). */
-export type ThreadReply = { id: number; answer: unknown } | { id: number; error: string } | { event: unknown };
+/**
+ * An answer to task `id`, an event the handler module sent on its own (its `events` export), or word that the handler
+ * module has loaded (sent once, before any answer).
+ */
+export type ThreadReply = { id: number; answer: unknown } | { id: number; error: string } | { event: unknown } | { loaded: true };
 
 type Handler = (task: unknown) => unknown;
 
@@ -25,6 +28,8 @@ const mod = (await import(filename)) as { default: Handler; events?: (listener: 
 const handle = mod.default;
 // A module with something to say between answers (a codec shard's provider sockets) gets a channel for it.
 mod.events?.((event) => port.postMessage({ event } satisfies ThreadReply));
+// From here the thread may be terminated safely: its native addons are loaded (engine/task-thread.ts destroy()).
+port.postMessage({ loaded: true } satisfies ThreadReply);
 
 function reply(id: number, answer: unknown): void {
   port!.postMessage({ id, answer } satisfies ThreadReply, movesOf(answer));

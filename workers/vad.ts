@@ -1,10 +1,12 @@
 // Speech-gate thread: runs Silero VAD over 512-sample windows; stateless, the recurrent state travels with each task.
-import { SileroVad } from '../native/silero-vad.js';
+import { SileroVad, VAD_WINDOW_SAMPLES } from '../native/silero-vad.js';
 import type { VadAnswer, VadTask } from './stt-messages.js';
 
 const models = new Map<string, Promise<SileroVad>>();
 
 export default async function handle(task: VadTask): Promise<VadAnswer> {
+  // Nothing to run (VadPool.close()'s ping): answered without loading the model.
+  if (task.pcm.length < VAD_WINDOW_SAMPLES) return { ok: true, probs: new Float32Array(0), h: task.h, c: task.c };
   try {
     let model = models.get(task.modelPath);
     if (model === undefined) {

@@ -13,6 +13,7 @@ import { SerialLoop } from '../serial-loop.js';
 import { DEFAULT_PS_MODEL_DIR } from '../../native/pocketsphinx.js';
 import type { LocalAnswer, LocalSegment, LocalTask } from '../../workers/stt-messages.js';
 import { SttEmitter } from './stt-emitter.js';
+import { destroyLoaded } from '../task-thread.js';
 import type { SttEngine, SttSegment, SttStream, SttStreamOptions } from './types.js';
 
 const SAMPLE_RATE_HZ = 16000;
@@ -61,7 +62,8 @@ class Shard {
   }
 
   destroy(): Promise<void> {
-    return this.#piscina.destroy();
+    // Closing a session the thread never opened answers at once.
+    return destroyLoaded<LocalTask>(this.#piscina, { type: 'close', sessionId: '' });
   }
 }
 

@@ -9,6 +9,7 @@ import { defaultVadModelPath, VAD_STATE_FLOATS, VAD_WINDOW_SAMPLES } from '../..
 import type { VadAnswer, VadTask } from '../../workers/stt-messages.js';
 import { SerialLoop } from '../serial-loop.js';
 import { SttEmitter } from './stt-emitter.js';
+import { destroyLoaded } from '../task-thread.js';
 import type { SttFailure, SttSegment, SttStream } from './types.js';
 
 const SAMPLE_RATE_HZ = 16000;
@@ -51,7 +52,9 @@ export class VadPool {
   }
 
   close(): Promise<void> {
-    return this.#piscina.destroy();
+    // No whole window: the thread answers without loading the model.
+    const state = newVadState();
+    return destroyLoaded<VadTask>(this.#piscina, { pcm: new Int16Array(0), h: state.h, c: state.c, modelPath: this.modelPath });
   }
 }
 

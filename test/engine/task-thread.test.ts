@@ -1,6 +1,7 @@
 import t from 'tap';
 import { InlineRunner, TaskThread } from '../../engine/task-thread.js';
 import type { TestTask } from '../helpers/task-thread-handler.js';
+import { loadedBeforeEnd, SLOW_LOAD_HANDLER } from '../helpers/slow-load.js';
 
 const HANDLER = new URL('../helpers/task-thread-handler.js', import.meta.url).href;
 
@@ -38,6 +39,20 @@ t.test('destroy fails pending and later tasks', async (t) => {
   await held;
   await t.rejects(thread.run({ type: 'echo', n: 1 }), { message: 'thread destroyed' });
   await thread.destroy();
+});
+
+t.test('destroy lets a thread finish loading its module before ending it, and ends one whose module fails to load', async (t) => {
+  let thread: TaskThread<{ n: number }, unknown> | undefined;
+  const ended = await loadedBeforeEnd(t, () => {
+    thread = new TaskThread<{ n: number }, unknown>(SLOW_LOAD_HANDLER);
+    return () => thread!.destroy();
+  });
+  t.ok(ended, 'the module ran to its end');
+  await t.rejects(thread!.run({ n: 1 }), { message: 'thread destroyed' });
+
+  const missing = new TaskThread<{ n: number }, unknown>(new URL('./no-such-handler.js', import.meta.url).href);
+  await missing.destroy();
+  t.pass('a thread that never loads does not hold destroy() up');
 });
 
 t.test('InlineRunner: tasks sent before the module loads are answered in order; after, each runs inside run()', async (t) => {
