@@ -1,4 +1,5 @@
 // Composition root: wires config, store, Redis, identity and routes into one running service, and takes it down gracefully.
+import { performance } from 'node:perf_hooks';
 import client from 'prom-client';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
@@ -43,7 +44,8 @@ import { ActorRegistry } from './actors/actor-registry.js';
 import { SessionActor } from './actors/session-actor.js';
 import { attachListen } from './transport/uws-server.js';
 import { CloseCode } from './protocol.js';
-import { MainLoad } from './main-load.js';
+import { MainLoad, type LoopTimes } from './main-load.js';
+import { LoopPacer, PACER_LOOK_MS } from './loop-pacer.js';
 import { DecodeOverload } from './decode-overload.js';
 
 export interface ServiceOptions {
@@ -78,6 +80,7 @@ interface LiveParts {
   worker: ProcessConversationWorker | undefined;
   keptJobs: KeptAudioJobs | undefined;
   compaction: HeapCompaction | undefined;
+  pacer: LoopPacer | undefined;
 }
 
 const ANONYMOUS: Principal = { uid: '', via: 'none' };
@@ -139,6 +142,7 @@ export class Service {
     let worker: ProcessConversationWorker | undefined;
     let keptJobs: KeptAudioJobs | undefined;
     let compaction: HeapCompaction | undefined;
+    let pacer: LoopPacer | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
@@ -269,7 +273,34 @@ export class Service {
           buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
           registers: [registry],
         });
-        const mainLoad = config.codecInlineBusyPct > 0 ? new MainLoad({ limit: config.codecInlineBusyPct / 100, clock }) : undefined;
+        const loopPacer = config.listenLoopPaceMs > 0 ? (pacer = new LoopPacer({ intervalMs: config.listenLoopPaceMs })) : undefined;
+        if (loopPacer) {
+          scheduler.every(PACER_LOOK_MS, () => loopPacer.look());
+          new client.Counter({
+            name: 'listen_loop_paced_seconds_total',
+            help: 'Time the main thread slept between polls to let frames gather (LISTEN_LOOP_PACE_MS); part of the event-loop delay, not of its work.',
+            registers: [registry],
+            collect() {
+              this.reset();
+              this.inc(loopPacer.sleptMs / 1000);
+            },
+          });
+          new client.Gauge({
+            name: 'listen_loop_paced',
+            help: 'Whether the main thread polls its sockets paced now (1) or sleeps in epoll until the next event (0).',
+            registers: [registry],
+            collect() {
+              this.set(loopPacer.paced ? 1 : 0);
+            },
+          });
+        }
+        // The busy share leaves out the pacer's sleeps: the loop was waiting for frames then, not working.
+        const loopTimes = (): LoopTimes => {
+          const u = performance.eventLoopUtilization();
+          const slept = loopPacer?.sleptMs ?? 0;
+          return { idle: u.idle + slept, active: Math.max(0, u.active - slept) };
+        };
+        const mainLoad = config.codecInlineBusyPct > 0 ? new MainLoad({ limit: config.codecInlineBusyPct / 100, clock, read: loopTimes }) : undefined;
         const pool = (codecPool = new CodecPool({
           ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}),
           batchWindowMs: config.codecBatchMs,
@@ -331,6 +362,7 @@ export class Service {
           authenticator,
           registry: actors,
           logger,
+          ...(loopPacer ? { pacer: loopPacer } : {}),
           createActor: ({ sessionId, params, socket }) =>
             new SessionActor({
               sessionId,
@@ -360,12 +392,13 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: actors, stt, codecPool, worker, keptJobs, compaction });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: actors, stt, codecPool, worker, keptJobs, compaction, pacer });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
     } catch (err) {
       compaction?.close();
+      pacer?.close();
       scheduler.close();
       await worker?.close();
       await keptJobs?.close();
@@ -416,6 +449,7 @@ export class Service {
     await live.codecPool?.close().catch(() => undefined);
     await live.stt.close();
     live.compaction?.close();
+    live.pacer?.close();
     live.scheduler.close();
     // Usage recorded by the sessions just drained reaches the store before it closes.
     await closeWithin(this.services.usageRecorder.close(), this.config.shutdownTimeoutMs);

@@ -26,6 +26,8 @@ export interface ListenServerOptions {
    * @defaultValue 1048576 (1 MiB)
    */
   maxBackpressureBytes?: number;
+  /** Told of each audio frame, to pace the event loop under load (engine/loop-pacer.ts). */
+  pacer?: { note(): void };
 }
 
 /**
@@ -61,6 +63,7 @@ function reject(res: uWS.HttpResponse, status: string, detail: string, extra: Re
 
 /** Registers `/v4/listen` on `app`; call before the HTTP adapter's catch-all is installed (seal()). */
 export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): void {
+  const pacer = o.pacer;
   /** Admits the upgraded socket's session, or ends the socket with the reason it was refused. */
   const startSession = (ws: uWS.WebSocket<UserData>, link: Link): void => {
     const admission = o.registry.admit(link.params.uid);
@@ -165,8 +168,10 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
       const actor = ws.getUserData().actor;
       if (!actor) return;
       // uWS reuses the ArrayBuffer after this callback: onBinary copies what it keeps before returning.
-      if (isBinary) actor.onBinary(new Uint8Array(message));
-      else actor.onText(Buffer.from(message).toString('utf8'));
+      if (isBinary) {
+        pacer?.note();
+        actor.onBinary(new Uint8Array(message));
+      } else actor.onText(Buffer.from(message).toString('utf8'));
     },
 
     drain: (ws) => ws.getUserData().actor?.onDrain(),
