@@ -35,6 +35,8 @@ t.test('values are read and converted', async (t) => {
   t.equal(loadConfig({ RESPONSE_CACHE_BYTES: '0' }).responseCacheBytes, 0, '0 keeps no answers');
   t.equal(loadConfig({ CODEC_BATCH_MS: '0' }).codecBatchMs, 0, '0: a task as soon as the last one is back');
   t.equal(loadConfig({ CODEC_INLINE_BUSY_PCT: '40' }).codecInlineBusyPct, 40);
+  t.equal(loadConfig({}).listenLoopPaceMs, 5, 'the loop is paced under load by default');
+  t.equal(loadConfig({ LISTEN_LOOP_PACE_MS: '0' }).listenLoopPaceMs, 0, '0: never paced');
   t.equal(loadConfig({}).sttSockets, 'codec', 'provider sockets in the codec shards by default');
   t.equal(loadConfig({ STT_SOCKETS: 'main' }).sttSockets, 'main');
 });
@@ -46,6 +48,8 @@ const bad: [Record<string, string>, string][] = [
   [{ HOST: 'my host' }, 'HOST'],
   [{ ROLE: 'everything' }, 'ROLE'],
   [{ CODEC_BATCH_MS: '101' }, 'CODEC_BATCH_MS'],
+  [{ LISTEN_LOOP_PACE_MS: '51' }, 'LISTEN_LOOP_PACE_MS'],
+  [{ LISTEN_LOOP_PACE_MS: '2.5' }, 'LISTEN_LOOP_PACE_MS'],
   [{ CODEC_INLINE_BUSY_PCT: '0.5' }, 'CODEC_INLINE_BUSY_PCT'],
   [{ CODEC_INLINE_BUSY_PCT: '101' }, 'CODEC_INLINE_BUSY_PCT'],
   [{ STT_SOCKETS: 'worker' }, 'STT_SOCKETS'],
