@@ -98,14 +98,13 @@ export class LoopPacer {
   readonly #pace = (): void => {
     const now = this.#now();
     // Frames counted since the last turn began: those its poll found (they came while it slept) and its work's.
-    if (this.#closed || (now - this.#countedAt >= this.#intervalMs && this.#frames < this.#minFrames)) {
-      this.#paced = false;
-      this.#frames = 0;
-      this.#countedAt = now;
-      return;
-    }
+    const few = now - this.#countedAt >= this.#intervalMs && this.#frames < this.#minFrames;
     this.#frames = 0;
     this.#countedAt = now;
+    if (this.#closed || few) {
+      this.#paced = false;
+      return;
+    }
     const rest = this.#intervalMs - (now - this.#wokeAt);
     if (rest > 0) {
       this.#sleep(rest);
