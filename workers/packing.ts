@@ -124,6 +124,17 @@ export function recycledBytes(bytes: number): number {
 /** Spare answer buffers a shard keeps on each side at most (main: to hand back; thread: to fill). */
 export const MAX_SPARE_BUFFERS = 4;
 
+/** Samples of the scratch area a shard starts with (16 KiB). */
+export const INITIAL_SCRATCH_SAMPLES = 8 * 1024;
+/** Tasks between two looks at whether the scratch area is far larger than the tasks now need. */
+export const SCRATCH_LOOK_TASKS = 64;
+/**
+ * How many times larger than what it is asked to hold a reused buffer may be: a scratch area larger than this many
+ * times the most any of the last SCRATCH_LOOK_TASKS tasks used, or a spare answer buffer this many times larger than
+ * the answer, is given back (left to the GC) and a right-sized one taken instead.
+ */
+export const OVERSIZE_FACTOR = 8;
+
 /**
  * Thread side: the PCM memory of decode tasks, reused instead of allocated per task.
  *
@@ -135,13 +146,36 @@ export const MAX_SPARE_BUFFERS = 4;
  * task reuses, and the answer's buffer is one the main thread handed back after reading the previous answers.
  */
 export class PcmBuffers {
-  #scratch = new Int16Array(8 * 1024);
+  #scratch = new Int16Array(INITIAL_SCRATCH_SAMPLES);
   #used = 0;
+  /** The most scratch samples a task used since the last look, and the tasks since then. */
+  #peak = 0;
+  #tasks = 0;
   readonly #spare: ArrayBuffer[] = [];
 
-  /** Starts a task: the scratch area is free again (the previous task's answer was copied out of it). */
+  /**
+   * Starts a task: the scratch area is free again (the previous task's answer was copied out of it). Every
+   * SCRATCH_LOOK_TASKS tasks, an area grown by a burst (a backlog after a stall, hundreds of sessions opened at once)
+   * to more than OVERSIZE_FACTOR times what the tasks since used is replaced by one twice that size: at 400 sessions
+   * each shard kept a 2-8 MiB area that tasks of ~100 KiB wrote into, for the rest of the process's life.
+   */
   reset(): void {
+    this.#peak = Math.max(this.#peak, this.#used);
     this.#used = 0;
+    if (++this.#tasks < SCRATCH_LOOK_TASKS) return;
+    const size = this.#scratch.length;
+    if (size > INITIAL_SCRATCH_SAMPLES && this.#peak * OVERSIZE_FACTOR < size) {
+      let next = INITIAL_SCRATCH_SAMPLES;
+      while (next < this.#peak * 2) next *= 2;
+      this.#scratch = new Int16Array(next);
+    }
+    this.#peak = 0;
+    this.#tasks = 0;
+  }
+
+  /** Samples the scratch area holds (tests). */
+  get scratchSamples(): number {
+    return this.#scratch.length;
   }
 
   /**
@@ -150,6 +184,7 @@ export class PcmBuffers {
    */
   scratch(samples: number): Int16Array {
     if (this.#used + samples > this.#scratch.length) {
+      this.#peak = Math.max(this.#peak, this.#used);
       let size = this.#scratch.length * 2;
       while (size < samples) size *= 2;
       this.#scratch = new Int16Array(size);
@@ -165,17 +200,23 @@ export class PcmBuffers {
     for (const b of buffers) if (this.#spare.length < MAX_SPARE_BUFFERS && b.byteLength > 0) this.#spare.push(b);
   }
 
-  /** An answer array of `samples`, over a handed-back buffer when one is large enough (its bytes are not cleared). */
+  /**
+   * An answer array of `samples`, over a handed-back buffer when one is large enough (its bytes are not cleared). A
+   * spare more than OVERSIZE_FACTOR times larger than a fresh one would be is dropped instead: buffers go back and
+   * forth between the threads, so one a burst grew would otherwise carry every later small answer.
+   */
   answer(samples: number): Int16Array {
     const bytes = samples * 2;
+    const fresh = recycledBytes(bytes);
     for (let i = this.#spare.length - 1; i >= 0; i--) {
       const b = this.#spare[i]!;
-      if (b.byteLength >= bytes) {
+      if (b.byteLength > fresh * OVERSIZE_FACTOR) this.#spare.splice(i, 1);
+      else if (b.byteLength >= bytes) {
         this.#spare.splice(i, 1);
         return new Int16Array(b, 0, samples);
       }
     }
-    return new Int16Array(new ArrayBuffer(recycledBytes(bytes)), 0, samples);
+    return new Int16Array(new ArrayBuffer(fresh), 0, samples);
   }
 
   get spareBuffers(): number {

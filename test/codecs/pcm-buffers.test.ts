@@ -1,7 +1,7 @@
 // The codec shards' reused PCM memory (workers/packing.ts PcmBuffers): answers fill handed-back buffers, scratch views
 // of one task never overlap, and what is kept stays bounded.
 import t from 'tap';
-import { MAX_SPARE_BUFFERS, packAnswer, PcmBuffers, recycledBytes } from '../../workers/packing.js';
+import { INITIAL_SCRATCH_SAMPLES, MAX_SPARE_BUFFERS, OVERSIZE_FACTOR, packAnswer, PcmBuffers, recycledBytes, SCRATCH_LOOK_TASKS } from '../../workers/packing.js';
 
 t.test('an answer fills a handed-back buffer large enough, else a fresh power-of-two one', async (t) => {
   const b = new PcmBuffers();
@@ -42,6 +42,51 @@ t.test('scratch views of one task never overlap; a reset task reuses the same me
   b.reset();
   const next = b.scratch(20_000);
   t.equal(next.buffer, big.buffer, 'the next task writes where the last one did');
+});
+
+t.test('a scratch area a burst grew is given back once tasks have needed far less of it for a while', async (t) => {
+  const b = new PcmBuffers();
+  const task = (samples: number): void => {
+    b.reset();
+    for (let left = samples; left > 0; left -= 320) b.scratch(Math.min(320, left));
+  };
+  task(1_000_000); // a backlog: 1M samples of frames in one task, in areas of 8K, 16K, ... samples
+  t.equal(b.scratchSamples, 512 * 1024, 'the burst grew the area');
+  const grown = b.scratchSamples;
+  for (let i = 0; i < SCRATCH_LOOK_TASKS; i++) task(50_000);
+  t.equal(b.scratchSamples, grown, 'kept while the burst is in the period looked at');
+  // reset() looks every SCRATCH_LOOK_TASKS calls: the burst's was call 1, the first look call 64 (the burst in it).
+  for (let i = 0; i < SCRATCH_LOOK_TASKS - 2; i++) task(50_000);
+  t.equal(b.scratchSamples, grown, 'and until a whole period of small tasks has passed');
+  task(50_000);
+  t.equal(b.scratchSamples, 128 * 1024, 'then twice what the period needed, a power of two');
+  const view = b.scratch(60_000);
+  t.equal(view.length, 60_000);
+  // An area the tasks use stays, even when most tasks are small.
+  const busy = new PcmBuffers();
+  const busyTask = (samples: number): void => {
+    busy.reset();
+    busy.scratch(samples);
+  };
+  busyTask(200_000);
+  const size = busy.scratchSamples;
+  for (let i = 0; i < SCRATCH_LOOK_TASKS * 3; i++) busyTask(i % 16 === 0 ? 150_000 : 1_000);
+  t.equal(busy.scratchSamples, size, 'one task in 16 needs most of it: it stays');
+  const fresh = new PcmBuffers();
+  for (let i = 0; i < SCRATCH_LOOK_TASKS * 2; i++) fresh.reset();
+  t.equal(fresh.scratchSamples, INITIAL_SCRATCH_SAMPLES, 'never below its first size');
+});
+
+t.test('a spare answer buffer far larger than the answer is dropped, not reused', async (t) => {
+  const b = new PcmBuffers();
+  const huge = new ArrayBuffer(16 * 1024 * OVERSIZE_FACTOR * 2);
+  const fits = new ArrayBuffer(16 * 1024 * OVERSIZE_FACTOR);
+  b.give([fits, huge]);
+  const small = b.answer(100);
+  t.equal(small.buffer, fits, `one up to ${OVERSIZE_FACTOR}× a fresh one is still reused`);
+  t.equal(b.spareBuffers, 0, 'the larger one was let go');
+  b.give([huge]);
+  t.equal(b.answer(100_000).buffer, huge, 'a large answer still takes it');
 });
 
 t.test('packAnswer with PcmBuffers: the same entries and samples as without, over a recycled buffer', async (t) => {
