@@ -108,8 +108,10 @@ export class LoopPacer {
     const rest = this.#intervalMs - (now - this.#wokeAt);
     if (rest > 0) {
       this.#sleep(rest);
-      this.sleptMs += rest;
-      this.#wokeAt = this.#now();
+      const woke = this.#now();
+      // What it slept, not what it asked for: a busy host wakes the thread late, and that time was not work either.
+      this.sleptMs += woke - now;
+      this.#wokeAt = woke;
     } else this.#wokeAt = now;
     this.#defer(this.#pace);
   };
