@@ -129,9 +129,9 @@ export const INITIAL_SCRATCH_SAMPLES = 8 * 1024;
 /** Tasks between two looks at whether the scratch area is far larger than the tasks now need. */
 export const SCRATCH_LOOK_TASKS = 64;
 /**
- * How many times larger than what it is asked to hold a reused buffer may be: a scratch area larger than this many
- * times the most any of the last SCRATCH_LOOK_TASKS tasks used, or a spare answer buffer this many times larger than
- * the answer, is given back (left to the GC) and a right-sized one taken instead.
+ * How many times larger than what the tasks need a reused buffer may be: a scratch area larger than this many times
+ * the most any of the last SCRATCH_LOOK_TASKS tasks used is replaced by a right-sized one, and a spare answer buffer
+ * this many times larger than the largest answer of that period and of the current one is let go (left to the GC).
  */
 export const OVERSIZE_FACTOR = 8;
 
@@ -151,13 +151,18 @@ export class PcmBuffers {
   /** The most scratch samples a task used since the last look, and the tasks since then. */
   #peak = 0;
   #tasks = 0;
-  readonly #spare: ArrayBuffer[] = [];
+  /** The most bytes an answer needed since the last look, and in the period before it. */
+  #answerPeak = 0;
+  #lastAnswerPeak = 0;
+  #spare: ArrayBuffer[] = [];
 
   /**
    * Starts a task: the scratch area is free again (the previous task's answer was copied out of it). Every
    * SCRATCH_LOOK_TASKS tasks, an area grown by a burst (a backlog after a stall, hundreds of sessions opened at once)
    * to more than OVERSIZE_FACTOR times what the tasks since used is replaced by one twice that size: at 400 sessions
-   * each shard kept a 2-8 MiB area that tasks of ~100 KiB wrote into, for the rest of the process's life.
+   * each shard kept the 2 MiB area the sessions' opening grew (8 MiB after a stall) for the rest of the process's
+   * life, where a task's frames take ~100 KiB (~30 streams due per task, 100 ms each). Spare answer buffers far
+   * larger than the answers of this period and the last are let go at the same time.
    */
   reset(): void {
     this.#peak = Math.max(this.#peak, this.#used);
@@ -171,6 +176,14 @@ export class PcmBuffers {
     }
     this.#peak = 0;
     this.#tasks = 0;
+    this.#lastAnswerPeak = this.#answerPeak;
+    this.#answerPeak = 0;
+    this.#spare = this.#spare.filter((b) => this.#keeps(b));
+  }
+
+  /** Whether a spare answer buffer is worth keeping: not far larger than the answers of this period and the last. */
+  #keeps(b: ArrayBuffer): boolean {
+    return b.byteLength > 0 && b.byteLength <= recycledBytes(Math.max(this.#answerPeak, this.#lastAnswerPeak)) * OVERSIZE_FACTOR;
   }
 
   /** Samples the scratch area holds (tests). */
@@ -197,26 +210,21 @@ export class PcmBuffers {
 
   /** Buffers the main thread handed back; beyond MAX_SPARE_BUFFERS they are left to the GC. */
   give(buffers: readonly ArrayBuffer[]): void {
-    for (const b of buffers) if (this.#spare.length < MAX_SPARE_BUFFERS && b.byteLength > 0) this.#spare.push(b);
+    for (const b of buffers) if (this.#spare.length < MAX_SPARE_BUFFERS && this.#keeps(b)) this.#spare.push(b);
   }
 
-  /**
-   * An answer array of `samples`, over a handed-back buffer when one is large enough (its bytes are not cleared). A
-   * spare more than OVERSIZE_FACTOR times larger than a fresh one would be is dropped instead: buffers go back and
-   * forth between the threads, so one a burst grew would otherwise carry every later small answer.
-   */
+  /** An answer array of `samples`, over a handed-back buffer when one is large enough (its bytes are not cleared). */
   answer(samples: number): Int16Array {
     const bytes = samples * 2;
-    const fresh = recycledBytes(bytes);
+    this.#answerPeak = Math.max(this.#answerPeak, bytes);
     for (let i = this.#spare.length - 1; i >= 0; i--) {
       const b = this.#spare[i]!;
-      if (b.byteLength > fresh * OVERSIZE_FACTOR) this.#spare.splice(i, 1);
-      else if (b.byteLength >= bytes) {
+      if (b.byteLength >= bytes) {
         this.#spare.splice(i, 1);
         return new Int16Array(b, 0, samples);
       }
     }
-    return new Int16Array(new ArrayBuffer(fresh), 0, samples);
+    return new Int16Array(new ArrayBuffer(recycledBytes(bytes)), 0, samples);
   }
 
   get spareBuffers(): number {

@@ -77,16 +77,27 @@ t.test('a scratch area a burst grew is given back once tasks have needed far les
   t.equal(fresh.scratchSamples, INITIAL_SCRATCH_SAMPLES, 'never below its first size');
 });
 
-t.test('a spare answer buffer far larger than the answer is dropped, not reused', async (t) => {
+t.test('spare answer buffers far larger than a period of answers needed are let go; ones they still need stay', async (t) => {
   const b = new PcmBuffers();
-  const huge = new ArrayBuffer(16 * 1024 * OVERSIZE_FACTOR * 2);
-  const fits = new ArrayBuffer(16 * 1024 * OVERSIZE_FACTOR);
-  b.give([fits, huge]);
-  const small = b.answer(100);
-  t.equal(small.buffer, fits, `one up to ${OVERSIZE_FACTOR}× a fresh one is still reused`);
-  t.equal(b.spareBuffers, 0, 'the larger one was let go');
-  b.give([huge]);
-  t.equal(b.answer(100_000).buffer, huge, 'a large answer still takes it');
+  /** One task: its answer of `samples`, and the buffer handed back with the next task, as the main thread does. */
+  const task = (samples: number): ArrayBuffer => {
+    b.reset();
+    const a = b.answer(samples);
+    b.give([a.buffer as ArrayBuffer]);
+    return a.buffer as ArrayBuffer;
+  };
+  const big = task(500_000); // a burst: a 1 MiB answer
+  t.equal(big.byteLength, 1024 * 1024);
+  t.equal(task(100), big, 'the next, small answer rides in it: kept while the burst is in the period');
+  // Answers that alternate between small and large keep the large buffer: no fresh one for every large answer.
+  for (let i = 0; i < SCRATCH_LOOK_TASKS * 3; i++) t.equal(task(i % 10 === 0 ? 400_000 : 100), big);
+  // Once a whole period has needed at most 16 KiB, the 1 MiB buffer is let go: a fresh 16 KiB one replaces it.
+  let last = big;
+  for (let i = 0; i < SCRATCH_LOOK_TASKS * 2 && last === big; i++) last = task(100);
+  t.equal(last.byteLength, 16 * 1024);
+  t.equal(b.spareBuffers, 1);
+  t.equal(task(100).byteLength, 16 * 1024, 'and small answers go on in it');
+  t.ok(OVERSIZE_FACTOR * 16 * 1024 < 1024 * 1024);
 });
 
 t.test('packAnswer with PcmBuffers: the same entries and samples as without, over a recycled buffer', async (t) => {
