@@ -23,6 +23,21 @@ export function concatPcm(chunks: readonly Int16Array[]): Int16Array {
 }
 
 /**
+ * How many times larger than what it is used for a reused buffer may be before it is given back: a stream's staging
+ * area larger than this many times what it staged (RecordWriter.clear()), a scratch area larger than this many times
+ * the most any of the last SCRATCH_LOOK_TASKS tasks used, a spare answer buffer this many times larger than the largest
+ * answer of that period and of the current one.
+ */
+export const OVERSIZE_FACTOR = 8;
+
+/** `start` doubled until it is at least `atLeast`: the size a growing or shrinking reused buffer takes. */
+export function doubledTo(start: number, atLeast: number): number {
+  let size = start;
+  while (size < atLeast) size *= 2;
+  return size;
+}
+
+/**
  * Main side: one stream's staged records in a buffer that stays allocated between tasks. Each stream stages on its
  * own, so a task gathers the streams that are due with one copy each and never reads the records of streams held back.
  */
@@ -70,16 +85,12 @@ export class RecordWriter {
     const used = this.#used;
     this.#used = 0;
     const size = this.#bytes.byteLength;
-    if (size < this.#initialBytes * 16 || used * 8 >= size) return;
-    let next = this.#initialBytes;
-    while (next < used * 2) next *= 2;
-    this.#resize(next);
+    if (size < this.#initialBytes * 16 || used * OVERSIZE_FACTOR >= size) return;
+    this.#resize(doubledTo(this.#initialBytes, used * 2));
   }
 
   #grow(need: number): void {
-    let size = this.#bytes.byteLength * 2;
-    while (size < need) size *= 2;
-    this.#resize(size);
+    this.#resize(doubledTo(this.#bytes.byteLength * 2, need));
   }
 
   #resize(size: number): void {
@@ -116,9 +127,7 @@ export function readRecords(records: Uint8Array): Map<number, Uint8Array[]> {
 
 /** Bytes of a recycled answer buffer: a power of two, at least 16 KiB, so one fits the next tasks of similar load. */
 export function recycledBytes(bytes: number): number {
-  let size = 16 * 1024;
-  while (size < bytes) size *= 2;
-  return size;
+  return doubledTo(16 * 1024, bytes);
 }
 
 /** Spare answer buffers a shard keeps on each side at most (main: to hand back; thread: to fill). */
@@ -128,12 +137,6 @@ export const MAX_SPARE_BUFFERS = 4;
 export const INITIAL_SCRATCH_SAMPLES = 8 * 1024;
 /** Tasks between two looks at whether the scratch area is far larger than the tasks now need. */
 export const SCRATCH_LOOK_TASKS = 64;
-/**
- * How many times larger than what the tasks need a reused buffer may be: a scratch area larger than this many times
- * the most any of the last SCRATCH_LOOK_TASKS tasks used is replaced by a right-sized one, and a spare answer buffer
- * this many times larger than the largest answer of that period and of the current one is let go (left to the GC).
- */
-export const OVERSIZE_FACTOR = 8;
 
 /**
  * Thread side: the PCM memory of decode tasks, reused instead of allocated per task.
@@ -170,9 +173,7 @@ export class PcmBuffers {
     if (++this.#tasks < SCRATCH_LOOK_TASKS) return;
     const size = this.#scratch.length;
     if (size > INITIAL_SCRATCH_SAMPLES && this.#peak * OVERSIZE_FACTOR < size) {
-      let next = INITIAL_SCRATCH_SAMPLES;
-      while (next < this.#peak * 2) next *= 2;
-      this.#scratch = new Int16Array(next);
+      this.#scratch = new Int16Array(doubledTo(INITIAL_SCRATCH_SAMPLES, this.#peak * 2));
     }
     this.#peak = 0;
     this.#tasks = 0;
@@ -198,9 +199,7 @@ export class PcmBuffers {
   scratch(samples: number): Int16Array {
     if (this.#used + samples > this.#scratch.length) {
       this.#peak = Math.max(this.#peak, this.#used);
-      let size = this.#scratch.length * 2;
-      while (size < samples) size *= 2;
-      this.#scratch = new Int16Array(size);
+      this.#scratch = new Int16Array(doubledTo(this.#scratch.length * 2, samples));
       this.#used = 0;
     }
     const view = this.#scratch.subarray(this.#used, this.#used + samples);
