@@ -35,7 +35,7 @@ import { createSttEngines } from './stt/engines.js';
 import { SttRegistry } from './stt/registry.js';
 import { KeptAudioStore } from './stt/kept-audio.js';
 import { KeptAudioIndex, KeptAudioJobs } from './jobs/kept-audio-jobs.js';
-import { ProcessingQueue } from './jobs/queues.js';
+import { ProcessingQueue, within } from './jobs/queues.js';
 import { registerQueueMetrics } from './jobs/queue-metrics.js';
 import { SessionEvents } from './jobs/session-events.js';
 import { ProcessConversationWorker } from './jobs/process-conversation.js';
@@ -100,6 +100,7 @@ export class Service {
   #embedded: EmbeddedRedis | undefined;
   #subscriber: Redis;
   #stopping: Promise<void> | undefined;
+  #stopStep = '';
   readonly #live: LiveParts;
 
   private constructor(services: Services, http: HttpAdapter<Principal>, subscriber: Redis, embedded: EmbeddedRedis | undefined, live: LiveParts) {
@@ -422,56 +423,66 @@ export class Service {
   }
 
   async #stop(): Promise<void> {
-    const { logger } = this;
+    const { logger, config } = this;
+    const live = this.#live;
+    const bound = config.shutdownTimeoutMs;
     logger.info('shutting down');
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.http.stopListening(),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(() => {
-          logger.warn({ inFlight: this.http.inFlight }, 'shutdown timeout: closing with requests in flight');
-          resolve();
-        }, this.config.shutdownTimeoutMs);
-        timer.unref();
-      }),
-    ]);
-    clearTimeout(timer);
+    await this.#step('http', () => this.http.stopListening(), bound, () => ({ inFlight: this.http.inFlight }));
     // Live sessions: stop admitting, finalise STT, flush the last segments, close with 1001; their open
     // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
-    const live = this.#live;
-    await closeWithin(live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), this.config.shutdownTimeoutMs);
-    await live.worker?.close();
+    await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));
+    await this.#step('jobs', () => live.worker?.close(), bound);
     // No job runs now, and the HTTP routes that process in the request have finished (or timed out) above.
-    await this.services.processor.close?.();
-    await live.keptJobs?.close();
-    await live.queue.close();
-    await live.events.close();
-    await live.codecPool?.close().catch(() => undefined);
-    await live.stt.close();
+    await this.#step('processor', () => this.services.processor.close?.(), bound);
+    await this.#step('kept-audio-jobs', () => live.keptJobs?.close(), bound);
+    await this.#step('queue', () => live.queue.close(), bound);
+    await this.#step('session-events', () => live.events.close(), bound);
+    await this.#step('codec-shards', () => live.codecPool?.close(), bound);
+    // Provider streams whose session already ended may still wait for the provider's close after CloseStream.
+    await this.#step('stt', () => live.stt.close(), bound);
     live.compaction?.close();
     live.pacer?.close();
     live.scheduler.close();
     // Usage recorded by the sessions just drained reaches the store before it closes.
-    await closeWithin(this.services.usageRecorder.close(), this.config.shutdownTimeoutMs);
+    await this.#step('usage', () => this.services.usageRecorder.close(), bound);
     // A Redis that went away must not hold shutdown hostage: quit politely, then drop the connection.
-    await closeWithin(this.services.authenticator.close(), 1000);
+    await this.#step('authenticator', () => this.services.authenticator.close(), 1000);
     // quit() can fail fast while the client is reconnecting; disconnect() afterwards stops any reconnect loop.
-    await Promise.all([this.services.redis, this.#subscriber].map(async (r) => {
-      await closeWithin(r.quit(), 1000);
+    await this.#step('redis', () => Promise.all([this.services.redis, this.#subscriber].map(async (r) => {
+      await within(r.quit(), 1000);
       r.disconnect();
-    }));
-    await this.services.store.close();
-    await this.#embedded?.stop();
+    })), bound);
+    await this.#step('store', () => this.services.store.close(), bound);
+    await this.#step('embedded-redis', () => this.#embedded?.stop(), bound);
+    this.#stopStep = '';
     logger.info('stopped');
+  }
+
+  /**
+   * One step of the shutdown, named in `stopStep` while it runs: waits for it at most `ms` (then goes on without it,
+   * with a warning that names it), and warns of one that took longer than SLOW_STOP_STEP_MS. A step that fails is
+   * logged and passed: the ones after it still run.
+   */
+  async #step(name: string, close: () => Promise<unknown> | undefined, ms: number, detail: () => object = () => ({})): Promise<void> {
+    this.#stopStep = name;
+    const started = performance.now();
+    const p = (async () => close())().catch((err: unknown) => this.logger.warn({ step: name, err }, 'shutdown step failed'));
+    if (!(await within(p, ms))) {
+      this.logger.warn({ step: name, waitedMs: ms, ...detail() }, 'shutdown step did not finish in time: going on without it');
+      return;
+    }
+    const took = performance.now() - started;
+    if (took >= SLOW_STOP_STEP_MS) this.logger.warn({ step: name, ms: Math.round(took) }, 'shutdown step was slow');
+  }
+
+  /** The shutdown step under way (`http`, `sessions`, ..., `store`); empty before stop() and once it finished. */
+  get stopStep(): string {
+    return this.#stopStep;
   }
 }
 
-/** Waits for `p` to settle, but at most `ms` milliseconds (it is then left to settle on its own). */
-async function closeWithin(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p.then(() => undefined, () => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
+/** A shutdown step taking at least this long is logged (each is bounded by SHUTDOWN_TIMEOUT_MS). */
+const SLOW_STOP_STEP_MS = 5000;
 
 /** The developer API's rate limits cover every authenticated route under this prefix. */
 const RATE_LIMITED_PREFIX = '/v1/dev/';

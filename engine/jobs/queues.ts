@@ -38,11 +38,15 @@ export function bullConnection(url: string, role: 'worker' | 'producer', closing
   return r;
 }
 
-/** Waits for `p`, but at most `ms` milliseconds (a lost Redis must not hold shutdown hostage). */
-export async function within(p: Promise<unknown>, ms: number): Promise<void> {
+/**
+ * Waits for `p` to settle, but at most `ms` milliseconds (a lost Redis must not hold shutdown hostage; `p` is then left
+ * to settle on its own). True when it settled in time.
+ */
+export async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p.then(() => undefined, () => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  const settled = await Promise.race([p.then(() => true, () => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
   clearTimeout(timer);
+  return settled;
 }
 
 /**

@@ -5,7 +5,7 @@ import { loadConfig } from '../../engine/config.js';
 import { Service, type ServiceOptions } from '../../engine/app.js';
 import { ManualClock, type Clock } from '../../engine/clock.js';
 import { LocalIssuer } from '../../engine/identity/id-tokens.js';
-import { createLogger } from '../../engine/logger.js';
+import { createLogger, type Logger } from '../../engine/logger.js';
 import { storeEnv, type StoreKind } from './stores.js';
 import { request, bearer, type TestRequest, type TestResponse } from './http.js';
 
@@ -33,9 +33,14 @@ export interface StartOptions {
   sttEngines?: ServiceOptions['sttEngines'];
   /** The codec shards' worker module (a fixture such as test/helpers/slow-decode-worker.ts). */
   codecWorker?: string;
+  /** Where the service logs (default: a logger at TEST_LOG_LEVEL, silent unless set). */
+  logger?: Logger;
   /** Scheduler interval; default 0: tests drive timers with `service.scheduler.tick()` after `clock.advance()`. */
   schedulerResolutionMs?: number;
 }
+
+/** A service still stopping after this long fails its test's teardown, naming the step it is in. */
+const STOP_WATCHDOG_MS = 60_000;
 
 export async function startService(t: Test, opts: StartOptions = {}): Promise<TestService> {
   const clock = opts.clock ?? new ManualClock(Date.now());
@@ -57,7 +62,7 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
   const service = await Service.start({
     config,
     clock: clock as Clock,
-    logger: createLogger(config.logLevel),
+    logger: opts.logger ?? createLogger(config.logLevel),
     ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}),
     ...(opts.sttEngines ? { sttEngines: opts.sttEngines } : {}),
     ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
@@ -80,7 +85,21 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
         left = now;
       }
     }
-    await service.stop();
+    // Shutdown itself can wait on that clock too: a provider stream whose session already ended still waits (bounded
+    // by the clock) for the provider's close after CloseStream. Move it while shutdown runs, as time would. A step
+    // that still does not end is named: the file would otherwise time out with nothing to say where it stuck.
+    let stopped = false;
+    const stopping = service.stop().finally(() => (stopped = true));
+    const started = Date.now();
+    while (!stopped) {
+      if (Date.now() - started > STOP_WATCHDOG_MS) throw new Error(`service.stop() still in its "${service.stopStep}" step after ${STOP_WATCHDOG_MS} ms`);
+      if (clock instanceof ManualClock) {
+        clock.advance(500);
+        await Promise.race([stopping, service.scheduler.tick()]);
+      }
+      await Promise.race([stopping, new Promise((r) => setTimeout(r, 10))]);
+    }
+    await stopping;
   });
   const url = `http://127.0.0.1:${service.port}`;
   let issuer: LocalIssuer | undefined;
