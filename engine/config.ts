@@ -56,7 +56,7 @@ export interface Config {
   readonly keyLastUsedIntervalS: number;
   /** How long a verified API key stays in the in-process cache, in seconds (revocation evicts at once). @defaultValue 60 */
   readonly keyCacheTtlS: number;
-  /** Longest graceful shutdown before the process exits anyway, in milliseconds. @defaultValue 30000 (30 s) */
+  /** Longest wait for each step of a graceful shutdown (requests, session drain, each close), in milliseconds. @defaultValue 30000 (30 s) */
   readonly shutdownTimeoutMs: number;
   /** Whether new accounts may use the developer memory routes until an operator says otherwise. @defaultValue 'enabled' */
   readonly memoryAccessDefault: 'enabled' | 'disabled';
