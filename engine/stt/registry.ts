@@ -29,7 +29,13 @@ export class SttRegistry {
     return named ?? this.engines.find((e) => e.supports(language));
   }
 
+  /** Closes every engine, each whether or not another failed; then rejects naming those that failed, with the first's reason. */
   async close(): Promise<void> {
-    await Promise.allSettled(this.engines.map((e) => e.close()));
+    const results = await Promise.allSettled(this.engines.map((e) => e.close()));
+    const failed = this.engines.filter((_, i) => results[i]!.status === 'rejected');
+    if (failed.length === 0) return;
+    const first = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')!.reason as unknown;
+    const why = first instanceof Error ? first.message : String(first);
+    throw new Error(`speech engines failed to close: ${failed.map((e) => e.name).join(', ')} (${why})`, { cause: first });
   }
 }

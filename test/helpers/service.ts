@@ -33,6 +33,8 @@ export interface StartOptions {
   sttEngines?: ServiceOptions['sttEngines'];
   /** The codec shards' worker module (a fixture such as test/helpers/slow-decode-worker.ts). */
   codecWorker?: string;
+  /** The test checks itself how the service's stop() fails: the teardown's stop() does not throw it again. */
+  stopMayFail?: boolean;
   /** Where the service logs (default: a logger at TEST_LOG_LEVEL, silent unless set). */
   logger?: Logger;
   /** Scheduler interval; default 0: tests drive timers with `service.scheduler.tick()` after `clock.advance()`. */
@@ -89,7 +91,14 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     // by the clock) for the provider's close after CloseStream. Move it while shutdown runs, as time would. A step
     // that still does not end is named: the file would otherwise time out with nothing to say where it stuck.
     let stopped = false;
-    const stopping = service.stop().finally(() => (stopped = true));
+    let failure: Error | undefined;
+    const stopping = service.stop().then(
+      () => (stopped = true),
+      (err: Error) => {
+        failure = err;
+        stopped = true;
+      },
+    );
     const started = Date.now();
     while (!stopped) {
       if (Date.now() - started > STOP_WATCHDOG_MS) throw new Error(`service.stop() still in its "${service.stopStep}" step after ${STOP_WATCHDOG_MS} ms`);
@@ -100,6 +109,7 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
       await Promise.race([stopping, new Promise((r) => setTimeout(r, 10))]);
     }
     await stopping;
+    if (failure !== undefined && !opts.stopMayFail) throw failure;
   });
   const url = `http://127.0.0.1:${service.port}`;
   let issuer: LocalIssuer | undefined;
