@@ -71,25 +71,11 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     schedulerResolutionMs: opts.schedulerResolutionMs ?? 0,
   });
   t.teardown(async () => {
-    // Sessions still draining (their client gone) wait on timers of the injected clock (Finalize, CloseStream): move
-    // it as time would while they finish, or a test that ends with one draining leaves shutdown waiting on a clock
-    // that never moves (its drain then took the whole SHUTDOWN_TIMEOUT_MS and the file timed out on a loaded
-    // machine). Sessions whose client is still there are not waited for: shutdown closes them. Nor are drains that
-    // 15 s of that clock do not move: they wait on real work, not on the clock (seen: 1.1-2.2 s of real time in
-    // some listen tests), and shutdown waits for them.
-    if (clock instanceof ManualClock) {
-      for (let idle = 0, left = service.sessions.draining; left > 0 && idle < 30; idle++) {
-        clock.advance(500);
-        await service.scheduler.tick();
-        await new Promise((r) => setTimeout(r, 10));
-        const now = service.sessions.draining;
-        if (now < left) idle = -1;
-        left = now;
-      }
-    }
-    // Shutdown itself can wait on that clock too: a provider stream whose session already ended still waits (bounded
-    // by the clock) for the provider's close after CloseStream. Move it while shutdown runs, as time would. A step
-    // that still does not end is named: the file would otherwise time out with nothing to say where it stuck.
+    // Shutdown waits on timers of the injected clock: sessions still draining (their client gone) on Finalize and
+    // CloseStream, a provider stream whose session already ended on the provider's close after CloseStream. Move it
+    // while shutdown runs, as time would, or shutdown waits on a clock that never moves (a drain then took the whole
+    // SHUTDOWN_TIMEOUT_MS and the file timed out on a loaded machine). A step that still does not end is named: the
+    // file would otherwise time out with nothing to say where it stuck.
     let stopped = false;
     let failure: Error | undefined;
     const stopping = service.stop().then(
@@ -102,10 +88,8 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     const started = Date.now();
     while (!stopped) {
       if (Date.now() - started > STOP_WATCHDOG_MS) throw new Error(`service.stop() still in its "${service.stopStep}" step after ${STOP_WATCHDOG_MS} ms`);
-      if (clock instanceof ManualClock) {
-        clock.advance(500);
-        await Promise.race([stopping, service.scheduler.tick()]);
-      }
+      clock.advance(500);
+      await Promise.race([stopping, service.scheduler.tick()]);
       await Promise.race([stopping, new Promise((r) => setTimeout(r, 10))]);
     }
     await stopping;
