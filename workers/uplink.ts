@@ -8,8 +8,7 @@
 // decoded batch as one message: the session already holds its frames back until they complete the provider's next
 // message (engine/pool.ts CodecStream.holdUntil()); a batch shorter than `minSamples` (a rest after a pause) waits for
 // more.
-import type WebSocket from 'ws';
-import { connectWs } from '../engine/stt/ws-connect.js';
+import { WsClient } from '../engine/stt/ws-client.js';
 import type { UplinkEvent, UplinkOpenAnswer, UplinkOpenTask } from './messages.js';
 
 /**
@@ -19,7 +18,7 @@ import type { UplinkEvent, UplinkOpenAnswer, UplinkOpenTask } from './messages.j
 export class Uplink {
   readonly key: number;
   readonly channel: number;
-  readonly #ws: WebSocket;
+  readonly #ws: WsClient;
   readonly #minSamples: number;
   readonly #maxBufferedBytes: number;
   readonly #emit: (e: UplinkEvent) => void;
@@ -33,53 +32,52 @@ export class Uplink {
     this.#minSamples = task.minSamples;
     this.#maxBufferedBytes = task.maxBufferedBytes;
     this.#emit = emit;
-    const ws = connectWs(task, (a) => {
+    const ws = new WsClient(task, (a) => {
       this.#state = a.ok ? 'open' : 'down';
       // Before any audio: the shard sends a batch's PCM as soon as the socket is open.
-      if (a.ok && task.firstText !== undefined) ws.send(task.firstText);
+      if (a.ok && task.firstText !== undefined) ws.sendText(task.firstText);
       opened(a);
     });
     this.#ws = ws;
-    ws.on('message', (data, isBinary) => {
-      if (!isBinary && this.#state === 'open') emit({ key: this.key, channel: this.channel, kind: 'text', text: data.toString() });
-    });
-    ws.on('close', (code, reason) => {
-      const was = this.#state;
-      this.#state = 'down';
-      if (was === 'open') emit({ key: this.key, channel: this.channel, kind: 'close', code, reason: reason.toString() });
+    ws.listen({
+      text: (text) => {
+        if (this.#state === 'open') emit({ key: this.key, channel: this.channel, kind: 'text', text });
+      },
+      close: (code, reason) => {
+        const was = this.#state;
+        this.#state = 'down';
+        if (was === 'open') emit({ key: this.key, channel: this.channel, kind: 'close', code, reason });
+      },
     });
   }
 
   /**
    * Sends one decoded batch (its chunks as one message, with a rest left from before in front); answers the samples
-   * taken, 0 when the socket is not open (the caller keeps the PCM). The arrays are only read: ws copies while masking.
+   * taken, 0 when the socket is not open (the caller keeps the PCM). The arrays are only read: the client copies them
+   * into the frame it masks.
    */
   take(chunks: readonly Int16Array[]): number {
     if (this.#state !== 'open') return 0;
-    let n = this.#carry?.length ?? 0;
+    const carried = this.#carry?.length ?? 0;
+    let n = carried;
     for (const c of chunks) n += c.length;
-    const taken = n - (this.#carry?.length ?? 0);
+    const taken = n - carried;
     if (taken === 0) return 0;
-    let message: Int16Array;
-    if (n === chunks[0]?.length) message = chunks[0];
-    else {
-      message = new Int16Array(n);
-      let at = 0;
-      if (this.#carry) {
-        message.set(this.#carry);
-        at = this.#carry.length;
-      }
+    if (n < this.#minSamples) {
+      // Copied: the chunks are views of the thread's reused buffers.
+      const rest = new Int16Array(n);
+      if (this.#carry) rest.set(this.#carry);
+      let at = carried;
       for (const c of chunks) {
-        message.set(c, at);
+        rest.set(c, at);
         at += c.length;
       }
-    }
-    if (n < this.#minSamples) {
-      this.#carry = message === chunks[0] ? message.slice() : message;
+      this.#carry = rest;
       return taken;
     }
+    const carry = this.#carry;
     this.#carry = undefined;
-    this.#send(message);
+    this.#send(carry === undefined ? chunks : [carry, ...chunks]);
     return taken;
   }
 
@@ -87,12 +85,12 @@ export class Uplink {
   flush(): void {
     const rest = this.#carry;
     this.#carry = undefined;
-    if (rest !== undefined && this.#state === 'open') this.#send(rest);
+    if (rest !== undefined && this.#state === 'open') this.#send([rest]);
   }
 
   sendText(text: string, flush: boolean): void {
     if (flush) this.flush();
-    if (this.#state === 'open') this.#ws.send(text);
+    if (this.#state === 'open') this.#ws.sendText(text);
   }
 
   /** Frees the socket: at once, or with a close frame of `code` when it is open; no event follows. */
@@ -100,14 +98,12 @@ export class Uplink {
     const wasOpen = this.#state === 'open';
     this.#state = 'down';
     this.#carry = undefined;
-    this.#ws.removeAllListeners('close');
-    this.#ws.removeAllListeners('message');
     if (code !== undefined && wasOpen) this.#ws.close(code);
     else this.#ws.terminate();
   }
 
-  #send(pcm: Int16Array): void {
-    this.#ws.send(Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+  #send(pcm: readonly Int16Array[]): void {
+    this.#ws.sendBinary(pcm);
     if (!this.#stuck && this.#ws.bufferedAmount > this.#maxBufferedBytes) {
       this.#stuck = true;
       this.#emit({ key: this.key, channel: this.channel, kind: 'stuck' });

@@ -1,7 +1,7 @@
-// One client WebSocket connection attempt to a speech provider, as both places a provider socket can live make it
-// (engine/stt/provider-a.ts and provider-b.ts on the main thread; workers/uplink.ts in a codec shard, for both): no
-// compression, no redirects, and a refused handshake reported with its status, Retry-After and request id (ws alone
-// says only "Unexpected server response").
+// One client WebSocket connection attempt to a speech provider from the main thread (engine/stt/provider-a.ts and
+// provider-b.ts with STT_SOCKETS=main), with `ws`: no compression, no redirects, and a refused handshake reported with
+// its status, Retry-After and request id (ws alone says only "Unexpected server response"). A codec shard's sockets
+// (workers/uplink.ts) use the leaner engine/stt/ws-client.ts, which reports its attempts the same way.
 import WebSocket from 'ws';
 
 /** How an attempt went: open, or why not (`status` when the provider answered the upgrade with an HTTP error). */
