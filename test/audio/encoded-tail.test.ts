@@ -44,3 +44,21 @@ t.test('positions are the running total of seconds: AAC frames of 341 1/3 sample
   const start = Math.round((2999 * 1024) / 3);
   t.equal(tail.slice(start + WARM_UP_SAMPLES, start + WARM_UP_SAMPLES + 1).startSample, start);
 });
+
+t.test('a stream answered every second: copies stay whole across moves, storage stays near what is live', async (t) => {
+  const tail = new EncodedTail(10 * 16000);
+  let peak = 0;
+  let storage = 0;
+  for (let i = 0; i < 3000; i++) {
+    // Opus-like: 20 ms messages of 40 to 79 bytes, answered each second (50 messages) up to 400 ms before the end.
+    tail.push(new Uint8Array(40 + (i % 40)).fill(i & 0xff), 0.02);
+    if (i % 50 === 49) tail.release((i - 20) * 320);
+    peak = Math.max(peak, tail.bytes + tail.messages * 12);
+    storage = Math.max(storage, tail.storageBytes);
+  }
+  const s = tail.slice(2990 * 320, 3000 * 320);
+  t.same(ids(s.messages), Array.from({ length: 13 }, (_, k) => (2987 + k) & 0xff), 'the last messages, warm-up first');
+  t.ok(s.messages.every((m, k) => m.length === 40 + ((2987 + k) % 40) && m.every((b) => b === ((2987 + k) & 0xff))), 'each whole');
+  // Live here is 0.4 to 1.4 s: storage follows its peak (~5.4 KiB with the entries), with a quarter more room.
+  t.ok(storage <= 1.3 * peak, `storage ${storage} bytes for a peak of ${peak} live`);
+});
