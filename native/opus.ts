@@ -6,7 +6,8 @@ import { loadAddon } from './addon.js';
 interface NativeOpusDecoder {
   /** Samples written at `offset`, or a negative libopus error; a null packet conceals `samples` samples. */
   decodeInto(packet: Uint8Array | null, out: Int16Array, offset: number, samples: number): number;
-  reset(): void;
+  /** Frees the libopus state now; later calls throw. Idempotent. */
+  free(): void;
 }
 interface NativeOpusModule {
   OpusDecoder: new (sampleRateHz: number) => NativeOpusDecoder;
@@ -33,23 +34,8 @@ const RELEASED: NativeOpusDecoder = {
   decodeInto: () => {
     throw new Error('opus decoder used after release()');
   },
-  reset: () => undefined,
+  free: () => undefined,
 };
-
-/**
- * Released decoders, reset, per output rate. Rationale: each holds ~18 KB of native memory that V8 does not see, so
- * dropped decoders wait for a full GC that a thread with a small heap seldom runs; sessions that come and go all day
- * grew the process by that much per session (churn bench). Reuse bounds it by the most decoders ever open at once.
- */
-const spare = new Map<number, NativeOpusDecoder[]>();
-const MAX_SPARE_PER_RATE = 4096;
-
-/** Decoders kept for reuse, over all rates (tests and metrics). */
-export function spareOpusDecoders(): number {
-  let n = 0;
-  for (const list of spare.values()) n += list.length;
-  return n;
-}
 
 /** Native memory of one decoder's libopus state, in bytes. */
 export const OPUS_DECODER_BYTES = native.decoderBytes;
@@ -63,7 +49,7 @@ export class OpusDecoder {
    */
   constructor(sampleRateHz: number) {
     this.#rate = sampleRateHz;
-    this.#codec = spare.get(sampleRateHz)?.pop() ?? new native.OpusDecoder(sampleRateHz);
+    this.#codec = new native.OpusDecoder(sampleRateHz);
   }
 
   /** Output rate in Hz. */
@@ -71,16 +57,18 @@ export class OpusDecoder {
     return this.#rate;
   }
 
-  /** Hands the native decoder back for reuse, reset; this object must not be used after. Idempotent. */
+  /**
+   * Frees the decoder's native state now; this object must not be used after. Idempotent.
+   *
+   * Rationale: each holds ~18 KB that V8 does not see, so a dropped decoder would wait for a full GC, which a codec
+   * thread with a small heap runs seldom and an idle one never: 400 sessions that had left still held 7.4 MiB of them.
+   * Freed here, malloc reuses the memory for the next sessions and hands it back to the kernel once it is idle
+   * (engine/memory-trim.ts). The decoders were pooled for reuse before; a pool kept the most ever open for good.
+   */
   release(): void {
     const codec = this.#codec;
-    if (codec === RELEASED) return;
     this.#codec = RELEASED;
-    let list = spare.get(this.#rate);
-    if (!list) spare.set(this.#rate, (list = []));
-    if (list.length >= MAX_SPARE_PER_RATE) return;
-    codec.reset();
-    list.push(codec);
+    codec.free();
   }
 
   /**
