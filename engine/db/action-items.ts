@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow } from './store.js';
-import { insertRowsSql, writeTransaction } from './prepared.js';
+import { insertStatements, writeTransaction, type RowValue } from './prepared.js';
 
 export interface ActionItemRecord {
   id: string;
@@ -128,11 +128,11 @@ export class ActionItemsRepository {
    */
   async createFromConversation(userId: string, conversationId: string, items: { description: string; dueAt: string | null }[], now: number): Promise<void> {
     const rows = items.map((i) => newRow(userId, { description: i.description, completed: false, dueAt: i.dueAt }, conversationId, now));
-    // Kept statements in one transaction, as MemoriesRepository.createFromConversation (one INSERT text per count).
+    // Kept statements in one transaction, as MemoriesRepository.createFromConversation.
     await this.versions.write(userId, () =>
       writeTransaction(this.knex, async (run) => {
         await run('DELETE FROM action_items WHERE user_id = ? AND conversation_id = ?', [userId, conversationId]);
-        if (rows.length > 0) await run(insertRowsSql('action_items', COLUMNS, rows.length), rows.flatMap((r) => COLUMNS.map((c) => r[c] as string | boolean | null)));
+        for (const [sql, bindings] of insertStatements(run.sqlite, 'action_items', COLUMNS, rows.map((r) => COLUMNS.map((c) => r[c] as RowValue)))) await run(sql, bindings);
       }),
     );
   }

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { ConversationStatus } from '../protocol.js';
 import type { ConversationCategory, ProcessResult, TextSource } from '../processing/types.js';
 import { GroupCommit } from './group-commit.js';
-import { execute, insertRowsSql, repeat, select, type TransactionRun } from './prepared.js';
+import { execute, insertRowsSql, insertStatements, repeat, select, type RowValue, type TransactionRun } from './prepared.js';
 import { bool, isoNow } from './store.js';
 
 export interface Geolocation {
@@ -236,17 +236,12 @@ function segmentRow(conversationId: string, position: number, s: SegmentInput): 
   };
 }
 
-/** Segment rows per INSERT: sqlite allows 999 bound variables per statement (12 columns a row). */
+/** Segment rows per knex-built INSERT (create, append): sqlite allows 999 bound variables per statement (12 columns a row). */
 const SEGMENT_ROWS_PER_INSERT = 50;
 const SEGMENT_COLUMNS = ['conversation_id', 'position', 'id', 'text', 'speaker', 'speaker_id', 'is_user', 'person_id', 'start', 'end', 'stt_provider', 'speech_profile_processed'] as const;
 
-/** The INSERT of `n` segment rows (one SQL text per n, so each is prepared once). */
-function insertSegmentsSql(n: number): string {
-  return insertRowsSql('conversation_segments', SEGMENT_COLUMNS, n);
-}
-
-function segmentValues(r: SegmentRow): Knex.Value[] {
-  return SEGMENT_COLUMNS.map((c) => r[c] as Knex.Value);
+function segmentValues(r: SegmentRow): RowValue[] {
+  return SEGMENT_COLUMNS.map((c) => r[c] as RowValue);
 }
 
 /** A conversation's last segments, and the position of the first of them (positions run 0, 1, 2, … without gaps). */
@@ -273,12 +268,9 @@ async function writeTail(run: TransactionRun, w: TailWrite): Promise<boolean> {
   return true;
 }
 
-/** Inserts segment rows, SEGMENT_ROWS_PER_INSERT to a statement. */
+/** Inserts segment rows (on sqlite in one statement, insertStatements()). */
 async function insertRows(run: TransactionRun, rows: readonly SegmentRow[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += SEGMENT_ROWS_PER_INSERT) {
-    const some = rows.slice(i, i + SEGMENT_ROWS_PER_INSERT);
-    await run(insertSegmentsSql(some.length), some.flatMap(segmentValues));
-  }
+  for (const [sql, bindings] of insertStatements(run.sqlite, 'conversation_segments', SEGMENT_COLUMNS, rows.map(segmentValues))) await run(sql, bindings);
 }
 
 /**

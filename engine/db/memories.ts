@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow, type Dialect } from './store.js';
-import { execute, insertRowsSql, select, writeTransaction } from './prepared.js';
+import { execute, insertStatements, select, writeTransaction, type RowValue } from './prepared.js';
 
 /** Memory categories (SPEC, Resources: Memory), exact strings. */
 export const MEMORY_CATEGORIES = ['core', 'hobbies', 'lifestyle', 'interests', 'habits', 'work', 'skills', 'learnings', 'other', 'system'] as const;
@@ -80,8 +80,9 @@ function newRow(userId: string, m: NewMemory, manuallyAdded: boolean, conversati
 }
 
 const COLUMNS = ['id', 'user_id', 'content', 'category', 'visibility', 'tags', 'manually_added', 'conversation_id', 'created_at', 'updated_at'] as const;
-/** One insert statement per batch size (at most MAX_MEMORIES_BATCH of them are ever kept). */
-const insertSql = (n: number): string => insertRowsSql('memories', COLUMNS, n);
+/** The statements inserting `rows` (insertStatements()). */
+const inserts = (sqlite: boolean, rows: readonly Row[]): [string, RowValue[]][] =>
+  insertStatements(sqlite, 'memories', COLUMNS, rows.map((r) => COLUMNS.map((c) => r[c] as RowValue)));
 
 /** One memory as the developer view's JSON object, in the view's key order. */
 const VIEW_JSON: Record<Dialect, string> = {
@@ -131,12 +132,17 @@ export class MemoriesRepository {
     return row ? toRecord(row) : undefined;
   }
 
-  /** Inserts every memory in one statement, which is all or nothing by itself (a batch is at most a few hundred values). */
+  /** Inserts every memory, all or nothing: one statement alone, or several in a transaction (inserts()). */
   async createMany(userId: string, memories: readonly NewMemory[], now: number): Promise<MemoryRecord[]> {
     if (memories.length === 0) return [];
     const rows = memories.map((m) => newRow(userId, m, true, null, now));
-    const bindings = rows.flatMap((r) => COLUMNS.map((c) => r[c] as string | boolean | null));
-    await this.versions.write(userId, () => execute(this.knex, insertSql(rows.length), bindings));
+    const statements = inserts(this.dialect === 'sqlite', rows);
+    await this.versions.write(userId, async () => {
+      if (statements.length === 1) await execute(this.knex, ...statements[0]!);
+      else await writeTransaction(this.knex, async (run) => {
+        for (const [sql, bindings] of statements) await run(sql, bindings);
+      });
+    });
     return rows.map(toRecord);
   }
 
@@ -159,7 +165,7 @@ export class MemoriesRepository {
     await this.versions.write(userId, () =>
       writeTransaction(this.knex, async (run) => {
         await run('DELETE FROM memories WHERE user_id = ? AND conversation_id = ? AND manually_added = ?', [userId, conversationId, false]);
-        if (rows.length > 0) await run(insertSql(rows.length), rows.flatMap((r) => COLUMNS.map((c) => r[c] as string | boolean | null)));
+        for (const [sql, bindings] of inserts(run.sqlite, rows)) await run(sql, bindings);
       }),
     );
   }

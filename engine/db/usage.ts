@@ -1,6 +1,6 @@
 // Speech-to-text usage per user, UTC day and provider: an atomic add, and one user's rows over a range of days.
 import type { Knex } from 'knex';
-import { insertRowsSql, writeTransaction } from './prepared.js';
+import { insertStatements, writeTransaction } from './prepared.js';
 
 /** An amount to add to one (uid, day, provider) row. */
 export interface UsageIncrement {
@@ -28,18 +28,8 @@ interface Row {
   words: number | string;
 }
 
-/** Most rows per upsert: 5 bound values each keeps a statement far below sqlite's 32766-variable limit. */
-const MAX_ROWS_PER_STATEMENT = 256;
-
-/**
- * Rows for the next upsert when `left` remain: the largest power of two not above it (at most 256), so a connection
- * keeps at most nine statement texts. A row may not be repeated to pad a statement: the upsert adds.
- */
-const chunkRows = (left: number): number => Math.min(MAX_ROWS_PER_STATEMENT, 2 ** Math.floor(Math.log2(left)));
-
-/** The upsert of `n` rows adding to existing ones (the same text on sqlite and PostgreSQL). */
-const upsertSql = (n: number): string =>
-  `${insertRowsSql('stt_usage', ['uid', 'day', 'provider', 'audio_seconds', 'words'], n)} ` +
+/** Adds to the rows that exist (the same clause on sqlite and PostgreSQL). */
+const ADD_ON_CONFLICT =
   'ON CONFLICT (uid, day, provider) DO UPDATE SET audio_seconds = stt_usage.audio_seconds + excluded.audio_seconds, words = stt_usage.words + excluded.words';
 
 const keyOf = (i: UsageIncrement): string => `${i.uid}\u0000${i.day}\u0000${i.provider}`;
@@ -70,11 +60,8 @@ export class UsageRepository {
     // writes/s in churn) that lived through the write's thread-pool hops into the old generation, where dead ones
     // fragment the main thread's heap.
     await writeTransaction(this.knex, async (run) => {
-      for (let at = 0; at < rows.length; ) {
-        const n = chunkRows(rows.length - at);
-        await run(upsertSql(n), rows.slice(at, at + n).flatMap((r) => [r.uid, r.day, r.provider, r.audio_seconds, r.words]));
-        at += n;
-      }
+      const values = rows.map((r) => [r.uid, r.day, r.provider, Number(r.audio_seconds), Number(r.words)]);
+      for (const [sql, bindings] of insertStatements(run.sqlite, 'stt_usage', ['uid', 'day', 'provider', 'audio_seconds', 'words'], values, ADD_ON_CONFLICT)) await run(sql, bindings);
     });
   }
 
