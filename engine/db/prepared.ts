@@ -166,9 +166,11 @@ const PG_MAX_BINDINGS = 65_535;
 /** sqlite's INSERT texts by table, columns and suffix (built once). */
 const jsonInserts = new Map<string, string>();
 
-/** What sqlite's JSON functions do not give back as bound text would be: U+0000 (cut there) and lone surrogates. */
+/** Text sqlite's JSON functions do not give back as bound text would be: U+0000 (cut there) and lone surrogates. */
 const NOT_JSON_SAFE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const jsonSafe = (rows: readonly (readonly RowValue[])[]): boolean => rows.every((r) => r.every((v) => typeof v !== 'string' || !NOT_JSON_SAFE.test(v)));
+/** Whether every value survives JSON unchanged (JSON has no NaN or infinities: they would become null). */
+const jsonSafe = (rows: readonly (readonly RowValue[])[]): boolean =>
+  rows.every((r) => r.every((v) => (typeof v === 'string' ? !NOT_JSON_SAFE.test(v) : typeof v !== 'number' || Number.isFinite(v))));
 
 /**
  * The statements, with their bindings, that insert `rows` (each the values of `columns`, in order) into `table`,
@@ -180,12 +182,12 @@ const jsonSafe = (rows: readonly (readonly RowValue[])[]): boolean => rows.every
  * (the store keeps its statements): the 50 texts of 1-50 segment rows were 1.5 MiB of sqlite's memory per connection
  * (sqlite3_memory_used, all prepared on one connection), so up to 6 MiB over the four, gained as row counts came
  * along and kept while the connections lived; the one json_each text is 7 KiB. It costs no more to run (50-row
- * batches: 23 against 25 µs per row, 5-row batches 38 against 38). Rows holding text sqlite's JSON functions would
- * not give back unchanged (U+0000, lone surrogates) go one statement each, as the one-row VALUES text.
+ * batches: 23 against 25 µs per row, 5-row batches 38 against 38). Rows holding what JSON would not give back
+ * unchanged (text with U+0000 or a lone surrogate, NaN, infinities) go one statement each, as the one-row VALUES text.
  */
 export function insertStatements(sqlite: boolean, table: string, columns: readonly string[], rows: readonly (readonly RowValue[])[], suffix = ''): [sql: string, bindings: RowValue[]][] {
   if (rows.length === 0) return [];
-  // Text sqlite's JSON would change goes row by row, as bound values (the one-row text).
+  // What JSON would change goes row by row, as bound values (the one-row text).
   if (sqlite && !jsonSafe(rows)) return rows.map((r) => [`${insertRowsSql(table, columns, 1)}${suffix ? ` ${suffix}` : ''}`, [...r]]);
   if (sqlite) {
     const key = `${table}\u0000${columns.join(',')}\u0000${suffix}`;

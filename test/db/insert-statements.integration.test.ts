@@ -35,6 +35,10 @@ for (const kind of STORES) {
     // Text sqlite's JSON functions would cut (U+0000; PostgreSQL text cannot hold it) or change (a lone surrogate).
     const odd = `tab\t, newline\n, \u0001, é, 😀, \u2028, lone \ud800 high${kind === 'sqlite' ? ', nul \u0000 inside' : ''}`;
     batches.push([row('odd', 0), row('odd', 1, odd), row('odd', 2, '')]);
+    // JSON has no infinities.
+    const infinite = row('inf', 1);
+    infinite[3] = -Infinity;
+    batches.push([row('inf', 0), infinite]);
 
     for (const rows of batches) {
       await writeTransaction(store.knex, async (run) => {
@@ -47,10 +51,11 @@ for (const kind of STORES) {
     t.equal(ours.length, batches.reduce((a, b) => a + b.length, 0), 'every row stored');
     t.same(ours, await read('rows_knex'), 'the same values, of the same types, as knex stores');
     t.equal((ours as { text: string }[]).find((r) => r.text.startsWith('tab'))?.text, odd.replace('\ud800', '\ufffd'), 'odd text kept (a lone surrogate becomes U+FFFD, as bound text does)');
+    t.equal(Number((ours as { k: string; n: number; score: number }[]).find((r) => r.k === 'inf' && r.n === 1)?.score), -Infinity, 'an infinite number kept');
     if (kind === 'sqlite') {
       const json = [...sqlTexts].filter((s) => s.includes('json_each'));
       t.equal(json.length, 1, 'one statement text for batches of 1 to 130 rows');
-      t.equal(sqlTexts.size, 2, 'and the one-row VALUES text for the odd batch, row by row');
+      t.equal(sqlTexts.size, 2, 'and the one-row VALUES text for the odd batches, row by row');
     }
 
     // A suffix: ON CONFLICT adds to the row there.
