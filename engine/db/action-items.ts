@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow } from './store.js';
-import { insertStatements, writeTransaction, type RowValue } from './prepared.js';
+import { runInserts, writeTransaction, type RowValue } from './prepared.js';
 
 export interface ActionItemRecord {
   id: string;
@@ -132,7 +132,7 @@ export class ActionItemsRepository {
     await this.versions.write(userId, () =>
       writeTransaction(this.knex, async (run) => {
         await run('DELETE FROM action_items WHERE user_id = ? AND conversation_id = ?', [userId, conversationId]);
-        for (const [sql, bindings] of insertStatements(run.sqlite, 'action_items', COLUMNS, rows.map((r) => COLUMNS.map((c) => r[c] as RowValue)))) await run(sql, bindings);
+        await runInserts(run, 'action_items', COLUMNS, rows.map((r) => COLUMNS.map((c) => r[c] as RowValue)));
       }),
     );
   }

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { ConversationStatus } from '../protocol.js';
 import type { ConversationCategory, ProcessResult, TextSource } from '../processing/types.js';
 import { GroupCommit } from './group-commit.js';
-import { execute, insertRowsSql, insertStatements, repeat, select, type RowValue, type TransactionRun } from './prepared.js';
+import { execute, insertRowsSql, repeat, runInserts, select, type RowValue, type TransactionRun } from './prepared.js';
 import { bool, isoNow } from './store.js';
 
 export interface Geolocation {
@@ -268,10 +268,6 @@ async function writeTail(run: TransactionRun, w: TailWrite): Promise<boolean> {
   return true;
 }
 
-/** Inserts segment rows (on sqlite in one statement, insertStatements()). */
-async function insertRows(run: TransactionRun, rows: readonly SegmentRow[]): Promise<void> {
-  for (const [sql, bindings] of insertStatements(run.sqlite, 'conversation_segments', SEGMENT_COLUMNS, rows.map(segmentValues))) await run(sql, bindings);
-}
 
 /**
  * The tail writes of one group commit, as a fixed handful of statements whatever their number: one activity-time
@@ -338,10 +334,8 @@ async function replaceTails(run: TransactionRun, writes: readonly TailWrite[]): 
       terms.flatMap((w) => [w.conversationId, w.position]),
     );
   }
-  await insertRows(
-    run,
-    writes.flatMap((w) => w.segments.map((seg, j) => segmentRow(w.conversationId, w.position + j, seg))),
-  );
+  const rows = writes.flatMap((w) => w.segments.map((seg, j) => segmentValues(segmentRow(w.conversationId, w.position + j, seg))));
+  await runInserts(run, 'conversation_segments', SEGMENT_COLUMNS, rows);
 }
 
 /** Columns a query selects: the conversation plus its folder's name. */

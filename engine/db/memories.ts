@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { VersionedWrites } from '../data-versions.js';
 import { bool, isoNow, type Dialect } from './store.js';
-import { execute, insertStatements, select, writeTransaction, type RowValue } from './prepared.js';
+import { execute, insertStatements, runInserts, select, writeTransaction, type RowValue } from './prepared.js';
 
 /** Memory categories (SPEC, Resources: Memory), exact strings. */
 export const MEMORY_CATEGORIES = ['core', 'hobbies', 'lifestyle', 'interests', 'habits', 'work', 'skills', 'learnings', 'other', 'system'] as const;
@@ -80,9 +80,8 @@ function newRow(userId: string, m: NewMemory, manuallyAdded: boolean, conversati
 }
 
 const COLUMNS = ['id', 'user_id', 'content', 'category', 'visibility', 'tags', 'manually_added', 'conversation_id', 'created_at', 'updated_at'] as const;
-/** The statements inserting `rows` (insertStatements()). */
-const inserts = (sqlite: boolean, rows: readonly Row[]): [string, RowValue[]][] =>
-  insertStatements(sqlite, 'memories', COLUMNS, rows.map((r) => COLUMNS.map((c) => r[c] as RowValue)));
+/** Each row's values in COLUMNS order (insertStatements(), runInserts()). */
+const values = (rows: readonly Row[]): RowValue[][] => rows.map((r) => COLUMNS.map((c) => r[c] as RowValue));
 
 /** One memory as the developer view's JSON object, in the view's key order. */
 const VIEW_JSON: Record<Dialect, string> = {
@@ -132,11 +131,11 @@ export class MemoriesRepository {
     return row ? toRecord(row) : undefined;
   }
 
-  /** Inserts every memory, all or nothing: one statement alone, or several in a transaction (inserts()). */
+  /** Inserts every memory, all or nothing: one statement alone, or several in a transaction (insertStatements()). */
   async createMany(userId: string, memories: readonly NewMemory[], now: number): Promise<MemoryRecord[]> {
     if (memories.length === 0) return [];
     const rows = memories.map((m) => newRow(userId, m, true, null, now));
-    const statements = inserts(this.dialect === 'sqlite', rows);
+    const statements = insertStatements(this.dialect === 'sqlite', 'memories', COLUMNS, values(rows));
     await this.versions.write(userId, async () => {
       if (statements.length === 1) await execute(this.knex, ...statements[0]!);
       else await writeTransaction(this.knex, async (run) => {
@@ -165,7 +164,7 @@ export class MemoriesRepository {
     await this.versions.write(userId, () =>
       writeTransaction(this.knex, async (run) => {
         await run('DELETE FROM memories WHERE user_id = ? AND conversation_id = ? AND manually_added = ?', [userId, conversationId, false]);
-        for (const [sql, bindings] of inserts(run.sqlite, rows)) await run(sql, bindings);
+        await runInserts(run, 'memories', COLUMNS, values(rows));
       }),
     );
   }

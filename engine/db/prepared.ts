@@ -187,15 +187,19 @@ const jsonSafe = (rows: readonly (readonly RowValue[])[]): boolean =>
  */
 export function insertStatements(sqlite: boolean, table: string, columns: readonly string[], rows: readonly (readonly RowValue[])[], suffix = ''): [sql: string, bindings: RowValue[]][] {
   if (rows.length === 0) return [];
-  // What JSON would change goes row by row, as bound values (the one-row text).
-  if (sqlite && !jsonSafe(rows)) return rows.map((r) => [`${insertRowsSql(table, columns, 1)}${suffix ? ` ${suffix}` : ''}`, [...r]]);
+  const tail = suffix ? ` ${suffix}` : '';
+  if (sqlite && !jsonSafe(rows)) {
+    // What JSON would change goes row by row, as bound values (the one-row text).
+    const sql = insertRowsSql(table, columns, 1) + tail;
+    return rows.map((r) => [sql, [...r]]);
+  }
   if (sqlite) {
     const key = `${table}\u0000${columns.join(',')}\u0000${suffix}`;
     let sql = jsonInserts.get(key);
     if (sql === undefined) {
       // WHERE true: without it sqlite would read ON CONFLICT as a join's ON.
       const values = columns.map((_, i) => `json_extract(value, '$[${i}]')`).join(', ');
-      jsonInserts.set(key, (sql = `INSERT INTO ${table} (${quoted(columns)}) SELECT ${values} FROM json_each(?) WHERE true${suffix ? ` ${suffix}` : ''}`));
+      jsonInserts.set(key, (sql = `INSERT INTO ${table} (${quoted(columns)}) SELECT ${values} FROM json_each(?) WHERE true${tail}`));
     }
     return [[sql, [JSON.stringify(rows)]]];
   }
@@ -203,9 +207,14 @@ export function insertStatements(sqlite: boolean, table: string, columns: readon
   const out: [string, RowValue[]][] = [];
   for (let at = 0; at < rows.length; at += perStatement) {
     const some = rows.slice(at, at + perStatement);
-    out.push([`${insertRowsSql(table, columns, some.length)}${suffix ? ` ${suffix}` : ''}`, some.flat()]);
+    out.push([insertRowsSql(table, columns, some.length) + tail, some.flat()]);
   }
   return out;
+}
+
+/** Runs insertStatements() for `rows` inside writeTransaction(). */
+export async function runInserts(run: TransactionRun, table: string, columns: readonly string[], rows: readonly (readonly RowValue[])[], suffix = ''): Promise<void> {
+  for (const [sql, bindings] of insertStatements(run.sqlite, table, columns, rows, suffix)) await run(sql, bindings);
 }
 
 /** A read; `sql` uses `?` placeholders and comes from a small fixed set (each one is kept per connection). */

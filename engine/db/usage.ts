@@ -1,6 +1,6 @@
 // Speech-to-text usage per user, UTC day and provider: an atomic add, and one user's rows over a range of days.
 import type { Knex } from 'knex';
-import { insertStatements, writeTransaction } from './prepared.js';
+import { runInserts, writeTransaction } from './prepared.js';
 
 /** An amount to add to one (uid, day, provider) row. */
 export interface UsageIncrement {
@@ -61,7 +61,7 @@ export class UsageRepository {
     // fragment the main thread's heap.
     await writeTransaction(this.knex, async (run) => {
       const values = rows.map((r) => [r.uid, r.day, r.provider, Number(r.audio_seconds), Number(r.words)]);
-      for (const [sql, bindings] of insertStatements(run.sqlite, 'stt_usage', ['uid', 'day', 'provider', 'audio_seconds', 'words'], values, ADD_ON_CONFLICT)) await run(sql, bindings);
+      await runInserts(run, 'stt_usage', ['uid', 'day', 'provider', 'audio_seconds', 'words'], values, ADD_ON_CONFLICT);
     });
   }
 
