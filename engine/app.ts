@@ -151,7 +151,7 @@ export class Service {
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
       startMemoryTrim({ scheduler, registry, intervalS: config.mallocTrimIntervalS });
-      compaction = startHeapCompaction({ scheduler, registry, intervalS: config.heapCompactIntervalS });
+      compaction = startHeapCompaction({ scheduler, registry, intervalS: config.heapCompactIntervalS, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
       registerMallocMetrics(registry);
       registerQueueMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : [])]);
       const apiKeys = new ApiKeysRepository(store.knex);

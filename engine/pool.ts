@@ -475,6 +475,8 @@ class Shard {
   #destroyed = false;
   /** Thread exits seen (crashes); TaskThread replaces the thread. */
   crashes = 0;
+  /** Streams closed since the thread was last asked to tidy its heap (CodecPool.tidyThreads()). */
+  closedSinceTidy = 0;
   /** Decode tasks sent, and stream batches they carried (their ratio is the batching achieved). */
   tasks = 0;
   batches = 0;
@@ -521,7 +523,7 @@ class Shard {
   }
 
   forget(stream: CodecStream): void {
-    this.#streams.delete(stream.key);
+    if (this.#streams.delete(stream.key)) this.closedSinceTidy++;
   }
 
   /** Tells each stream what the shard sent on its sockets for an answer (workers/decode.ts withUplinked()). */
@@ -776,6 +778,22 @@ export class CodecPool {
       if (a && a.ok && 'committedBytes' in a) heaps.push({ shard, usedBytes: a.usedBytes, committedBytes: a.committedBytes });
     });
     return heaps;
+  }
+
+  /**
+   * Asks each shard thread that saw streams close since the last call to give its heap's free memory back
+   * (workers/messages.ts TidyTask); answers how many were asked. The inline shard is the main thread's, which
+   * engine/heap-compaction.ts compacts.
+   */
+  tidyThreads(): number {
+    let asked = 0;
+    for (const s of this.#shards) {
+      if (s.closedSinceTidy === 0) continue;
+      s.closedSinceTidy = 0;
+      asked++;
+      s.run({ type: 'tidy' }).catch(() => undefined);
+    }
+    return asked;
   }
 
   /** Test-only: kills shard `index`'s thread (a new one starts; its sessions re-create their decoders). */

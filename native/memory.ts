@@ -14,6 +14,7 @@ export interface MallocStats {
 interface NativeMemory {
   trim(): boolean;
   stats(): MallocStats | undefined;
+  tidy(): void;
 }
 
 const addon = loadOptionalAddon<NativeMemory>('memory');
@@ -24,6 +25,16 @@ export const canTrim = addon !== undefined;
 /** Gives memory malloc keeps after free() back to the kernel; true if any was released. */
 export function trimMalloc(): boolean {
   return addon?.trim() ?? false;
+}
+
+/**
+ * Asks the calling thread's V8 heap for memory back (moderate memory pressure): V8 starts incremental marking at once,
+ * and that full GC evacuates fragmented pages and returns the emptied ones. False when the addon is absent.
+ */
+export function tidyHeap(): boolean {
+  if (addon === undefined) return false;
+  addon.tidy();
+  return true;
 }
 
 /** malloc's own accounting, or undefined when the addon is absent or not on glibc. */

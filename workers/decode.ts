@@ -4,6 +4,7 @@ import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParam
 import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
 import { concatPcm, packAnswer, PcmBuffers, readRecords, type DecodedPart } from './packing.js';
 import { Uplinks } from './uplink.js';
+import { tidyHeap } from '../native/memory.js';
 
 interface Session {
   /** One decoder per channel: index 0 = channel id 0x01, index 1 = 0x02. */
@@ -163,6 +164,9 @@ export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnsw
         const h = getHeapStatistics();
         return { ok: true, usedBytes: h.used_heap_size, committedBytes: h.total_heap_size };
       }
+      case 'tidy':
+        tidyHeap();
+        return { ok: true };
       case 'crash':
         // Test-only: in a worker thread process.exit ends this thread, not the process.
         process.exit(1);

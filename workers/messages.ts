@@ -85,6 +85,14 @@ export interface HeapTask {
   type: 'heap';
 }
 
+/**
+ * Asks the thread's V8 heap to give memory back: its next full GC, started at once, evacuates fragmented pages and
+ * returns the empty ones (native/memory.cc tidy()). Answers OkAnswer.
+ */
+export interface TidyTask {
+  type: 'tidy';
+}
+
 /** Opens a provider socket in the shard for one channel of stream `key` (workers/uplink.ts). */
 export interface UplinkOpenTask {
   type: 'uplinkOpen';
@@ -127,7 +135,7 @@ export interface UplinkCloseTask {
   code?: number;
 }
 
-export type CodecTask = OpenTask | DecodePackedTask | CloseTask | CrashTask | HeapTask | UplinkOpenTask | UplinkTextTask | UplinkPcmTask | UplinkCloseTask;
+export type CodecTask = OpenTask | DecodePackedTask | CloseTask | CrashTask | HeapTask | TidyTask | UplinkOpenTask | UplinkTextTask | UplinkPcmTask | UplinkCloseTask;
 
 /** How a provider socket's opening went: the handshake's status and Retry-After when the provider refused. */
 export type UplinkOpenAnswer = ConnectOutcome;

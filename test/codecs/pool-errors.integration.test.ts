@@ -4,7 +4,7 @@ import { CodecPool } from '../../engine/pool.js';
 import { isEngineError } from '../../engine/errors.js';
 import { Lc3Encoder } from '../../native/index.js';
 import { OpusEncoderStream } from '../../native/opus.js';
-import { aacAdts, drive, frames, onChannel, sine, speech, tone } from '../helpers/codec-fixtures.js';
+import { aacAdts, drive, frames, onChannel, pcmMessages, sine, speech, tone } from '../helpers/codec-fixtures.js';
 
 const pool = new CodecPool({ threads: 2 });
 t.teardown(() => pool.close());
@@ -192,6 +192,24 @@ t.test('pushing after close fails with a code; closing the pool ends everything'
     late = err;
   }
   t.ok(isEngineError(late), 'a closed pool refuses new streams');
+});
+
+t.test('tidyThreads() asks the threads whose streams closed since the last call, and they go on decoding', async (t) => {
+  const own = new CodecPool({ threads: 2 });
+  t.teardown(() => own.close());
+  t.equal(own.tidyThreads(), 0, 'no stream closed yet');
+  const messages = pcmMessages(sine(440, 16000, 0.2, 3200), 320);
+  const open = (sessionId: string) => own.open({ sessionId, codec: 'pcm16', sampleRate: 16000, channels: 1 });
+  const a = open('tidy-a');
+  const b = open('tidy-b');
+  t.same(own.load, [1, 1], 'one stream per thread');
+  await drive(a, messages, 2); // and closes it
+  t.equal(own.tidyThreads(), 1, 'the thread where a stream closed');
+  t.equal(own.tidyThreads(), 0, 'nothing closed since');
+  t.equal((await drive(b, messages, 2))[0]!.length, 3200, 'the other thread decoded on');
+  t.equal((await drive(open('tidy-c'), messages, 2))[0]!.length, 3200, 'a new stream decodes after the tidy');
+  t.equal(own.tidyThreads(), 2, 'both threads saw a stream close since');
+  t.equal((await own.threadHeaps()).length, 2, 'both still answer');
 });
 
 t.test('each shard thread reports its own V8 heap, a replaced one too, a closed pool none', async (t) => {

@@ -110,3 +110,20 @@ t.test('interval 0 turns it off', async (t) => {
   t.teardown(() => scheduler.close());
   t.equal(startHeapCompaction({ scheduler, registry: new client.Registry(), intervalS: 0 }), undefined);
 });
+
+t.test('each interval asks the codec threads to tidy their heaps, and counts the threads asked', async (t) => {
+  const clock = new ManualClock();
+  const scheduler = new Scheduler({ clock, resolutionMs: 0 });
+  t.teardown(() => scheduler.close());
+  const registry = new client.Registry();
+  const answers = [2, 0, 1];
+  let calls = 0;
+  const compaction = startHeapCompaction({ scheduler, registry, intervalS: 10, tidyThreads: () => answers[calls++] ?? 0 });
+  t.teardown(() => compaction?.close());
+  for (let s = 1; s <= 30; s++) {
+    clock.advance(1000);
+    await scheduler.tick();
+  }
+  t.equal(calls, 3, 'once per 10 s, with a window of the main thread open or not');
+  t.match(await registry.metrics(), /codec_thread_heap_tidies_total 3/);
+});
