@@ -6,6 +6,8 @@
 // fleet bench: about 50 MiB of a 215 MiB service at 100 sessions). Not glibc (musl): trim() answers false.
 // stats() says where malloc's memory is (mallinfo2, summed over every arena): in use, free but kept, mmapped, so an
 // operator can tell native memory in use from what the arenas hold after free(). Not glibc: undefined.
+// tidy() is the one call here that is not N-API: V8's own MemoryPressureNotification on the calling thread's isolate
+// (engine/heap-compaction.ts says why); the addon is built from source against the headers of the node that runs it.
 #include <node_api.h>
 #include <v8.h>
 #if defined(__GLIBC__)
