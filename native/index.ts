@@ -5,6 +5,8 @@ interface NativeLc3Decoder {
   /** Decodes one frame (null or empty = lost frame, concealed) into `out` at `offsetSamples`; 0 decoded, 1 concealed. */
   decodeInto(frame: Uint8Array | null, out: Int16Array, offsetSamples: number): number;
   readonly frameSamples: number;
+  /** Frees the liblc3 state now; later calls throw. Idempotent. */
+  free(): void;
 }
 interface NativeLc3Encoder {
   encodeInto(pcm: Int16Array, out: Uint8Array): void;
@@ -53,6 +55,14 @@ export class Lc3Decoder {
   /** Decodes into `out` at `offsetSamples` (batch decoding without an allocation per frame); true if concealed. */
   decodeInto(frame: Uint8Array | null, out: Int16Array, offsetSamples: number): boolean {
     return this.#native.decodeInto(frame, out, offsetSamples) === 1;
+  }
+
+  /**
+   * Frees the decoder's native state now (as OpusDecoder.release() does, which says why); later calls throw.
+   * Idempotent.
+   */
+  release(): void {
+    this.#native.free();
   }
 }
 

@@ -91,7 +91,7 @@ napi_value DecodeInto(napi_env env, napi_callback_info info) {
   CHECK(env, napi_get_cb_info(env, info, &argc, args, &self, nullptr));
   Codec* c;
   CHECK(env, napi_unwrap(env, self, reinterpret_cast<void**>(&c)));
-  if (c->dec == nullptr) return Throw(env, "ERR_LC3_ARGS", "not a decoder");
+  if (c->dec == nullptr) return Throw(env, "ERR_LC3_ARGS", c->mem == nullptr ? "decoder used after free()" : "not a decoder");
   if (argc < 3) return Throw(env, "ERR_LC3_ARGS", "expected (frame, out, offset)");
   uint8_t* in = nullptr;
   size_t inLen = 0;
@@ -125,7 +125,7 @@ napi_value EncodeInto(napi_env env, napi_callback_info info) {
   CHECK(env, napi_get_cb_info(env, info, &argc, args, &self, nullptr));
   Codec* c;
   CHECK(env, napi_unwrap(env, self, reinterpret_cast<void**>(&c)));
-  if (c->enc == nullptr) return Throw(env, "ERR_LC3_ARGS", "not an encoder");
+  if (c->enc == nullptr) return Throw(env, "ERR_LC3_ARGS", c->mem == nullptr ? "encoder used after free()" : "not an encoder");
   uint8_t *pcm, *out;
   size_t pcmLen, outLen;
   if (argc < 2 || !BytesOf(env, args[0], &pcm, &pcmLen) || !BytesOf(env, args[1], &out, &outLen))
@@ -135,6 +135,20 @@ napi_value EncodeInto(napi_env env, napi_callback_info info) {
     return Throw(env, "ERR_LC3_FRAME_SIZE", "LC3 frame must be 20..400 bytes");
   if (lc3_encode(c->enc, LC3_PCM_FORMAT_S16, pcm, 1, static_cast<int>(outLen), out) < 0)
     return Throw(env, "ERR_LC3_ARGS", "lc3_encode rejected its parameters");
+  return nullptr;
+}
+
+// free(): releases the codec memory now rather than at the wrapper's finalizer (a codec thread's GC runs seldom);
+// later calls throw. Idempotent.
+napi_value Free(napi_env env, napi_callback_info info) {
+  napi_value self;
+  CHECK(env, napi_get_cb_info(env, info, nullptr, nullptr, &self, nullptr));
+  Codec* c;
+  CHECK(env, napi_unwrap(env, self, reinterpret_cast<void**>(&c)));
+  std::free(c->mem);
+  c->mem = nullptr;
+  c->dec = nullptr;
+  c->enc = nullptr;
   return nullptr;
 }
 
@@ -152,9 +166,10 @@ napi_value DefineClass(napi_env env, const char* name, napi_callback ctor, napi_
   napi_property_descriptor props[] = {
       {methodName, nullptr, method, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"frameSamples", nullptr, nullptr, FrameSamples, nullptr, nullptr, napi_default, nullptr},
+      {"free", nullptr, Free, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_value cls;
-  CHECK(env, napi_define_class(env, name, NAPI_AUTO_LENGTH, ctor, nullptr, 2, props, &cls));
+  CHECK(env, napi_define_class(env, name, NAPI_AUTO_LENGTH, ctor, nullptr, 3, props, &cls));
   return cls;
 }
 

@@ -155,9 +155,12 @@ class Lc3ChannelDecoder implements ChannelDecoder {
     return { pcm: [this.#resampler.push(out)], frames: frames.length, corruptFrames };
   }
   end(): Int16Array {
+    this.#decoder.release();
     return this.#resampler.flush();
   }
-  dispose(): void {}
+  dispose(): void {
+    this.#decoder.release();
+  }
 }
 
 /**

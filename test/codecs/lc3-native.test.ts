@@ -2,6 +2,7 @@
 import t from 'tap';
 import { Lc3Decoder, Lc3Encoder } from '../../native/index.js';
 import { concat, dlc3, elc3, frames, speech } from '../helpers/codec-fixtures.js';
+import { mallocStats } from '../../native/memory.js';
 
 t.test('decoding elc3 output is bit-exact with dlc3', async (t) => {
   const dir = t.testdir();
@@ -40,4 +41,22 @@ t.test('null or empty frames are concealed; frame size varies per call; bad size
   // Still usable after all that.
   dec.decode(enc.encode(frames(pcm, 160)[0]!, 30));
   t.notOk(dec.concealed);
+});
+
+t.test('release() frees the liblc3 state before any GC, once, and the handle is dead after', { skip: mallocStats() === undefined && 'malloc statistics need glibc and the memory addon' }, async (t) => {
+  const before = mallocStats()!.inUseBytes;
+  // 48 kHz decoders: the largest liblc3 state (~10 KB each).
+  const live = Array.from({ length: 200 }, () => new Lc3Decoder(10000, 48000));
+  const held = mallocStats()!.inUseBytes - before;
+  t.ok(held > 200 * 4096, `200 decoders hold ${held} bytes of malloc`);
+  const mid = mallocStats()!.inUseBytes;
+  for (const d of live) d.release();
+  for (const d of live) d.release();
+  // Synchronously, so no GC can have run the finalizers: only release() can have freed them.
+  const freed = mid - mallocStats()!.inUseBytes;
+  t.ok(freed > held * 0.9, `released, ${freed} bytes went back to malloc at once`);
+  t.throws(() => live[0]!.decode(null), /after free/, 'the released handle is dead');
+  const fresh = new Lc3Decoder(10000, 48000);
+  t.equal(fresh.decode(null).length, 480, 'a new decoder works');
+  fresh.release();
 });
