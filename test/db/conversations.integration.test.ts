@@ -1,19 +1,16 @@
 // The conversations repository as the live engine will use it: stub, segment appends and tail rewrites, status changes, result.
 import t from 'tap';
-import { openStore } from '../../engine/db/store.js';
 import { UsersRepository } from '../../engine/db/users.js';
 import { UNVERSIONED } from '../../engine/data-versions.js';
 import { ConversationsRepository, type ConversationRecord } from '../../engine/db/conversations.js';
 import { processBuiltin } from '../../engine/processing/builtin.js';
-import { STORES, storeEnv } from '../helpers/stores.js';
+import { STORES, openTestStore } from '../helpers/stores.js';
 
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
 
 for (const kind of STORES) {
   t.test(`conversations repository on ${kind}`, async (t) => {
-    const env = storeEnv(t, kind);
-    const store = openStore({ dataDir: t.testdir(), databaseUrl: env.DATABASE_URL, databaseSchema: env.DATABASE_SCHEMA ?? 'public' });
-    t.teardown(() => store.close());
+    const store = openTestStore(t, kind);
     await store.migrate();
     await new UsersRepository(store.knex, UNVERSIONED).ensure('u1', NOW);
     const repo = new ConversationsRepository(store.knex);
@@ -63,9 +60,7 @@ for (const kind of STORES) {
   });
 
   t.test(`tail writes that queue up together, on ${kind}`, async (t) => {
-    const env = storeEnv(t, kind);
-    const store = openStore({ dataDir: t.testdir(), databaseUrl: env.DATABASE_URL, databaseSchema: env.DATABASE_SCHEMA ?? 'public' });
-    t.teardown(() => store.close());
+    const store = openTestStore(t, kind);
     await store.migrate();
     await new UsersRepository(store.knex, UNVERSIONED).ensure('u1', NOW);
     const repo = new ConversationsRepository(store.knex);

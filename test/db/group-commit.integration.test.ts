@@ -5,14 +5,12 @@ import t from 'tap';
 import { ManualClock } from '../../engine/clock.js';
 import { openStore } from '../../engine/db/store.js';
 import { GroupCommit } from '../../engine/db/group-commit.js';
-import { STORES, storeEnv } from '../helpers/stores.js';
+import { STORES, openTestStore } from '../helpers/stores.js';
 import { sqliteWriteLock } from '../helpers/sqlite-lock.js';
 
 for (const kind of STORES) {
   t.test(`group commit on ${kind}`, async (t) => {
-    const env = storeEnv(t, kind);
-    const store = openStore({ dataDir: t.testdir(), databaseUrl: env.DATABASE_URL, databaseSchema: env.DATABASE_SCHEMA ?? 'public' });
-    t.teardown(() => store.close());
+    const store = openTestStore(t, kind);
     await store.migrate();
     await store.knex.schema.createTable('gc_items', (tb) => {
       tb.integer('n').primary();

@@ -1,17 +1,14 @@
 // insertStatements(): rows of any count stored exactly as knex's own insert stores them, on sqlite and PostgreSQL, and
 // on sqlite with one statement text whatever the count (every text is kept prepared on each connection).
 import t from 'tap';
-import { openStore } from '../../engine/db/store.js';
 import { insertStatements, writeTransaction, type RowValue } from '../../engine/db/prepared.js';
-import { STORES, storeEnv } from '../helpers/stores.js';
+import { STORES, openTestStore } from '../helpers/stores.js';
 
 const COLUMNS = ['k', 'n', 'text', 'score', 'count', 'flag', 'maybe'] as const;
 
 for (const kind of STORES) {
   t.test(`insertStatements on ${kind}`, async (t) => {
-    const env = storeEnv(t, kind);
-    const store = openStore({ dataDir: t.testdir(), databaseUrl: env.DATABASE_URL, databaseSchema: env.DATABASE_SCHEMA ?? 'public' });
-    t.teardown(() => store.close());
+    const store = openTestStore(t, kind);
     await store.migrate();
     for (const table of ['rows_ours', 'rows_knex']) {
       await store.knex.schema.createTable(table, (tb) => {

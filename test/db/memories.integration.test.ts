@@ -1,18 +1,15 @@
 // The memory list the store serialises itself (listJson) is the developer view of `list`, on sqlite and PostgreSQL.
 import t from 'tap';
-import { openStore } from '../../engine/db/store.js';
 import { MemoriesRepository, type MemoryCategory } from '../../engine/db/memories.js';
 import { UNVERSIONED } from '../../engine/data-versions.js';
 import { view } from '../../http/routes/memories.js';
-import { STORES, storeEnv } from '../helpers/stores.js';
+import { STORES, openTestStore } from '../helpers/stores.js';
 
 const NOW = Date.UTC(2026, 10, 23, 10, 0, 0);
 
 for (const kind of STORES) {
   t.test(`listJson equals the view of list on ${kind}`, async (t) => {
-    const env = storeEnv(t, kind);
-    const store = openStore({ dataDir: t.testdir(), databaseUrl: env.DATABASE_URL, databaseSchema: env.DATABASE_SCHEMA ?? 'public' });
-    t.teardown(() => store.close());
+    const store = openTestStore(t, kind);
     await store.migrate();
     const repo = new MemoriesRepository(store.knex, store.dialect, UNVERSIONED);
 

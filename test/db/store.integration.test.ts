@@ -1,16 +1,13 @@
 // Migrations run up, down and up again on sqlite and PostgreSQL; repositories behave the same on both.
 import t from 'tap';
-import { openStore } from '../../engine/db/store.js';
 import { UsersRepository } from '../../engine/db/users.js';
 import { UNVERSIONED } from '../../engine/data-versions.js';
 import { ApiKeysRepository } from '../../engine/db/api-keys.js';
-import { STORES, storeEnv } from '../helpers/stores.js';
+import { STORES, openTestStore } from '../helpers/stores.js';
 
 for (const kind of STORES) {
   t.test(`store on ${kind}`, async (t) => {
-    const env = storeEnv(t, kind);
-    const store = openStore({ dataDir: t.testdir(), databaseUrl: env.DATABASE_URL, databaseSchema: env.DATABASE_SCHEMA ?? 'public' });
-    t.teardown(() => store.close());
+    const store = openTestStore(t, kind);
     t.equal(store.dialect, kind);
 
     const applied = await store.migrate();

@@ -1,19 +1,16 @@
 // Usage rows on sqlite and PostgreSQL: the upsert adds up across calls and nodes, days split at UTC midnight, reads by range.
 import t from 'tap';
 import client from 'prom-client';
-import { openStore } from '../../engine/db/store.js';
 import { UsageRepository } from '../../engine/db/usage.js';
 import { UsageRecorder } from '../../engine/usage.js';
 import { createLogger } from '../../engine/logger.js';
-import { STORES, storeEnv } from '../helpers/stores.js';
+import { STORES, openTestStore } from '../helpers/stores.js';
 
 const MIDNIGHT = Date.UTC(2026, 10, 24);
 
 for (const kind of STORES) {
   t.test(`usage on ${kind}`, async (t) => {
-    const env = storeEnv(t, kind);
-    const store = openStore({ dataDir: t.testdir(), databaseUrl: env.DATABASE_URL, databaseSchema: env.DATABASE_SCHEMA ?? 'public' });
-    t.teardown(() => store.close());
+    const store = openTestStore(t, kind);
     await store.migrate();
     const usage = new UsageRepository(store.knex);
 

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import knexFactory from 'knex';
 import type { Test } from 'tap';
+import { openStore, type Store } from '../../engine/db/store.js';
 
 /** PostgreSQL used by the suite; override with TEST_DATABASE_URL. */
 export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -22,4 +23,12 @@ export function storeEnv(t: Test, kind: StoreKind): Record<string, string> {
     }
   });
   return { DATABASE_URL: PG_URL, DATABASE_SCHEMA: schema };
+}
+
+/** A store of `kind` for one test: sqlite in the test's own dir, or PostgreSQL in a schema of its own; closed at teardown. */
+export function openTestStore(t: Test, kind: StoreKind): Store {
+  const env = storeEnv(t, kind);
+  const store = openStore({ dataDir: t.testdir(), databaseUrl: env.DATABASE_URL, databaseSchema: env.DATABASE_SCHEMA ?? 'public' });
+  t.teardown(() => store.close());
+  return store;
 }
