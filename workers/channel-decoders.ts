@@ -120,10 +120,12 @@ class Lc3ChannelDecoder implements ChannelDecoder {
   readonly #decoder: Lc3Decoder;
   readonly #resampler: Resampler;
   readonly #fixedFrameBytes: number | null;
-  constructor(sampleRate: number, fixedFrameBytes: number | null) {
+  readonly #scratch: Scratch | undefined;
+  constructor(sampleRate: number, fixedFrameBytes: number | null, scratch: Scratch | undefined) {
     this.#decoder = new Lc3Decoder(LC3_FRAME_US, sampleRate);
     this.#resampler = new Resampler(sampleRate, OUTPUT_SAMPLE_RATE_HZ);
     this.#fixedFrameBytes = fixedFrameBytes;
+    this.#scratch = scratch;
   }
   decode(messages: readonly Uint8Array[]): ChannelResult {
     const size = this.#fixedFrameBytes;
@@ -140,7 +142,9 @@ class Lc3ChannelDecoder implements ChannelDecoder {
       if (m.length % size !== 0) corruptFrames++;
     }
     const n = this.#decoder.frameSamples;
-    const out = new Int16Array(frames.length * n);
+    // Every frame is decoded or concealed into its place, so scratch memory needs no clearing. At 16 kHz the
+    // resampler hands `out` itself back; otherwise it copies what it keeps.
+    const out = this.#scratch ? this.#scratch(frames.length * n) : new Int16Array(frames.length * n);
     for (let i = 0; i < frames.length; i++) {
       const f = frames[i]!;
       const lost = f === null || f.length === 0;
@@ -234,7 +238,7 @@ class AacChannelDecoder implements ChannelDecoder {
  */
 export type Scratch = (samples: number) => Int16Array;
 
-/** `scratch`: where Opus decoders write (the codec shards' reused task memory); fresh arrays without it. */
+/** `scratch`: where Opus and LC3 decoders write (the codec shards' reused task memory); fresh arrays without it. */
 export function createChannelDecoder(p: CodecParams, scratch?: Scratch): ChannelDecoder {
   switch (p.codec) {
     case 'pcm8':
@@ -245,9 +249,9 @@ export function createChannelDecoder(p: CodecParams, scratch?: Scratch): Channel
     case 'opus_fs320':
       return new OpusChannelDecoder(320, scratch);
     case 'lc3':
-      return new Lc3ChannelDecoder(p.sampleRate, null);
+      return new Lc3ChannelDecoder(p.sampleRate, null, scratch);
     case 'lc3_fs1030':
-      return new Lc3ChannelDecoder(p.sampleRate, LC3_FS1030_FRAME_BYTES);
+      return new Lc3ChannelDecoder(p.sampleRate, LC3_FS1030_FRAME_BYTES, scratch);
     case 'aac':
       return new AacChannelDecoder();
   }

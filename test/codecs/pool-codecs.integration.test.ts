@@ -117,21 +117,25 @@ for (const c of cases) {
   });
 }
 
-t.test('opus_fs320: streams decoded side by side in one shard each get their own samples, task after task', async (t) => {
+/** Encodes `pcm` at `rate` as the codec's messages: opus_fs320 20 ms packets, lc3_fs1030 10 ms frames of 30 bytes. */
+const sideBySideCodecs = {
+  opus_fs320: { rates: [16000, 24000, 48000, 16000, 12000], encode: (pcm: Int16Array, rate: number) => { const enc = new OpusEncoderStream(rate); return frames(pcm, rate / 50).map((f) => enc.encode(f)); } },
+  lc3_fs1030: { rates: [16000, 32000, 48000, 16000, 24000], encode: (pcm: Int16Array, rate: number) => { const enc = new Lc3Encoder(10000, rate); return frames(pcm, rate / 100).map((f) => enc.encode(f, 30)); } },
+} as const;
+
+for (const [codec, { rates, encode }] of Object.entries(sideBySideCodecs)) t.test(`${codec}: streams decoded side by side in one shard each get their own samples, task after task`, async (t) => {
   // The shard's tasks reuse their PCM memory (the decoders' scratch and the answer buffers moved back): a mix-up would
   // hand one stream another's samples or an earlier task's.
   const one = new CodecPool({ threads: 1, batchWindowMs: 0 });
   t.teardown(() => one.close());
-  const rates = [16000, 24000, 48000, 16000, 12000];
   const inputs = rates.map((rate, i) => {
     const pcm = speech(dir, rate);
     // Each stream starts at a different place in the speech, so no two streams' samples agree.
     const start = Math.floor((pcm.length * i) / 7);
-    const enc = new OpusEncoderStream(rate);
-    return { rate, messages: frames(pcm.subarray(start), rate / 50).map((f) => enc.encode(f)) };
+    return { rate, messages: encode(pcm.subarray(start), rate) };
   });
-  const alone = await Promise.all(inputs.map(({ rate, messages }, i) => drive(pool.open({ sessionId: `alone-${i}`, codec: 'opus_fs320', sampleRate: rate, channels: 1 }), messages)));
-  const streams = inputs.map(({ rate }, i) => one.open({ sessionId: `side-${i}`, codec: 'opus_fs320', sampleRate: rate, channels: 1 }));
+  const alone = await Promise.all(inputs.map(({ rate, messages }, i) => drive(pool.open({ sessionId: `alone-${codec}-${i}`, codec: codec as Codec, sampleRate: rate, channels: 1 }), messages)));
+  const streams = inputs.map(({ rate }, i) => one.open({ sessionId: `side-${codec}-${i}`, codec: codec as Codec, sampleRate: rate, channels: 1 }));
   const out = streams.map(() => [] as Int16Array[]);
   streams.forEach((s, i) => s.on('pcm', (pcm) => out[i]!.push(pcm[0]!.slice())));
   await Promise.all(streams.map((s) => s.ready));
