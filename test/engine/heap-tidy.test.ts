@@ -9,6 +9,8 @@ interface Report {
   fragmented: { committed: number; free: number };
   idle: { committed: number; free: number; majorGcs: number };
   tidied: { committed: number; free: number; majorGcs: number };
+  /** Event-loop turns from tidyHeap() to the GC's entry. */
+  waited: number;
 }
 
 // The worker fragments its old space (every other object of ~24 MiB dropped), idles for a few turns to show V8 leaves
@@ -24,13 +26,12 @@ const old = () => {
   const s = v8.getHeapSpaceStatistics().find((x) => x.space_name === 'old_space');
   return { committed: s.space_size, free: s.space_size - s.space_used_size };
 };
-const turns = (n) => new Promise((resolve) => { let i = 0; const next = () => (++i >= n ? resolve() : setImmediate(next)); next(); });
+const turns = (n) => new Promise((resolve) => { let i = 0; const next = () => (++i > n ? resolve() : setImmediate(next)); next(); });
 (async () => {
   const { tidyHeap } = await import(workerData.memory);
   let majorGcs = 0;
-  let onMajor;
   new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) if (e.detail && e.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) { majorGcs++; onMajor && onMajor(); }
+    for (const e of list.getEntries()) if (e.detail && e.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs++;
   }).observe({ entryTypes: ['gc'] });
   const objects = Array.from({ length: 400000 }, (_, i) => ({ id: i, tag: 'object ' + i }));
   gc();
@@ -41,15 +42,16 @@ const turns = (n) => new Promise((resolve) => { let i = 0; const next = () => (+
   await turns(20);
   majorGcs = 0;
   const idle = { ...old(), majorGcs };
-  const done = new Promise((resolve) => { onMajor = resolve; });
-  // V8's GC tasks do not keep a thread's event loop alive (a codec shard's message port does).
-  const alive = setInterval(() => undefined, 1000);
   parentPort.postMessage({ tidied: tidyHeap() });
-  // Bounded, so that a GC that never comes fails the assertions instead of hanging (it comes within milliseconds).
-  await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 10000))]);
-  clearInterval(alive);
+  // V8 marks in tasks on this thread's loop; the GC's entry arrives a turn after it. Bounded in turns, not time, so a
+  // GC that never comes fails the assertions instead of hanging (it came 2 turns later here).
+  let waited = 0;
+  while (majorGcs === 0 && waited < 100000) {
+    await turns(1);
+    waited++;
+  }
   await turns(5);
-  parentPort.postMessage({ report: { fragmented, idle, tidied: { ...old(), majorGcs } }, kept: objects.length });
+  parentPort.postMessage({ report: { fragmented, idle, tidied: { ...old(), majorGcs }, waited }, kept: objects.length });
 })();
 `;
 
@@ -66,10 +68,10 @@ t.test('tidyHeap() starts a full GC in the calling thread that gives fragmented 
     });
   });
   t.equal(tidied, true, 'the addon took the request');
-  const { fragmented, idle, tidied: after } = report;
+  const { fragmented, idle, tidied: after, waited } = report;
   t.ok(fragmented.free > fragmented.committed * 0.3, `V8 alone leaves the holes: ${fragmented.free} of ${fragmented.committed} bytes free`);
   t.equal(idle.majorGcs, 0, 'an idle thread runs no full GC by itself');
   t.ok(idle.free > idle.committed * 0.3, `nor compacts: ${idle.free} of ${idle.committed} bytes free`);
-  t.ok(after.majorGcs >= 1, 'tidyHeap() started one');
+  t.ok(after.majorGcs >= 1, `tidyHeap() started one (${waited} turns later)`);
   t.ok(after.committed < fragmented.committed - 4 * 1024 * 1024, `it gave pages back: ${after.committed} of ${fragmented.committed} bytes committed`);
 });
