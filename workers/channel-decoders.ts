@@ -75,15 +75,15 @@ class OpusChannelDecoder implements ChannelDecoder {
   readonly #decoder = new OpusDecoder(OUTPUT_SAMPLE_RATE_HZ);
   /** Samples concealed for a lost or corrupt packet: the codec's nominal frame. */
   readonly #frameSamples: number;
-  readonly #scratch: Scratch | undefined;
-  constructor(frameSamples: number, scratch: Scratch | undefined) {
+  readonly #scratch: Scratch;
+  constructor(frameSamples: number, scratch: Scratch) {
     this.#frameSamples = frameSamples;
     this.#scratch = scratch;
   }
   decode(messages: readonly Uint8Array[]): ChannelResult {
     const nominal = this.#frameSamples;
     const samples = messages.length * nominal;
-    let out = this.#scratch ? this.#scratch(samples) : new Int16Array(samples);
+    let out = this.#scratch(samples);
     let at = 0;
     let corruptFrames = 0;
     for (let i = 0; i < messages.length; i++) {
@@ -120,8 +120,8 @@ class Lc3ChannelDecoder implements ChannelDecoder {
   readonly #decoder: Lc3Decoder;
   readonly #resampler: Resampler;
   readonly #fixedFrameBytes: number | null;
-  readonly #scratch: Scratch | undefined;
-  constructor(sampleRate: number, fixedFrameBytes: number | null, scratch: Scratch | undefined) {
+  readonly #scratch: Scratch;
+  constructor(sampleRate: number, fixedFrameBytes: number | null, scratch: Scratch) {
     this.#decoder = new Lc3Decoder(LC3_FRAME_US, sampleRate);
     this.#resampler = new Resampler(sampleRate, OUTPUT_SAMPLE_RATE_HZ);
     this.#fixedFrameBytes = fixedFrameBytes;
@@ -144,7 +144,7 @@ class Lc3ChannelDecoder implements ChannelDecoder {
     const n = this.#decoder.frameSamples;
     // Every frame is decoded or concealed into its place, so scratch memory needs no clearing. At 16 kHz the
     // resampler hands `out` itself back; otherwise it copies what it keeps.
-    const out = this.#scratch ? this.#scratch(frames.length * n) : new Int16Array(frames.length * n);
+    const out = this.#scratch(frames.length * n);
     for (let i = 0; i < frames.length; i++) {
       const f = frames[i]!;
       const lost = f === null || f.length === 0;
@@ -238,8 +238,11 @@ class AacChannelDecoder implements ChannelDecoder {
  */
 export type Scratch = (samples: number) => Int16Array;
 
+/** A fresh array each time: what decoders outside a codec shard write into. */
+const freshArrays: Scratch = (samples) => new Int16Array(samples);
+
 /** `scratch`: where Opus and LC3 decoders write (the codec shards' reused task memory); fresh arrays without it. */
-export function createChannelDecoder(p: CodecParams, scratch?: Scratch): ChannelDecoder {
+export function createChannelDecoder(p: CodecParams, scratch: Scratch = freshArrays): ChannelDecoder {
   switch (p.codec) {
     case 'pcm8':
     case 'pcm16':

@@ -268,7 +268,6 @@ async function writeTail(run: TransactionRun, w: TailWrite): Promise<boolean> {
   return true;
 }
 
-
 /**
  * The tail writes of one group commit, as a fixed handful of statements whatever their number: one activity-time
  * update per kind of write (each conversation's own time, by CASE), one DELETE of every replaced tail, and the new rows
