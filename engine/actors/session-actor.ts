@@ -484,7 +484,7 @@ export class SessionActor {
 
   /** The 600 ms step; the scheduler awaits the returned promise, and a step never overlaps the previous one. */
   #tick(): Promise<void> | undefined {
-    if (this.#flushing) return undefined;
+    if (this.#flushing || !this.#loop.hasWork()) return undefined;
     this.#flushing = this.#flushOnce().finally(() => (this.#flushing = undefined));
     return this.#flushing;
   }

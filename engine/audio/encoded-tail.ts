@@ -45,6 +45,19 @@ export class EncodedTail {
   #starts = new Float64Array(MIN_ENTRIES);
   #head = 0;
   #count = 0;
+  /**
+   * Most live bytes and messages since the storage was last resized or moved to the front: a resize is sized by them,
+   * not by what is live at that moment.
+   *
+   * Rationale: live audio rises from the warm-up to a provider's next final result (2 s or more) and falls back at
+   * each answer. Sized by the moment, storage that filled up just after an answer shrank to the minimum and grew back
+   * before the next: at 800 streaming sessions these arrays were a fifth of the main thread's bytes that outlived the
+   * young generation. Sized by the peak, it shrinks only after a backlog (a stalled provider's) was answered.
+   */
+  #peakBytes = 0;
+  #peakMessages = 0;
+  /** Times the storage was reallocated (tests). */
+  resizes = 0;
   /** Seconds of audio pushed, and the stream sample after the last message (that total, rounded). */
   #endS = 0;
   #end = 0;
@@ -90,6 +103,8 @@ export class EncodedTail {
     this.#lengths[this.#count] = n;
     this.#starts[this.#count] = this.#end;
     this.#count++;
+    if (this.#to - this.#from > this.#peakBytes) this.#peakBytes = this.#to - this.#from;
+    if (this.#count - this.#head > this.#peakMessages) this.#peakMessages = this.#count - this.#head;
     this.#endS += seconds;
     this.#end = Math.round(this.#endS * SAMPLE_RATE_HZ);
     // Beyond the bound the oldest go (the last always stays).
@@ -127,13 +142,15 @@ export class EncodedTail {
   }
 
   /**
-   * Room for one more entry: live entries move to the front, into new arrays with SLACK room when they would leave
-   * less than that (or when the arrays are more than twice that large: a backlog since answered).
+   * Room for one more entry: live entries move to the front, into new arrays with SLACK room beyond the peak when they
+   * would leave less than that (or when the arrays are more than twice that large: a backlog since answered).
    */
   #makeEntryRoom(): void {
     const live = this.#count - this.#head;
-    const size = Math.max(MIN_ENTRIES, Math.ceil((live + 1) * SLACK));
-    if (size > this.#lengths.length || size * 2 < this.#lengths.length) {
+    const size = Math.max(MIN_ENTRIES, Math.ceil((Math.max(live, this.#peakMessages) + 1) * SLACK));
+    this.#peakMessages = live;
+    if ((live + 1) * SLACK > this.#lengths.length || size * 2 < this.#lengths.length) {
+      this.resizes++;
       const lengths = new Int32Array(size);
       const starts = new Float64Array(size);
       lengths.set(this.#lengths.subarray(this.#head, this.#count));
@@ -149,15 +166,17 @@ export class EncodedTail {
   }
 
   /**
-   * Room for `n` more bytes: the live bytes move to the front, into a new array with SLACK room (at least 2 KiB) when
-   * they would leave less than that, or when the old one is more than twice that large (a stalled provider's backlog,
-   * since answered).
+   * Room for `n` more bytes: the live bytes move to the front, into a new array with SLACK room beyond the peak (at
+   * least 2 KiB) when they would leave less than that, or when the old one is more than twice that large (a stalled
+   * provider's backlog, since answered).
    */
   #makeRoom(n: number): void {
     const live = this.#to - this.#from;
-    const size = Math.max(MIN_BYTES, Math.ceil((live + n) * SLACK));
+    const size = Math.max(MIN_BYTES, Math.ceil(Math.max(live + n, this.#peakBytes) * SLACK));
+    this.#peakBytes = live;
     let bytes = this.#bytes;
-    if (size > bytes.length || size * 2 < bytes.length) {
+    if ((live + n) * SLACK > bytes.length || size * 2 < bytes.length) {
+      this.resizes++;
       bytes = new Uint8Array(size);
       bytes.set(this.#bytes.subarray(this.#from, this.#to));
     } else {

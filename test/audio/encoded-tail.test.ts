@@ -62,3 +62,20 @@ t.test('a stream answered every second: copies stay whole across moves, storage 
   // Live here is 0.4 to 1.4 s: storage follows its peak (~5.4 KiB with the entries), with a quarter more room.
   t.ok(storage <= 1.3 * peak, `storage ${storage} bytes for a peak of ${peak} live`);
 });
+
+t.test('a stream answered every 2 s, its peak beyond the minimum storage: the storage settles and is not reallocated', async (t) => {
+  const tail = new EncodedTail(10 * 16000);
+  const resizesAt: number[] = [];
+  for (let i = 0; i < 100 * 30; i++) {
+    // 20 ms messages of 40 to 79 bytes (2.2 s live at the peak: 110 messages, ~6.5 KB); answered every 2 s of audio
+    // up to 200 ms before its end, so right after each answer only the warm-up and the last 200 ms are live.
+    tail.push(new Uint8Array(40 + (i % 40)).fill(i & 0xff), 0.02);
+    if (i % 100 === 99) {
+      tail.release((i - 10) * 320);
+      resizesAt.push(tail.resizes);
+    }
+  }
+  const settled = resizesAt[4]!;
+  t.equal(tail.resizes, settled, `no resize after the fifth answer (resizes after each answer: ${resizesAt.join(' ')})`);
+  t.ok(tail.storageBytes <= 1.5 * (110 * 60 + 110 * 12), `storage ${tail.storageBytes} bytes`);
+});
