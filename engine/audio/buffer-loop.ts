@@ -193,7 +193,12 @@ export class BufferLoop {
   hasWork(): boolean {
     if (this.#pending.length > 0 || this.#photos.length > 0 || this.#reassigned.size > 0 || this.#unsentUpdates.size > 0) return true;
     const cur = this.#current;
-    return cur ? this.#o.clock.now() - cur.lastSegmentAtMs >= this.#o.conversationTimeoutS * 1000 : this.#audioSinceEnd;
+    return cur ? this.#silentTooLong(cur, this.#o.clock.now()) : this.#audioSinceEnd;
+  }
+
+  /** Whether `cur` has had no new segment for the silence timeout: the step ends it. */
+  #silentTooLong(cur: Current, now: number): boolean {
+    return now - cur.lastSegmentAtMs >= this.#o.conversationTimeoutS * 1000;
   }
 
   /**
@@ -227,7 +232,7 @@ export class BufferLoop {
     await this.#applyReassigned(reassign);
     if (batch.length === 0 && photos.length === 0) {
       const cur = this.#current;
-      if (cur && now - cur.lastSegmentAtMs >= this.#o.conversationTimeoutS * 1000) {
+      if (cur && this.#silentTooLong(cur, now)) {
         const audioSinceEnd = this.#audioSinceEnd;
         this.#current = undefined;
         this.#audioSinceEnd = false;

@@ -103,8 +103,6 @@ export class EncodedTail {
     this.#lengths[this.#count] = n;
     this.#starts[this.#count] = this.#end;
     this.#count++;
-    if (this.#to - this.#from > this.#peakBytes) this.#peakBytes = this.#to - this.#from;
-    if (this.#count - this.#head > this.#peakMessages) this.#peakMessages = this.#count - this.#head;
     this.#endS += seconds;
     this.#end = Math.round(this.#endS * SAMPLE_RATE_HZ);
     // Beyond the bound the oldest go (the last always stays).
@@ -113,6 +111,9 @@ export class EncodedTail {
 
   /** The provider answered for everything before stream sample `sample`: drops what ends before it, but the warm-up. */
   release(sample: number): void {
+    // Live audio only grows between answers, so its peak is what is live as an answer comes (or at a resize).
+    this.#peakBytes = Math.max(this.#peakBytes, this.#to - this.#from);
+    this.#peakMessages = Math.max(this.#peakMessages, this.#count - this.#head);
     const keepFrom = sample - WARM_UP_SAMPLES;
     // A message ends where the next starts; the last always stays (its end is not known to be answered for).
     while (this.#head < this.#count - 1 && this.#starts[this.#head + 1]! <= keepFrom) this.#dropHead();
