@@ -88,7 +88,7 @@ export interface Config {
   readonly codecThreads: number;
   /** Least ms between two decode tasks of a codec shard (CodecPoolOptions.batchWindowMs). @defaultValue 5 */
   readonly codecBatchMs: number;
-  /** Least ms between two polls of the main thread's sockets under streaming load; 0: off (engine/loop-pacer.ts). @defaultValue 5 */
+  /** Least ms between two polls of the main thread's sockets under streaming load; 0: off (engine/runtime/loop-pacer.ts). @defaultValue 5 */
   readonly listenLoopPaceMs: number;
   /**
    * New sessions decode on the main thread while it was busy less than this percent of the last second; 0: never.
@@ -97,7 +97,7 @@ export interface Config {
   readonly codecInlineBusyPct: number;
   /**
    * New live sessions are refused with 1013 while a run of decode tasks each kept audio waiting at least this long
-   * (engine/decode-overload.ts); 0: never. @defaultValue 300
+   * (engine/codec/overload.ts); 0: never. @defaultValue 300
    */
   readonly listenShedDecodeDelayMs: number;
   /**
@@ -112,7 +112,7 @@ export interface Config {
   readonly sttSockets: 'codec' | 'main';
   /** Seconds between two malloc_trim runs (freed memory back to the kernel); 0 turns it off. @defaultValue 10 */
   readonly mallocTrimIntervalS: number;
-  /** Seconds between two compactions of the JS heap (engine/heap-compaction.ts); 0 turns them off. @defaultValue 10 */
+  /** Seconds between two compactions of the JS heap (engine/runtime/heap-compaction.ts); 0 turns them off. @defaultValue 10 */
   readonly heapCompactIntervalS: number;
   /**
    * process-conversation jobs one node runs at once. A job mostly waits on the language model, so a node's throughput

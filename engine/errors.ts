@@ -49,7 +49,7 @@ export const ERRORS = {
   ENG_ERR_DEPENDENCY_UNAVAILABLE: def(503, 'Service temporarily unavailable: {dependency} is unreachable', true),
   ENG_ERR_INTERNAL: def(500, 'Internal Server Error', true),
 
-  // Live audio codecs (engine/pool.ts, workers/decode.ts).
+  // Live audio codecs (engine/codec/pool.ts, workers/decode.ts).
   ENG_ERR_CODEC_UNSUPPORTED: def(400, 'Unsupported audio format: {reason}'),
   ENG_ERR_CODEC_FAILED: def(500, 'Audio decoder failed: {reason}', true),
   ENG_ERR_CODEC_STREAM_CLOSED: def(500, 'Audio stream {sessionId} is closed'),

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import { Service } from './app.js';
 import { isEngineError } from './errors.js';
-import { setWorkerSemiSpace } from './task-thread.js';
+import { setWorkerSemiSpace } from './runtime/task-thread.js';
 
 let config: Config;
 try {

@@ -80,7 +80,7 @@ export interface Route<P = unknown> extends RouteDoc {
    */
   guard?(auth: P, dataVersion: string | undefined): Promise<void> | void;
   /**
-   * A GET whose 200 answer depends only on the caller's versioned data (engine/data-versions.ts), the path and the
+   * A GET whose 200 answer depends only on the caller's versioned data (engine/cache/data-versions.ts), the path and the
    * query: its serialised answer is kept and reused while the caller's data version stands. Authentication, rate
    * limits and the guard still run on every request.
    */

@@ -1,6 +1,6 @@
 // Serialised answers of `cacheable` routes, kept per caller, path and query and reused while the caller's data version stands.
 import client from 'prom-client';
-import { VersionedCache } from '../engine/versioned-cache.js';
+import { VersionedCache } from '../engine/cache/versioned-cache.js';
 
 /** What a miss gives back: where to keep the answer about to be computed, and the version it is computed at. */
 export interface Ticket {

@@ -64,7 +64,7 @@ export class OpusDecoder {
    * thread with a small heap runs seldom and an idle one never. They were pooled for reuse instead, and the pool kept
    * the most ever open for good: after 400 sessions had left, the codec threads' arenas held ~8 MiB more than idle
    * (malloc_info), ~7 of it by arithmetic those 400 decoders. Freed here, malloc reuses the memory for the next
-   * sessions and hands it back to the kernel when idle (engine/memory-trim.ts).
+   * sessions and hands it back to the kernel when idle (engine/runtime/memory-trim.ts).
    */
   release(): void {
     const codec = this.#codec;

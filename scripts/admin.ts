@@ -2,7 +2,7 @@
 import { loadConfig } from '../engine/config.js';
 import { openStore, storeOptions } from '../engine/db/store.js';
 import { UsersRepository } from '../engine/db/users.js';
-import { DataVersions, UNVERSIONED, VERSION_TTL_MS, type VersionedWrites } from '../engine/data-versions.js';
+import { DataVersions, UNVERSIONED, VERSION_TTL_MS, type VersionedWrites } from '../engine/cache/data-versions.js';
 import { EmbeddedRedis, createRedis, redisAnswers } from '../engine/redis.js';
 import { createLogger } from '../engine/logger.js';
 
@@ -15,7 +15,7 @@ if (command !== 'memory-access' || !uid || uid.length > 128 || (state !== 'on' &
 }
 
 const config = loadConfig();
-// Running nodes reuse what they found about the gate until the account's data version changes (engine/data-versions.ts):
+// Running nodes reuse what they found about the gate until the account's data version changes (engine/cache/data-versions.ts):
 // the change must go through the Redis they share, or the embedded one a single service runs.
 const redisUrl = (await redisAnswers(config.redisUrl)) ? config.redisUrl : await EmbeddedRedis.running(config.dataDir);
 if (redisUrl === undefined && config.redisEmbedded === 'never') {

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
-import { CodecPool, type Codec, type CodecStream } from '../engine/pool.js';
+import { CodecPool, type Codec, type CodecStream } from '../engine/codec/pool.js';
 import { Lc3Decoder, Lc3Encoder } from '../native/index.js';
 import { maxPacketSamples, OpusDecoder, OpusEncoderStream } from '../native/opus.js';
 import { AacDecoder, AAC_MAX_FRAME_SAMPLES } from '../native/aac.js';

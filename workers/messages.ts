@@ -1,5 +1,5 @@
-// Task and answer shapes of the codec shards (workers/decode.ts), shared by engine/pool.ts and the thread.
-import type { ConnectOutcome } from '../engine/stt/ws-connect.js';
+// Task and answer shapes of the codec shards (workers/decode.ts), shared by engine/codec/pool.ts and the thread.
+import type { ConnectOutcome } from './ws-connect.js';
 
 /** Codec names of the listen query (SPEC, "Real-time transcription WebSocket"). */
 export const CODECS = ['pcm8', 'pcm16', 'opus', 'opus_fs320', 'aac', 'lc3', 'lc3_fs1030'] as const;
@@ -171,7 +171,7 @@ export interface HeapAnswer {
   committedBytes: number;
 }
 
-/** Errors cross threads as data: `engine/pool.ts` rebuilds an EngineError from `code`. */
+/** Errors cross threads as data: `engine/codec/pool.ts` rebuilds an EngineError from `code`. */
 export interface FailAnswer {
   ok: false;
   code: 'ENG_ERR_CODEC_UNSUPPORTED' | 'ENG_ERR_CODEC_FAILED' | 'ENG_ERR_INTERNAL';

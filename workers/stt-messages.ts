@@ -50,7 +50,7 @@ export interface LocalAnswerOk {
   segments: LocalSegment[];
 }
 
-/** Errors cross threads as data; engine/stt/local.ts turns them into an SttFailure or an EngineError. */
+/** Errors cross threads as data; engine/stt/local/recognizer.ts turns them into an SttFailure or an EngineError. */
 export interface FailAnswer {
   ok: false;
   code: 'ENG_ERR_STT_LOCAL_FAILED' | 'ENG_ERR_STT_VAD_FAILED';

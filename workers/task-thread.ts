@@ -1,4 +1,4 @@
-// Entry of a task thread (a codec shard, the built-in processor; engine/task-thread.ts starts it): loads the handler
+// Entry of a task thread (a codec shard, the built-in processor; engine/runtime/task-thread.ts starts it): loads the handler
 // module named in workerData and answers each `{ id, task }` with `{ id, answer }`, moving the buffers the handler
 // marked (workers/messages.ts).
 //
@@ -28,7 +28,7 @@ const mod = (await import(filename)) as { default: Handler; events?: (listener: 
 const handle = mod.default;
 // A module with something to say between answers (a codec shard's provider sockets) gets a channel for it.
 mod.events?.((event) => port.postMessage({ event } satisfies ThreadReply));
-// From here the thread may be terminated safely: its native addons are loaded (engine/task-thread.ts destroy()).
+// From here the thread may be terminated safely: its native addons are loaded (engine/runtime/task-thread.ts destroy()).
 port.postMessage({ loaded: true } satisfies ThreadReply);
 
 function reply(id: number, answer: unknown): void {

@@ -1,14 +1,14 @@
 // A remote speech provider's socket held by the codec shard that decodes the session (STT_SOCKETS=codec): decoded PCM
 // goes onto it from the thread that decoded it, and only the provider's text answers and socket events cross to the
-// main thread, where the stream's protocol logic stays (engine/pool.ts ShardUplink is that side).
+// main thread, where the stream's protocol logic stays (engine/codec/pool.ts ShardUplink is that side).
 //
 // Rationale: with the socket on the main thread every provider message crossed three threads (main → shard → main →
 // socket), and the answer waited behind whatever the busy main thread was doing. Measured at 650 streaming sessions
 // (fleet bench, 2 vCPUs, runs in turn): frame p99 41 and 34 ms against 142 and 116, 8% less CPU. The shard sends each
 // decoded batch as one message: the session already holds its frames back until they complete the provider's next
-// message (engine/pool.ts CodecStream.holdUntil()); a batch shorter than `minSamples` (a rest after a pause) waits for
+// message (engine/codec/pool.ts CodecStream.holdUntil()); a batch shorter than `minSamples` (a rest after a pause) waits for
 // more.
-import { WsClient } from '../engine/stt/ws-client.js';
+import { WsClient } from './ws-client.js';
 import type { UplinkEvent, UplinkOpenAnswer, UplinkOpenTask } from './messages.js';
 
 /**

@@ -1,5 +1,5 @@
 // Stand-in entry point used by the fleet bench only while dist/engine/index.js does not build the provider_a engine from
-// STT_PROVIDERS: the same start-up (config, logger, Service.start, SIGTERM drain) with engine/stt/provider-a.ts as the
+// STT_PROVIDERS: the same start-up (config, logger, Service.start, SIGTERM drain) with engine/stt/provider-a/engine.ts as the
 // session STT engine. The bench probes the real entry first and says in its report when it had to use this one.
 import path from 'node:path';
 import { ROOT_DIR } from '../lib/report.mjs';
@@ -10,7 +10,7 @@ const { createLogger } = await dist('engine/logger.js');
 const { Service } = await dist('engine/app.js');
 const { Scheduler } = await dist('engine/scheduler.js');
 const { systemClock } = await dist('engine/clock.js');
-const { ProviderAEngine } = await dist('engine/stt/provider-a.js');
+const { ProviderAEngine } = await dist('engine/stt/provider-a/engine.js');
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);

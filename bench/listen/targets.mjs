@@ -82,7 +82,7 @@ export async function serviceTarget(o) {
     if (!s.wired) {
       // This build's entry point does not use provider_a yet: the bench's stand-in wires the same engine.
       s = await start(PROVIDER_A_ENTRY);
-      if (s.wired) note = `${SERVICE_ENTRY} did not stream to provider_a (not wired in this build): the service ran from ${path.relative(ROOT_DIR, PROVIDER_A_ENTRY)}, the same Service with engine/stt/provider-a.ts as its STT engine`;
+      if (s.wired) note = `${SERVICE_ENTRY} did not stream to provider_a (not wired in this build): the service ran from ${path.relative(ROOT_DIR, PROVIDER_A_ENTRY)}, the same Service with engine/stt/provider-a/engine.ts as its STT engine`;
     }
     if (!s.wired) {
       if (stt === 'provider_a') throw new Error('the service opened no stream at the provider_a fake; use --stt custom');

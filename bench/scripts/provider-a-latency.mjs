@@ -147,7 +147,7 @@ export async function run(options) {
   const m = machine();
   const fake = await startFakeProcess();
   const url = `ws://127.0.0.1:${fake.port}/v1/listen`;
-  const { ProviderAEngine } = await import(dist('engine/stt/provider-a.js'));
+  const { ProviderAEngine } = await import(dist('engine/stt/provider-a/engine.js'));
   const { Scheduler } = await import(dist('engine/scheduler.js'));
   const { systemClock } = await import(dist('engine/clock.js'));
   const { createLogger } = await import(dist('engine/logger.js'));

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { ConversationsRepository, SegmentRecord } from '../db/conversations.js';
-import { lastActivityMs, type ConversationLifecycle } from '../conversation-lifecycle.js';
+import { lastActivityMs, type ConversationLifecycle } from '../conversations/lifecycle.js';
 import type { SttSegment } from '../stt/types.js';
 import { speakerIdOf, type TranscriptSegment } from './segment.js';
 import { combineSegments, type CombineResult } from './segments.js';

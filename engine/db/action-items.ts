@@ -1,7 +1,7 @@
 // Standalone action items: tasks written through the developer API or extracted from conversations.
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { VersionedWrites } from '../data-versions.js';
+import type { VersionedWrites } from '../cache/data-versions.js';
 import { bool, isoNow } from './store.js';
 import { runInserts, writeTransaction, type RowValue } from './prepared.js';
 

@@ -1,7 +1,7 @@
 // Goals with progress history: at most MAX_ACTIVE_GOALS active per user, one history value per goal and UTC day.
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { VersionedWrites } from '../data-versions.js';
+import type { VersionedWrites } from '../cache/data-versions.js';
 import { bool, DAY_MS, isoNow, utcDay, type Dialect } from './store.js';
 
 export const GOAL_TYPES = ['boolean', 'scale', 'numeric'] as const;

@@ -1,7 +1,7 @@
 // Memories: timeless facts about a user, written through the developer API or extracted from conversations.
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { VersionedWrites } from '../data-versions.js';
+import type { VersionedWrites } from '../cache/data-versions.js';
 import { bool, isoNow, type Dialect } from './store.js';
 import { execute, insertStatements, runInserts, select, writeTransaction, type RowValue } from './prepared.js';
 

@@ -1,6 +1,6 @@
 // Users: one row per identity-provider subject, created the first time the user does something that needs a row.
 import type { Knex } from 'knex';
-import type { VersionedWrites } from '../data-versions.js';
+import type { VersionedWrites } from '../cache/data-versions.js';
 import { bool, isoNow } from './store.js';
 import { select } from './prepared.js';
 

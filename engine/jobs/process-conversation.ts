@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Services } from '../../http/routes/types.js';
 import { afterProcessed } from '../../http/routes/conversations.js';
 import { ConversationStatus } from '../protocol.js';
-import { lastActivityMs } from '../conversation-lifecycle.js';
+import { lastActivityMs } from '../conversations/lifecycle.js';
 import { bullConnection, QueueName, within, type ProcessConversationData } from './queues.js';
 import { SessionEventType, type SessionEvents } from './session-events.js';
 

@@ -11,8 +11,8 @@ import {
   type Structured,
 } from './types.js';
 import { resolveWhen, stripWhen, parseDurationMinutes } from './when.js';
-import { TaskThread } from '../task-thread.js';
-import type { BuiltinTask } from '../../workers/processing.js';
+import { TaskThread } from '../runtime/task-thread.js';
+import type { BuiltinTask } from './worker.js';
 
 /** Transcripts longer than this many words are always kept (REFERENCE §8). */
 export const KEEP_WORDS = 100;
@@ -544,8 +544,8 @@ export class BuiltinProcessor implements ConversationProcessor {
   }
 }
 
-/** The thread's task handler (workers/processing.ts). */
-const THREAD_HANDLER = new URL('../../workers/processing.js', import.meta.url).href;
+/** The thread's task handler (engine/processing/worker.ts). */
+const THREAD_HANDLER = new URL('./worker.js', import.meta.url).href;
 
 /** The synchronous body of the built-in processor (also the LLM processor's fallback). */
 export function processBuiltin(input: ProcessInput, producedBy: ProcessResult['producedBy'] = 'builtin'): ProcessResult {

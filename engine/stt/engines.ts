@@ -4,9 +4,9 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
 import type { SttEngine } from './types.js';
-import { LocalGatedEngine } from './local-gated.js';
-import { ProviderAEngine } from './provider-a.js';
-import { ProviderBEngine } from './provider-b.js';
+import { LocalGatedEngine } from './local/engine.js';
+import { ProviderAEngine } from './provider-a/engine.js';
+import { ProviderBEngine } from './provider-b/engine.js';
 
 export interface EngineDeps {
   clock: Clock;

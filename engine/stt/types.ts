@@ -1,5 +1,5 @@
 // The speech-to-text contract every engine implements (local, provider_a, provider_b, custom): PCM in, timed words/segments out.
-import type { ShardUplink } from '../pool.js';
+import type { ShardUplink } from '../codec/pool.js';
 import type { Outcome } from '../protocol.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
@@ -52,7 +52,7 @@ export interface SttStreamOptions {
   /** The session's channel this stream serves (0, or 1 for a two-channel call's second). @defaultValue 0 */
   channel?: number;
   /**
-   * A provider socket in the codec shard that decodes the session, for a channel (STT_SOCKETS=codec; engine/pool.ts
+   * A provider socket in the codec shard that decodes the session, for a channel (STT_SOCKETS=codec; engine/codec/pool.ts
    * CodecStream.uplink()): an engine that can use it sends nothing through write() but what still reaches the main
    * thread, and learns of the rest from taken(). Absent, or answering undefined: the socket is the engine's own.
    */
@@ -80,7 +80,7 @@ export interface SttStream {
   acknowledgedSamples?(): number;
   /**
    * Engines that send audio on in messages: samples the message being gathered still lacks (0 once the stream is not
-   * open). The session's decoder holds audio back until that much is there (engine/pool.ts CodecStream.holdUntil()).
+   * open). The session's decoder holds audio back until that much is there (engine/codec/pool.ts CodecStream.holdUntil()).
    */
   samplesUntilSend?(): number;
   /** PCM of this stream's channel the codec shard sent on the stream's socket (one opened through `uplink`). */
@@ -119,7 +119,7 @@ export interface RemoteEngineOptions {
   /**
    * Random source (as Math.random) for the length of each stream's first message, drawn between 20 ms and sendMs:
    * streams that start together then do not complete their messages together for as long as they run (the codec
-   * shards decode a session's audio when its next message is complete: engine/pool.ts CodecStream.holdUntil()).
+   * shards decode a session's audio when its next message is complete: engine/codec/pool.ts CodecStream.holdUntil()).
    * Omitted: every message is sendMs long.
    */
   staggerFirst?: () => number;

@@ -11,7 +11,7 @@ import {
   type NewMemory,
 } from '../../engine/db/memories.js';
 import type { Principal } from '../../engine/identity/authenticator.js';
-import { VersionedCache } from '../../engine/versioned-cache.js';
+import { VersionedCache } from '../../engine/cache/versioned-cache.js';
 import type { AppRoute, Services } from './types.js';
 import { SUCCESS, SuccessSchema, notFound, requireSomeField } from './common.js';
 

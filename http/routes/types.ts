@@ -13,10 +13,10 @@ import type { MemoriesRepository } from '../../engine/db/memories.js';
 import type { ActionItemsRepository } from '../../engine/db/action-items.js';
 import type { GoalsRepository } from '../../engine/db/goals.js';
 import type { UsageRepository } from '../../engine/db/usage.js';
-import type { UsageRecorder } from '../../engine/usage.js';
+import type { UsageRecorder } from '../../engine/stt/usage.js';
 import type { ConversationProcessor } from '../../engine/processing/types.js';
 import type { Authenticator, Principal } from '../../engine/identity/authenticator.js';
-import type { ConversationLifecycle } from '../../engine/conversation-lifecycle.js';
+import type { ConversationLifecycle } from '../../engine/conversations/lifecycle.js';
 import type { Route } from '../adapter.js';
 
 export interface Services {

@@ -5,7 +5,7 @@
 // 8000/16000); booleans are `true`/`false`; `endpointing` is false or whole milliseconds; `utterance_end_ms` needs
 // `interim_results=true`; `keyterm` is Nova-3 only and Nova-3 refuses `keywords`; an unknown model, or a language the
 // model does not serve, is "No such model/language/tier combination found". Unknown parameters are ignored (recorded).
-import { NOVA3_LANGUAGES } from '../../engine/stt/deepgram-languages.js';
+import { NOVA3_LANGUAGES } from '../../engine/stt/provider-a/languages.js';
 
 /** Codecs Deepgram accepts for raw audio, with bytes per sample where the audio length can be derived. */
 const ENCODINGS: Record<string, number | null> = {

@@ -2,7 +2,7 @@
 //
 // Not a mock of our client: it validates what the provider validates (key, start request, raw audio format, the
 // 20 s idle watchdog) and speaks its wire format, so both the official SDK (test/fakes/soniox-server.test.ts)
-// and engine/stt/provider-b.ts are checked against the same server. Time for the idle watchdog comes from the
+// and engine/stt/provider-b/engine.ts are checked against the same server. Time for the idle watchdog comes from the
 // injected clock/scheduler, so tests move it instead of sleeping. Connections take queued scripts in order.
 //
 // Standalone for the load bench (`npm run bench -- fleet --stt provider_b`):

@@ -1,7 +1,7 @@
 // A /v4/listen client for tests: collects every frame, waits for matching ones, reports the close code and reason.
 import WebSocket from 'ws';
 import type { TestService } from './service.js';
-import type { SessionActor } from '../../engine/actors/session-actor.js';
+import type { SessionActor } from '../../engine/listen/session-actor.js';
 
 export interface Closed {
   code: number;

@@ -3,7 +3,7 @@ import type { Test } from 'tap';
 import { ManualClock } from '../../engine/clock.js';
 import { createLogger } from '../../engine/logger.js';
 import { Scheduler } from '../../engine/scheduler.js';
-import { ProviderBEngine, type ProviderBEngineOptions } from '../../engine/stt/provider-b.js';
+import { ProviderBEngine, type ProviderBEngineOptions } from '../../engine/stt/provider-b/engine.js';
 import type { SttFailure, SttSegment, SttStream } from '../../engine/stt/types.js';
 import { FAKE_SONIOX_KEY, startFakeSoniox, type FakeSoniox, type FakeSonioxOptions } from '../fakes/soniox-server.js';
 

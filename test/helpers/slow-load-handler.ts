@@ -1,4 +1,4 @@
-// A handler module for test/engine/task-thread.test.ts whose loading takes a while (as a codec shard's, which loads
+// A handler module for test/engine/runtime/task-thread.test.ts whose loading takes a while (as a codec shard's, which loads
 // native addons, can on a busy machine): it works for LOAD_MS, then writes the file named in SLOW_LOAD_MARK.
 import { writeFileSync } from 'node:fs';
 

@@ -1,4 +1,4 @@
-// A handler module for test/engine/task-thread.test.ts: runs in the thread engine/task-thread.ts starts.
+// A handler module for test/engine/runtime/task-thread.test.ts: runs in the thread engine/runtime/task-thread.ts starts.
 import { getHeapSpaceStatistics } from 'node:v8';
 import { moveAnswer } from '../../workers/messages.js';
 

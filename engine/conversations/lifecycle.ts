@@ -1,0 +1,111 @@
+// Live conversations' lifecycle: create the in_progress stub, resume it, end it (process or delete), shared by sessions, routes and jobs.
+import type { ConversationsRepository, ConversationRecord, SegmentTail } from '../db/conversations.js';
+import type { UsersRepository } from '../db/users.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import { ConversationStatus } from '../protocol.js';
+import { isoNow } from '../db/store.js';
+import type { ProcessingQueue } from '../jobs/queues.js';
+import { SessionEventType, type SessionEvents } from '../jobs/session-events.js';
+
+export interface ConversationLifecycleOptions {
+  conversations: ConversationsRepository;
+  users: UsersRepository;
+  clock: Clock;
+  logger: Logger;
+  queue: ProcessingQueue;
+  events: SessionEvents;
+  /** Whether a user created here may use the developer memory routes (MEMORY_ACCESS_DEFAULT). */
+  memoryAccessDefault: boolean;
+  /** Recordings a failed provider left for later transcription: a conversation waiting for them is not empty. */
+  keptAudio?: { pending(conversationId: string): Promise<number> };
+}
+
+/** What end() did. */
+export type EndOutcome = 'processing' | 'deleted' | 'gone';
+
+export class ConversationLifecycle {
+  readonly #o: ConversationLifecycleOptions;
+
+  constructor(opts: ConversationLifecycleOptions) {
+    this.#o = opts;
+  }
+
+  /** Creates the user's in_progress stub starting at epoch-ms `startedAtMs`. */
+  async open(uid: string, source: string | null, language: string, startedAtMs: number): Promise<ConversationRecord> {
+    const now = this.#o.clock.now();
+    await this.#o.users.ensure(uid, now, this.#o.memoryAccessDefault);
+    return this.#o.conversations.create({
+      userId: uid,
+      status: ConversationStatus.IN_PROGRESS,
+      startedAt: isoNow(startedAtMs),
+      finishedAt: null,
+      source,
+      language,
+      textSource: 'audio_transcript',
+      now,
+    });
+  }
+
+  /**
+   * The user's in_progress conversation to continue, with its last `tailSegments` segments (the live merge needs no
+   * more); one idle for `timeoutS` or more is ended here instead (REFERENCE §1.5) and undefined returned.
+   */
+  async resume(uid: string, timeoutS: number, tailSegments: number): Promise<{ conversation: ConversationRecord; tail: SegmentTail } | undefined> {
+    const c = await this.#o.conversations.latestWithStatus(uid, ConversationStatus.IN_PROGRESS);
+    if (!c) return undefined;
+    if (this.#o.clock.now() - lastActivityMs(c) >= timeoutS * 1000) {
+      await this.end(c.id, uid);
+      return undefined;
+    }
+    return { conversation: c, tail: await this.#o.conversations.tailSegments(c.id, tailSegments) };
+  }
+
+  /** Re-enqueues the user's conversations left in `processing` (a node died mid-job); jobs are idempotent. */
+  async requeueProcessing(uid: string): Promise<void> {
+    for (const id of await this.#o.conversations.idsWithStatus(uid, ConversationStatus.PROCESSING)) await this.#o.queue.process(id, uid);
+  }
+
+  /** in_progress → processing and a process-conversation job; a conversation without segments or photos is deleted instead. */
+  async end(conversationId: string, uid: string): Promise<EndOutcome> {
+    const { conversations, clock, queue, events } = this.#o;
+    // A count, not the rows: a day-long conversation has thousands of segments, and the job reads them anyway.
+    const empty = !(await conversations.hasContent(conversationId));
+    if (empty && !((await this.#o.keptAudio?.pending(conversationId)) ?? 0)) {
+      await conversations.deleteById(conversationId);
+      return 'deleted';
+    }
+    const now = clock.now();
+    const moved = await conversations.transition(conversationId, ConversationStatus.IN_PROGRESS, ConversationStatus.PROCESSING, now, { finishedAt: isoNow(now) });
+    if (!moved) {
+      // Already processing: ended elsewhere, or by an earlier end() whose enqueue failed (Redis away) and which its
+      // caller now tries again. The job is enqueued either way: its id is the conversation's, so a job already
+      // waiting or running is not added twice, and a processed conversation is not processed again.
+      if ((await conversations.getById(conversationId))?.status !== ConversationStatus.PROCESSING) return 'gone';
+      await queue.process(conversationId, uid);
+      return 'processing';
+    }
+    await queue.process(conversationId, uid);
+    await events.publish({ type: SessionEventType.PROCESSING_STARTED, uid, conversationId }).catch(() => undefined);
+    this.#o.logger.debug({ conversationId }, 'conversation handed to processing');
+    return 'processing';
+  }
+
+  /** Ends the user's current in_progress conversation (POST /v1/conversations); undefined when there is none. */
+  async endCurrent(uid: string): Promise<{ conversation: ConversationRecord; outcome: EndOutcome } | undefined> {
+    const c = await this.#o.conversations.latestWithStatus(uid, ConversationStatus.IN_PROGRESS);
+    if (!c) return undefined;
+    const outcome = await this.end(c.id, uid);
+    return { conversation: (await this.#o.conversations.getById(c.id)) ?? c, outcome };
+  }
+
+  /** After a session left `conversationId` in progress: end it later unless someone resumes it and speaks. */
+  async leftInProgress(conversationId: string, uid: string, timeoutS: number): Promise<void> {
+    await this.#o.queue.idleCheck(conversationId, uid, timeoutS * 1000);
+  }
+}
+
+/** When the conversation last changed: a segment append moves updated_at. */
+export function lastActivityMs(c: ConversationRecord): number {
+  return Date.parse(c.finishedAt ?? c.updatedAt ?? c.startedAt);
+}

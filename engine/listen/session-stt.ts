@@ -1,0 +1,283 @@
+// A session's speech side: opens one stream per channel with fail-over, routes PCM to them, and when a stream fails
+// keeps every sample no engine acknowledged: the audio after the provider's last final result, held encoded as the
+// device sent it (engine/audio/encoded-tail.ts) and decoded again on failure, plus whatever was still being decoded.
+import type { Logger } from '../logger.js';
+import type { Scheduler } from '../scheduler.js';
+import { Outcome } from '../protocol.js';
+import type { SttRegistry } from '../stt/registry.js';
+import { openStreams } from '../stt/failover.js';
+import type { SttFailure, SttSegment, SttStream } from '../stt/types.js';
+import type { ShardUplink } from '../codec/pool.js';
+import type { KeptAudioMeta } from '../stt/kept-audio.js';
+import { countWords, type UsageRecorder } from '../stt/usage.js';
+import { EncodedTail, type EncodedSlice } from '../audio/encoded-tail.js';
+import { encodedDurationS } from '../audio/encoded-duration.js';
+
+export interface SessionSttOptions {
+  registry: SttRegistry;
+  language: string;
+  sttService: string | null;
+  channels: number;
+  sessionId: string;
+  scheduler: Scheduler;
+  logger: Logger;
+  /** Seconds of audio and words transcribed are recorded here (per user, provider, day) when the streams close. */
+  usage?: { recorder: UsageRecorder; uid: string; now: () => number };
+  /**
+   * The session's audio as it arrives (retain() is given each message) and a fresh decoder for it: with a remote
+   * engine, the audio its final results have not yet covered is kept encoded and decoded again only if it fails.
+   */
+  audio?: { codec: string; sampleRate: number; decode: (messages: readonly Uint8Array[]) => Promise<Int16Array> };
+  /** Provider sockets in the session's codec shard (SttStreamOptions.uplink): their PCM is reported by uplinked(). */
+  uplink?: (channel: number) => ShardUplink | undefined;
+  /** Unanswered audio kept per channel at most, in seconds (a provider that never answers). @defaultValue 120 */
+  maxKeptS?: number;
+  onSegments(segments: SttSegment[], provider: string, channel: number): void;
+  onFailure(failure: SttFailure, provider: string): void;
+}
+
+/** Audio of one channel no engine answered for: from `startS` seconds of the stream. */
+export interface KeptChannel {
+  channel: number;
+  startS: number;
+  chunks: Int16Array[];
+  samples: number;
+  /** Encoded audio still to decode into the front of `chunks`: stream samples [from, to). */
+  replay?: EncodedSlice & { from: number; to: number };
+}
+
+const SAMPLE_RATE = 16000;
+
+export class SessionStt {
+  readonly #o: SessionSttOptions;
+  #streams: SttStream[] = [];
+  /** Samples written per channel since the stream began (stream time). */
+  readonly #written: number[];
+  /** Of those, the samples already recorded as usage (close() may run more than once). */
+  #billed = 0;
+  /** Per channel, the stream's acknowledged samples when its tail was last trimmed (a trim only when they moved). */
+  readonly #released: number[];
+  /** Set once a stream failed: PCM goes here instead of to the engines. */
+  #kept: KeptChannel[] | undefined;
+  /** Remote engines only: each channel's audio as sent, from a little before the provider's last final result. */
+  #tails: EncodedTail[] | undefined;
+  provider: string | undefined;
+  fallbackFrom: string | undefined;
+  /** Words in the engines' segments so far (usage). */
+  words = 0;
+
+  constructor(opts: SessionSttOptions) {
+    this.#o = opts;
+    this.#written = new Array<number>(opts.channels).fill(0);
+    this.#released = new Array<number>(opts.channels).fill(0);
+  }
+
+  get failed(): boolean {
+    return this.#kept !== undefined;
+  }
+
+  /**
+   * Opens the streams. Resolves 'ok', 'cancelled' (the client left first), or the failure to report (stt_failed):
+   * no eligible engine is a config_error (fail closed, SPEC Errors rule 2).
+   */
+  async open(signal: AbortSignal): Promise<'ok' | 'cancelled' | { failure: SttFailure; provider: string }> {
+    const o = this.#o;
+    const engines = o.registry.candidates(o.language, o.sttService);
+    if (engines.length === 0) return { failure: { outcome: Outcome.CONFIG_ERROR, retryable: false, reason: 'language_not_supported' }, provider: 'none' };
+    const r = await openStreams({
+      engines,
+      channels: o.channels,
+      stream: { language: o.language, sampleRateHz: SAMPLE_RATE, sessionId: o.sessionId, ...(o.uplink ? { uplink: o.uplink } : {}) },
+      scheduler: o.scheduler,
+      signal,
+      onAttemptFailed: (engine, attempt, f) => o.logger.warn({ sessionId: o.sessionId, engine, attempt, reason: f.reason }, 'speech provider did not open'),
+    });
+    if (!r.ok) return r.cancelled ? 'cancelled' : { failure: r.failure, provider: r.provider };
+    this.provider = r.engine.name;
+    this.fallbackFrom = r.fallbackFrom;
+    this.#streams = r.streams;
+    if (o.audio && r.streams.some((s) => s.acknowledgedSamples !== undefined)) {
+      const max = Math.round((o.maxKeptS ?? 120) * SAMPLE_RATE);
+      this.#tails = r.streams.map(() => new EncodedTail(max));
+    }
+    r.streams.forEach((s, ch) => {
+      s.on('segments', (segs) => {
+        if (this.#kept) return;
+        for (const x of segs) this.words += countWords(x.text, o.language);
+        o.onSegments(segs, s.provider, ch);
+      });
+      s.on('failure', (f) => this.#fail(f, s.provider));
+    });
+    return 'ok';
+  }
+
+  /**
+   * One audio message as the device sent it (two channels: channel-id byte first), as it leaves for the decoder, in
+   * order; copied. Kept until the provider's final results cover it (remote engines only). After a failure too, until
+   * the tails are read: a codec shard may still send the PCM of audio that left for it then on the failed socket.
+   */
+  retain(message: Uint8Array): void {
+    const tails = this.#tails;
+    const a = this.#o.audio;
+    if (tails === undefined || a === undefined) return;
+    let ch = 0;
+    let payload = message;
+    if (this.#o.channels === 2) {
+      const id = message[0];
+      if (id !== 0x01 && id !== 0x02) return;
+      ch = id - 1;
+      payload = message.subarray(1);
+    }
+    tails[ch]!.push(payload, encodedDurationS(a.codec, a.sampleRate, 1, payload));
+  }
+
+  /**
+   * PCM of `channel` the codec shard sent on the channel's provider socket itself (SessionSttOptions.uplink). After a
+   * failure it still counts: it went to a socket that failed, so it is decoded again from the kept encoded tail.
+   */
+  uplinked(channel: number, samples: number): void {
+    const ch = Math.min(channel, this.#o.channels - 1);
+    this.#written[ch]! += samples;
+    if (this.#kept) return;
+    const s = this.#streams[ch];
+    s?.taken?.(samples);
+    this.#release(ch, s);
+  }
+
+  /** Finals move the acknowledgement every second or two; between them the tail is not touched. */
+  #release(ch: number, s: SttStream | undefined): void {
+    const acked = s?.acknowledgedSamples?.();
+    if (acked !== undefined && acked !== this.#released[ch]) {
+      this.#released[ch] = acked;
+      this.#tails?.[ch]?.release(acked);
+    }
+  }
+
+  /** PCM of `channel`; after a failure it is kept instead. */
+  write(channel: number, pcm: Int16Array): void {
+    const ch = Math.min(channel, this.#o.channels - 1);
+    if (this.#kept) {
+      const k = this.#kept[ch];
+      if (k) {
+        k.chunks.push(pcm.slice());
+        k.samples += pcm.length;
+      }
+      return;
+    }
+    const s = this.#streams[ch];
+    if (!s) return;
+    this.#written[ch]! += pcm.length;
+    s.write(pcm);
+    this.#release(ch, s);
+  }
+
+  /** Samples the engines' next messages still lack, the least over channels; 0 when audio should not wait (failed, local engine). */
+  samplesUntilSend(): number {
+    if (this.#kept || this.#streams.length === 0) return 0;
+    let least = Infinity;
+    for (const s of this.#streams) least = Math.min(least, s.samplesUntilSend?.() ?? 0);
+    return least;
+  }
+
+  /** Flushes what the engines hold (nothing to do after a failure: the audio is kept). */
+  async finalize(): Promise<void> {
+    if (this.#kept) return;
+    await Promise.all(this.#streams.map((s) => s.finalize()));
+  }
+
+  /**
+   * After a failure: hands each channel's kept audio to `keepAudio`, placed in the conversation `anchor` names (opened
+   * if needed). Answers the seconds kept (0 when nothing failed or nothing was lost).
+   */
+  async keep(anchor: () => Promise<{ conversationId: string; offsetS: number }>, keepAudio: (meta: KeptAudioMeta, chunks: readonly Int16Array[]) => Promise<void>, who: { uid: string; sessionId: string; createdAtMs: number }): Promise<number> {
+    const taken = this.takeKept();
+    for (const k of taken) await this.#replay(k);
+    const kept = taken.filter((k) => k.samples > 0);
+    if (kept.length === 0) return 0;
+    const { conversationId, offsetS } = await anchor();
+    const o = this.#o;
+    for (const k of kept) {
+      await keepAudio({ ...who, conversationId, language: o.language, channel: k.channel, channels: o.channels, offsetS: offsetS + k.startS, sampleRateHz: SAMPLE_RATE }, k.chunks);
+    }
+    return kept.reduce((n, k) => n + k.samples, 0) / SAMPLE_RATE;
+  }
+
+  /** The audio kept since the failure, per channel with audio; empty when nothing failed or nothing was lost. */
+  takeKept(): KeptChannel[] {
+    this.#sliceTails();
+    const kept = (this.#kept ?? []).filter((k) => k.samples > 0 || k.replay !== undefined);
+    this.#kept = this.#kept?.map((k) => ({ channel: k.channel, startS: k.startS, chunks: [], samples: 0 }));
+    return kept;
+  }
+
+  /**
+   * Decodes a kept channel's encoded part into the front of its chunks, cut to exactly the unanswered samples. Audio
+   * the bound had already dropped, or audio that cannot be decoded, is missing: `startS` then moves to where what
+   * is kept begins.
+   */
+  async #replay(k: KeptChannel): Promise<void> {
+    const r = k.replay;
+    const decode = this.#o.audio?.decode;
+    k.replay = undefined;
+    if (r === undefined) return;
+    k.startS = r.to / SAMPLE_RATE;
+    if (decode === undefined || r.messages.length === 0) return;
+    let pcm: Int16Array;
+    try {
+      pcm = await decode(r.messages);
+    } catch (err) {
+      this.#o.logger.error({ sessionId: this.#o.sessionId, channel: k.channel, err: { name: (err as Error)?.name } }, 'kept audio could not be decoded');
+      return;
+    }
+    const from = Math.max(r.from, r.startSample);
+    const part = pcm.subarray(Math.min(from - r.startSample, pcm.length), Math.min(r.to - r.startSample, pcm.length));
+    if (part.length === 0) return;
+    k.startS = from / SAMPLE_RATE;
+    k.chunks.unshift(part);
+    k.samples += part.length;
+  }
+
+  /** Closes the streams and records the session's usage, once. */
+  close(): void {
+    for (const s of this.#streams) void s.close().catch(() => undefined);
+    this.#streams = [];
+    const u = this.#o.usage;
+    const samples = this.#written.reduce((a, b) => a + b, 0) - this.#billed;
+    if (u && this.provider && (samples > 0 || this.words > 0)) {
+      u.recorder.record({ uid: u.uid, provider: this.provider, audioSeconds: samples / SAMPLE_RATE, words: this.words, at: u.now() });
+      this.#billed += samples;
+      this.words = 0;
+    }
+  }
+
+  #fail(f: SttFailure, provider: string): void {
+    if (this.#kept) return;
+    // Every channel's stream goes down with the session: keep each one's audio after its last final result (local
+    // engines, which cannot lose audio to a network, report none and keep nothing from before the failure).
+    for (const tail of this.#tails ?? []) tail.keepAll();
+    this.#kept = this.#streams.map((s, channel) => {
+      const written = this.#written[channel]!;
+      const acked = Math.min(s.acknowledgedSamples?.() ?? written, written);
+      return { channel, startS: acked / SAMPLE_RATE, chunks: [], samples: 0 };
+    });
+    this.close();
+    this.#o.onFailure(f, provider);
+  }
+
+  /**
+   * The encoded audio each kept channel still needs from its tail: from its last acknowledgement to what was written,
+   * read once the decoding in flight at the failure has come back (a codec shard may have sent some of it on the
+   * failed socket meanwhile: uplinked() counted it). Frees the tails.
+   */
+  #sliceTails(): void {
+    const tails = this.#tails;
+    if (tails === undefined || this.#kept === undefined) return;
+    this.#tails = undefined;
+    for (const k of this.#kept) {
+      const acked = Math.round(k.startS * SAMPLE_RATE);
+      const written = this.#written[k.channel]!;
+      const slice = acked < written ? tails[k.channel]?.slice(acked, written) : undefined;
+      if (slice) k.replay = { ...slice, from: acked, to: written };
+    }
+  }
+}
