@@ -67,6 +67,27 @@ export interface ServiceOptions {
    * @defaultValue 50
    */
   readonly schedulerResolutionMs?: number;
+  /** Overrides of the live path's tuning constants, for tests that exercise one of them; never read from the environment. */
+  readonly tuning?: Tuning;
+}
+
+/**
+ * The live path's tuning, each a constant next to the code it tunes; a test may override one to exercise it.
+ * Each field's default and reason is documented at its constant.
+ */
+export interface Tuning {
+  /** Least time between two decode tasks of one codec shard, in ms. */
+  readonly codecBatchMs?: number;
+  /** Least time between two polls of the main thread's sockets under streaming load, in ms; 0 never paces. */
+  readonly loopPaceMs?: number;
+  /** New sessions decode on the main thread while it was busy less than this percent of the last second; 0 never. */
+  readonly inlineBusyPct?: number;
+  /** Seconds between two malloc_trim runs; 0 never. */
+  readonly mallocTrimIntervalS?: number;
+  /** Seconds between two JS heap compactions; 0 never. */
+  readonly heapCompactIntervalS?: number;
+  /** Audio per message to remote speech providers, in ms. */
+  readonly sttSendMs?: number;
 }
 
 /** The live path's parts; present on every node, the socket and worker only for the roles that run them. */

@@ -33,6 +33,8 @@ export interface StartOptions {
   sttEngines?: ServiceOptions['sttEngines'];
   /** The codec shards' worker module (a fixture such as test/helpers/slow-decode-worker.ts). */
   codecWorker?: string;
+  /** Tuning constants to override (ServiceOptions.tuning). */
+  tuning?: ServiceOptions['tuning'];
   /** The test checks itself how the service's stop() fails: the teardown's stop() does not throw it again. */
   stopMayFail?: boolean;
   /** Where the service logs (default: a logger at TEST_LOG_LEVEL, silent unless set). */
@@ -68,6 +70,7 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}),
     ...(opts.sttEngines ? { sttEngines: opts.sttEngines } : {}),
     ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
+    ...(opts.tuning ? { tuning: opts.tuning } : {}),
     schedulerResolutionMs: opts.schedulerResolutionMs ?? 0,
   });
   t.teardown(async () => {
