@@ -19,15 +19,11 @@ import { createProcessor } from './processing/index.js';
 import { createRedis, resolveRedis, type EmbeddedRedis } from './redis.js';
 import { LocalIssuer, remoteVerifier, type IdTokenVerifier } from './identity/id-tokens.js';
 import { Authenticator, type Principal } from './identity/authenticator.js';
-import { HttpAdapter, type AuthResult, type AuthSpec, type Route } from '../http/adapter.js';
-import { allRoutes } from '../http/routes/index.js';
-import { openApiRoute } from '../http/routes/openapi.js';
-import type { Services } from '../http/routes/types.js';
-import type { Scope } from './protocol.js';
-import { RateLimiter } from './identity/rate-limit.js';
+import { HttpAdapter, type Route } from '../http/adapter.js';
+import type { Services } from './services.js';
 import { DataVersions } from './cache/data-versions.js';
 import { Scheduler } from './scheduler.js';
-import { registerMallocMetrics, startMemoryTrim } from './runtime/memory-trim.js';
+import { startMemoryTrim } from './runtime/memory-trim.js';
 import { startHeapCompaction, type HeapCompaction } from './runtime/heap-compaction.js';
 import { CodecPool } from './codec/pool.js';
 import type { SttEngine } from './stt/types.js';
@@ -36,17 +32,19 @@ import { SttRegistry } from './stt/registry.js';
 import { KeptAudioStore } from './stt/kept-audio.js';
 import { KeptAudioIndex, KeptAudioJobs } from './jobs/kept-audio-jobs.js';
 import { ProcessingQueue, within } from './jobs/queues.js';
-import { registerQueueMetrics } from './jobs/queue-metrics.js';
 import { SessionEvents } from './jobs/session-events.js';
 import { ProcessConversationWorker } from './jobs/process-conversation.js';
 import { ConversationLifecycle } from './conversations/lifecycle.js';
 import { ActorRegistry } from './listen/actor-registry.js';
-import { SessionActor } from './listen/session-actor.js';
-import { attachListen } from './listen/uws-server.js';
 import { CloseCode } from './protocol.js';
-import { MainLoad, type LoopTimes } from './runtime/main-load.js';
-import { LoopPacer, PACER_LOOK_MS } from './runtime/loop-pacer.js';
-import { DecodeOverload } from './codec/overload.js';
+import type { LoopPacer } from './runtime/loop-pacer.js';
+import { registerProcessMetrics } from './node/metrics.js';
+import { createSessions, startListenNode, type ListenNode } from './node/listen.js';
+import { createApiNode } from './node/api.js';
+import { startJobsNode } from './node/jobs.js';
+import type { Tuning } from './node/tuning.js';
+
+export type { Tuning } from './node/tuning.js';
 
 export interface ServiceOptions {
   readonly config: Config;
@@ -71,25 +69,6 @@ export interface ServiceOptions {
   readonly tuning?: Tuning;
 }
 
-/**
- * The live path's tuning, each a constant next to the code it tunes; a test may override one to exercise it.
- * Each field's default and reason is documented at its constant.
- */
-export interface Tuning {
-  /** Least time between two decode tasks of one codec shard, in ms. */
-  readonly codecBatchMs?: number;
-  /** Least time between two polls of the main thread's sockets under streaming load, in ms; 0 never paces. */
-  readonly loopPaceMs?: number;
-  /** New sessions decode on the main thread while it was busy less than this percent of the last second; 0 never. */
-  readonly inlineBusyPct?: number;
-  /** Seconds between two malloc_trim runs; 0 never. */
-  readonly mallocTrimIntervalS?: number;
-  /** Seconds between two JS heap compactions; 0 never. */
-  readonly heapCompactIntervalS?: number;
-  /** Audio per message to remote speech providers, in ms. */
-  readonly sttSendMs?: number;
-}
-
 /** The live path's parts; present on every node, the socket and worker only for the roles that run them. */
 interface LiveParts {
   scheduler: Scheduler;
@@ -104,7 +83,6 @@ interface LiveParts {
   pacer: LoopPacer | undefined;
 }
 
-const ANONYMOUS: Principal = { uid: '', via: 'none' };
 
 /** Builds the ID-token verifier the configuration asks for. */
 export async function createVerifier(config: Config, clock: Clock): Promise<IdTokenVerifier> {
@@ -166,15 +144,14 @@ export class Service {
     let keptJobs: KeptAudioJobs | undefined;
     let compaction: HeapCompaction | undefined;
     let pacer: LoopPacer | undefined;
+    let listen: ListenNode | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
-      client.collectDefaultMetrics({ register: registry });
-      startMemoryTrim({ scheduler, registry, intervalS: config.mallocTrimIntervalS });
-      compaction = startHeapCompaction({ scheduler, registry, intervalS: config.heapCompactIntervalS, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
-      registerMallocMetrics(registry);
-      registerQueueMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : [])]);
+      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : [])]);
+      startMemoryTrim({ scheduler, registry, intervalS: opts.tuning?.mallocTrimIntervalS ?? config.mallocTrimIntervalS });
+      compaction = startHeapCompaction({ scheduler, registry, intervalS: opts.tuning?.heapCompactIntervalS ?? config.heapCompactIntervalS, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
       const apiKeys = new ApiKeysRepository(store.knex);
       const versions = new DataVersions({ redis, prefix: config.redisPrefix, logger });
       const users = new UsersRepository(store.knex, versions);
@@ -214,208 +191,33 @@ export class Service {
         usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
       };
       const stt = new SttRegistry(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger }));
-      const shed = new client.Counter({
-        name: 'listen_sessions_shed_total',
-        help: 'New /v4/listen sessions refused with 1013 because live audio waited on decoding for longer than LISTEN_SHED_DECODE_DELAY_MS, or transcript writes on the store for longer than LISTEN_SHED_STORE_DELAY_MS.',
-        registers: [registry],
-      });
-      const overload = new DecodeOverload({
-        thresholdS: config.listenShedDecodeDelayMs / 1000,
-        clock,
-        onChange: (on, delayS) =>
-          on
-            ? logger.warn({ decodeDelayMs: Math.round(delayS * 1000), thresholdMs: config.listenShedDecodeDelayMs }, 'live audio waits on decoding: refusing new sessions')
-            : logger.info({ decodeDelayMs: Math.round(delayS * 1000) }, 'decoding keeps up again: taking new sessions'),
-      });
-      // The store falling behind: read at each new session (no timer); a log line when it starts and when it ends.
-      let storeBehind = false;
-      const storeOverloaded = (): boolean => {
-        const threshold = config.listenShedStoreDelayMs;
-        if (threshold <= 0) return false;
-        const backlogMs = conversations.tailWriteBacklogMs();
-        const behind = backlogMs >= threshold;
-        if (behind !== storeBehind) {
-          storeBehind = behind;
-          if (behind) logger.warn({ backlogMs: Math.round(backlogMs), thresholdMs: threshold }, 'transcript writes wait on the store: refusing new sessions');
-          else logger.info({ backlogMs: Math.round(backlogMs) }, 'the store keeps up again: taking new sessions');
-        }
-        return behind;
-      };
-      new client.Gauge({
-        name: 'store_transcript_write_backlog_seconds',
-        help: 'How long the oldest live-transcript write not yet committed has waited; growing: the store falls behind the sessions (LISTEN_SHED_STORE_DELAY_MS).',
-        registers: [registry],
-        collect() {
-          this.set(conversations.tailWriteBacklogMs() / 1000);
-        },
-      });
-      const actors = new ActorRegistry({
-        maxSessions: config.maxSessions,
-        maxSessionsPerUser: config.maxSessionsPerUser,
-        overloaded: () => overload.overloaded || storeOverloaded(),
-        onShed: () => shed.inc(),
-        conversations,
-        logger,
-      });
-      await events.attach((event) => void actors.deliver(event));
-      new client.Gauge({
-        name: 'listen_sessions',
-        help: 'Live /v4/listen sessions on this node.',
-        registers: [registry],
-        collect() {
-          this.set(actors.size);
-        },
-      });
-      new client.Gauge({
-        name: 'listen_sessions_draining',
-        help: 'Sessions of listen_sessions whose client left and that are still finishing their audio (not counted against the per-user limit).',
-        registers: [registry],
-        collect() {
-          this.set(actors.draining);
-        },
-      });
+      const sessions = createSessions(services, registry);
+      await events.attach((event) => void sessions.actors.deliver(event));
       const kept = new KeptAudioStore(config.dataDir);
-      if (runsJobs) worker = new ProcessConversationWorker({ services, events, redisUrl, prefix: config.redisPrefix, concurrency: config.jobConcurrency, kept: keptIndex });
+      if (runsJobs) worker = startJobsNode({ services, events, redisUrl, keptIndex });
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.
       if (runsListen) keptJobs = new KeptAudioJobs({ redisUrl, prefix: config.redisPrefix, dataDir: config.dataDir, index: keptIndex, deps: { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id, uid) => queue.process(id, uid) } });
-
-      const limiter = new RateLimiter({ redis, clock, prefix: config.redisPrefix, perMinute: config.rateLimitPerMinute, perDay: config.rateLimitPerDay, versions });
-      const http = new HttpAdapter<Principal>({
-        logger,
-        registry,
-        maxBodyBytes: config.maxBodyBytes,
-        responseCacheBytes: config.responseCacheBytes,
-        authenticate: (spec, headers, route) => authenticate(authenticator, limiter, spec, headers, route),
-      });
-      for (const route of [...allRoutes(services), ...(opts.extraRoutes?.(services) ?? [])]) http.add(route);
-      http.add(openApiRoute(() => http.routes as readonly Route<unknown>[]));
+      const http = createApiNode({ services, registry, versions, ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}) });
       if (runsListen) {
-        const decodeDelay = new client.Histogram({
-          name: 'listen_decode_delay_seconds',
-          help: "Per decode task: how long its longest-waiting live audio waited, from complete for its consumer (a provider message's worth) to decoded PCM back on the main thread. The engine's own share of a frame's delay; it climbs as a node nears saturation.",
-          buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-          registers: [registry],
-        });
-        const loopPacer = config.listenLoopPaceMs > 0 ? (pacer = new LoopPacer({ intervalMs: config.listenLoopPaceMs })) : undefined;
-        if (loopPacer) {
-          scheduler.every(PACER_LOOK_MS, () => loopPacer.look());
-          new client.Counter({
-            name: 'listen_loop_paced_seconds_total',
-            help: 'Time the main thread slept between polls to let frames gather (LISTEN_LOOP_PACE_MS); part of the event-loop delay, not of its work.',
-            registers: [registry],
-            collect() {
-              this.reset();
-              this.inc(loopPacer.sleptMs / 1000);
-            },
-          });
-          new client.Gauge({
-            name: 'listen_loop_paced',
-            help: 'Whether the main thread polls its sockets paced now (1) or sleeps in epoll until the next event (0).',
-            registers: [registry],
-            collect() {
-              this.set(loopPacer.paced ? 1 : 0);
-            },
-          });
-        }
-        // The busy share leaves out the pacer's sleeps: the loop was waiting for frames then, not working.
-        const loopTimes = (): LoopTimes => {
-          const u = performance.eventLoopUtilization();
-          const slept = loopPacer?.sleptMs ?? 0;
-          return { idle: u.idle + slept, active: Math.max(0, u.active - slept) };
-        };
-        const mainLoad = config.codecInlineBusyPct > 0 ? new MainLoad({ limit: config.codecInlineBusyPct / 100, clock, read: loopTimes }) : undefined;
-        const pool = (codecPool = new CodecPool({
-          ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}),
-          batchWindowMs: config.codecBatchMs,
-          uplinks: config.sttSockets === 'codec',
-          onTaskDelay: (s) => {
-            decodeDelay.observe(s);
-            overload.observe(s);
-          },
-          ...(opts.codecWorker ? { filename: opts.codecWorker } : {}),
-          ...(mainLoad ? { inline: (sessions: number) => mainLoad.admit(sessions) } : {}),
-        }));
-        new client.Gauge({
-          name: 'codec_sessions',
-          help: 'Open live-audio decode streams by the thread that decodes them: each codec shard (0, 1, ...) and "main" (CODEC_INLINE_BUSY_PCT).',
-          labelNames: ['thread'],
-          registers: [registry],
-          collect() {
-            this.reset();
-            pool.load.forEach((n, i) => this.set({ thread: String(i) }, n));
-            this.set({ thread: 'main' }, pool.inlineLoad);
-          },
-        });
-        new client.Gauge({
-          name: 'codec_thread_heap_bytes',
-          help: "Each codec shard thread's V8 heap, used and committed (not in nodejs_heap_size_*, which is the main thread's).",
-          labelNames: ['shard', 'state'],
-          registers: [registry],
-          async collect() {
-            this.reset();
-            for (const h of await pool.threadHeaps()) {
-              this.set({ shard: String(h.shard), state: 'used' }, h.usedBytes);
-              this.set({ shard: String(h.shard), state: 'committed' }, h.committedBytes);
-            }
-          },
-        });
-        const sttFailures = new client.Counter({
-          name: 'stt_stream_failures_total',
-          help: "Live sessions whose speech provider failed mid-stream (the session ends with stt_failed), by provider and reason.",
-          labelNames: ['provider', 'reason'],
-          registers: [registry],
-        });
-        const keptSeconds = new client.Counter({
-          name: 'stt_kept_audio_seconds_total',
-          help: 'Seconds of audio a failed provider left unanswered, kept on disk and transcribed later instead of lost.',
-          labelNames: ['provider'],
-          registers: [registry],
-        });
-        const flushFailures = new client.Counter({
-          name: 'listen_transcript_write_failures_total',
-          help: "Sessions' 600 ms transcript steps whose store write failed; their segments wait for the next step.",
-          registers: [registry],
-        });
-        const transcriptLost = new client.Counter({
-          name: 'listen_transcript_items_lost_total',
-          help: 'Transcript segments and photos a closing session gave up because its store writes failed at every try.',
-          registers: [registry],
-        });
-        attachListen(http.app, {
+        listen = startListenNode({
+          services,
+          registry,
+          app: http.app,
           authenticator,
-          registry: actors,
-          logger,
-          ...(loopPacer ? { pacer: loopPacer } : {}),
-          createActor: ({ sessionId, params, socket }) =>
-            new SessionActor({
-              sessionId,
-              params,
-              socket,
-              scheduler,
-              clock,
-              logger,
-              codecPool: pool,
-              stt,
-              lifecycle,
-              conversations,
-              maxInboundBytes: config.listenMaxInboundBytes,
-              maxOutboundBytes: 4 * 1024 * 1024,
-              onClosed: (actor) => actors.remove(actor),
-              ...(config.customSttUrl ? { customSttUrl: config.customSttUrl } : {}),
-              usage: services.usageRecorder,
-              onProviderFailure: (provider, reason, keptS) => {
-                sttFailures.inc({ provider, reason });
-                if (keptS > 0) keptSeconds.inc({ provider }, keptS);
-              },
-              onFlushFailed: () => flushFailures.inc(),
-              onTranscriptLost: (items) => transcriptLost.inc(items),
-              keepAudio: async (meta, chunks) => keptJobs?.add({ conversationId: meta.conversationId, uid: meta.uid, keptId: await kept.keep(meta, chunks) }),
-            }),
+          sessions,
+          scheduler,
+          stt,
+          kept,
+          keptJobs: () => keptJobs,
+          tuning: opts.tuning ?? {},
+          ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
         });
+        codecPool = listen.codecPool;
+        pacer = listen.pacer;
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: actors, stt, codecPool, worker, keptJobs, compaction, pacer });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, keptJobs, compaction, pacer });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -512,34 +314,3 @@ export class Service {
 /** A shutdown step taking at least this long is logged (each is bounded by SHUTDOWN_TIMEOUT_MS). */
 const SLOW_STOP_STEP_MS = 5000;
 
-/** The developer API's rate limits cover every authenticated route under this prefix. */
-const RATE_LIMITED_PREFIX = '/v1/dev/';
-
-async function authenticate(
-  a: Authenticator,
-  limiter: RateLimiter,
-  spec: AuthSpec,
-  headers: Readonly<Record<string, string>>,
-  route: Route<Principal>,
-): Promise<AuthResult<Principal>> {
-  let principal: Principal;
-  switch (spec.kind) {
-    case 'none':
-      return { principal: ANONYMOUS };
-    case 'id_token':
-      principal = await a.idToken(headers.authorization);
-      break;
-    case 'api_key':
-      principal = await a.apiKey(headers.authorization, 'dev', spec.scope as Scope, spec.alsoIdToken);
-      break;
-    case 'mcp_key':
-      principal = await a.apiKey(headers.authorization, 'mcp', undefined);
-      break;
-  }
-  if (!route.path.startsWith(RATE_LIMITED_PREFIX)) return { principal };
-  // Per key per minute; a signed-in user without a key counts as one subject of their own. The same round trip
-  // reads the user's data version, which lets the guard and cacheable routes reuse what they computed before.
-  const limited = await limiter.hit(principal.keyId ?? `user:${principal.uid}`, principal.uid);
-  const dataVersion = limited.dataVersion;
-  return { principal, headers: limited.headers, ...(dataVersion === undefined ? {} : { dataVersion: { owner: principal.uid, token: dataVersion } }) };
-}

@@ -9,13 +9,8 @@ import { compile, type Validator } from './validation.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-/** What a route needs from the caller; the app's authenticate hook interprets it. */
-export type AuthSpec =
-  | { readonly kind: 'none' }
-  | { readonly kind: 'id_token' }
-  | { readonly kind: 'api_key'; readonly scope: string; readonly alsoIdToken?: boolean }
-  /** An assistant-protocol (svc_mcp_) key; each MCP tool checks its own scope. */
-  | { readonly kind: 'mcp_key' };
+export type { AuthSpec, AuthResult } from '../engine/identity/authenticate.js';
+import type { AuthSpec, AuthResult } from '../engine/identity/authenticate.js';
 
 export interface RequestContext<P = unknown> {
   readonly params: Readonly<Record<string, string>>;
@@ -86,14 +81,6 @@ export interface Route<P = unknown> extends RouteDoc {
    */
   readonly cacheable?: boolean;
   handler(ctx: RequestContext<P>): Reply | Promise<Reply>;
-}
-
-export interface AuthResult<P> {
-  principal: P;
-  /** Headers added to the answer whatever it is (rate-limit headers, for example). */
-  headers?: Record<string, string>;
-  /** Whose data the request reads and its version token; absent when unknown or while a write of it is in flight. */
-  dataVersion?: { readonly owner: string; readonly token: string };
 }
 
 export interface HttpAdapterOptions<P> {

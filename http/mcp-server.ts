@@ -15,7 +15,7 @@ import type { StreamSink } from './adapter.js';
 import { checkMemoryAccess, view as memoryView } from './routes/memories.js';
 import { view as actionItemView } from './routes/action-items.js';
 import { view as goalView } from './routes/goals.js';
-import { conversationView } from './routes/conversations.js';
+import { conversationView } from '../engine/conversations/view.js';
 import type { Services } from './routes/types.js';
 
 /** SSE comment sent this often so proxies keep an idle stream open, in milliseconds. */

@@ -1,8 +1,8 @@
 // The process-conversation job: transcript → processor → stored structure, memories and action items → completed (or failed).
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Services } from '../../http/routes/types.js';
-import { afterProcessed } from '../../http/routes/conversations.js';
+import type { Services } from '../services.js';
+import { afterProcessed } from '../conversations/derived.js';
 import { ConversationStatus } from '../protocol.js';
 import { lastActivityMs } from '../conversations/lifecycle.js';
 import { bullConnection, QueueName, within, type ProcessConversationData } from './queues.js';

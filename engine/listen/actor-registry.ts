@@ -3,7 +3,7 @@ import type { Logger } from '../logger.js';
 import type { ConversationsRepository } from '../db/conversations.js';
 import { CloseCode } from '../protocol.js';
 import type { SessionEvent } from '../jobs/session-events.js';
-import { conversationView } from '../../http/routes/conversations.js';
+import { conversationView } from '../conversations/view.js';
 import type { SessionActor } from './session-actor.js';
 
 export interface ActorRegistryOptions {

@@ -3,9 +3,11 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { EngineError, validationError, valueError } from '../../engine/errors.js';
 import { ConversationStatus } from '../../engine/protocol.js';
 import { CONVERSATION_CATEGORIES, type ProcessResult, type TextSource } from '../../engine/processing/types.js';
-import type { ConversationRecord, Geolocation, SegmentInput, SegmentRecord } from '../../engine/db/conversations.js';
+import type { Geolocation, SegmentInput } from '../../engine/db/conversations.js';
 import { notFound, SuccessSchema, SUCCESS, toUtcIso } from './common.js';
 import type { AppRoute, Services } from './types.js';
+import { conversationView } from '../../engine/conversations/view.js';
+import { afterProcessed } from '../../engine/conversations/derived.js';
 
 /** Largest page of the conversation list; a larger `limit` answers 422 (SPEC leaves the maximum open). */
 export const MAX_CONVERSATIONS_PAGE = 100;
@@ -129,27 +131,6 @@ const PatchBody = Type.Object({
   discarded: Type.Optional(Type.Boolean()),
 });
 
-function segmentView(s: SegmentRecord): Record<string, unknown> {
-  return { text: s.text, start: s.start, end: s.end, id: s.id, speaker_id: s.speakerId, speaker_name: s.isUser ? 'User' : `Speaker ${s.speakerId ?? 0}` };
-}
-
-/** SPEC's Conversation (developer view). */
-export function conversationView(c: ConversationRecord): Record<string, unknown> {
-  return {
-    id: c.id,
-    created_at: c.createdAt,
-    started_at: c.startedAt,
-    finished_at: c.finishedAt,
-    structured: { title: c.title, overview: c.overview, emoji: c.emoji, category: c.category, action_items: c.actionItems, events: c.events },
-    folder_id: c.folderId,
-    folder_name: c.folderName,
-    geolocation: c.geolocation,
-    language: c.language,
-    source: c.source,
-    transcript_segments: c.segments ? c.segments.map(segmentView) : null,
-  };
-}
-
 /** The view of a conversation just changed by the caller (so known to exist), read back from the store. */
 export async function storedConversationView(s: Services, uid: string, id: string): Promise<Record<string, unknown>> {
   return conversationView((await s.conversations.get(uid, id))!);
@@ -174,24 +155,6 @@ function parseCategories(raw: string | undefined): string[] | undefined {
     }
   }
   return list.length > 0 ? list : undefined;
-}
-
-/**
- * What happens once a conversation is processed and stored: its memories and its action items become standalone
- * records linked by conversation_id (the structure itself is already on the conversation). Idempotent: a second run
- * replaces what the first derived. The live engine's processing job calls this too.
- */
-export async function afterProcessed(s: Services, uid: string, conversationId: string, result: ProcessResult): Promise<void> {
-  const now = s.clock.now();
-  // A discarded conversation derives nothing; writing empty lists also clears what an earlier run derived.
-  const memories = result.discarded ? [] : result.memories;
-  const items = result.discarded ? [] : result.structured.actionItems.map((a) => ({ description: a.description, dueAt: a.dueAt }));
-  await s.memories.createFromConversation(uid, conversationId, memories, now);
-  await s.actionItems.createFromConversation(uid, conversationId, items, now);
-  s.logger.debug(
-    { conversationId, memories: result.memories.length, actionItems: result.structured.actionItems.length, producedBy: result.producedBy, uid },
-    'conversation processed',
-  );
 }
 
 /** The fields the text and the segments uploads share (validated by their body schemas). */

@@ -1,7 +1,7 @@
 // Routes of the live listen path: POST /v1/conversations ends the user's in-progress conversation (SPEC, Conversation status).
 import { Type } from '@sinclair/typebox';
 import { EngineError } from '../../engine/errors.js';
-import { conversationView } from './conversations.js';
+import { conversationView } from '../../engine/conversations/view.js';
 import type { AppRoute, Services } from './types.js';
 
 export function listenRoutes(s: Services): AppRoute[] {

@@ -33,7 +33,7 @@ for (const store of STORES) {
     t.equal(conv.json.structured.action_items.length, mine.length, 'the conversation and the standalone list agree');
 
     // Processing the same conversation again (as a retried job would) replaces, never duplicates.
-    const { afterProcessed } = await import('../../http/routes/conversations.js');
+    const { afterProcessed } = await import('../../engine/conversations/derived.js');
     const again = await s.service.services.processor.process({
       segments: [{ text: TEXT, start: 0, end: 30 }],
       textSource: 'audio_transcript',

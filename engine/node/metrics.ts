@@ -1,0 +1,145 @@
+// The node's Prometheus metrics, defined in one place; the parts they describe hand in what each gauge reads.
+import client from 'prom-client';
+import { registerMallocMetrics } from '../runtime/memory-trim.js';
+import { registerQueueMetrics, type NamedQueue } from '../jobs/queue-metrics.js';
+import type { CodecPool } from '../codec/pool.js';
+import type { LoopPacer } from '../runtime/loop-pacer.js';
+
+/** Process-wide metrics every role exposes: Node's defaults, native memory, and the depth of the queues it knows. */
+export function registerProcessMetrics(registry: client.Registry, queues: () => NamedQueue[]): void {
+  client.collectDefaultMetrics({ register: registry });
+  registerMallocMetrics(registry);
+  registerQueueMetrics(registry, queues);
+}
+
+/** What the session gauges read. */
+export interface SessionGaugeSources {
+  sessions(): number;
+  draining(): number;
+  tailWriteBacklogMs(): number;
+}
+
+/** Gauges of the live sessions and the store's transcript backlog, and the counter of refused sessions. */
+export function registerSessionMetrics(registry: client.Registry, src: SessionGaugeSources): { shed: client.Counter } {
+  new client.Gauge({
+    name: 'store_transcript_write_backlog_seconds',
+    help: 'How long the oldest live-transcript write not yet committed has waited; growing: the store falls behind the sessions (LISTEN_SHED_STORE_DELAY_MS).',
+    registers: [registry],
+    collect() {
+      this.set(src.tailWriteBacklogMs() / 1000);
+    },
+  });
+  new client.Gauge({
+    name: 'listen_sessions',
+    help: 'Live /v4/listen sessions on this node.',
+    registers: [registry],
+    collect() {
+      this.set(src.sessions());
+    },
+  });
+  new client.Gauge({
+    name: 'listen_sessions_draining',
+    help: 'Sessions of listen_sessions whose client left and that are still finishing their audio (not counted against the per-user limit).',
+    registers: [registry],
+    collect() {
+      this.set(src.draining());
+    },
+  });
+  const shed = new client.Counter({
+    name: 'listen_sessions_shed_total',
+    help: 'New /v4/listen sessions refused with 1013 because live audio waited on decoding for longer than LISTEN_SHED_DECODE_DELAY_MS, or transcript writes on the store for longer than LISTEN_SHED_STORE_DELAY_MS.',
+    registers: [registry],
+  });
+  return { shed };
+}
+
+/** The listen path's counters and histograms, observed by the codec pool and the session actors. */
+export interface ListenMetrics {
+  readonly decodeDelay: client.Histogram;
+  readonly sttFailures: client.Counter<'provider' | 'reason'>;
+  readonly keptSeconds: client.Counter<'provider'>;
+  readonly flushFailures: client.Counter;
+  readonly transcriptLost: client.Counter;
+}
+
+export function registerListenMetrics(registry: client.Registry): ListenMetrics {
+  return {
+    decodeDelay: new client.Histogram({
+      name: 'listen_decode_delay_seconds',
+      help: "Per decode task: how long its longest-waiting live audio waited, from complete for its consumer (a provider message's worth) to decoded PCM back on the main thread. The engine's own share of a frame's delay; it climbs as a node nears saturation.",
+      buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    sttFailures: new client.Counter({
+      name: 'stt_stream_failures_total',
+      help: 'Live sessions whose speech provider failed mid-stream (the session ends with stt_failed), by provider and reason.',
+      labelNames: ['provider', 'reason'],
+      registers: [registry],
+    }),
+    keptSeconds: new client.Counter({
+      name: 'stt_kept_audio_seconds_total',
+      help: 'Seconds of audio a failed provider left unanswered, kept on disk and transcribed later instead of lost.',
+      labelNames: ['provider'],
+      registers: [registry],
+    }),
+    flushFailures: new client.Counter({
+      name: 'listen_transcript_write_failures_total',
+      help: "Sessions' 600 ms transcript steps whose store write failed; their segments wait for the next step.",
+      registers: [registry],
+    }),
+    transcriptLost: new client.Counter({
+      name: 'listen_transcript_items_lost_total',
+      help: 'Transcript segments and photos a closing session gave up because its store writes failed at every try.',
+      registers: [registry],
+    }),
+  };
+}
+
+/** The main thread's loop pacing: time slept between polls and whether it paces now. */
+export function registerPacerMetrics(registry: client.Registry, pacer: LoopPacer): void {
+  new client.Counter({
+    name: 'listen_loop_paced_seconds_total',
+    help: 'Time the main thread slept between polls to let frames gather; part of the event-loop delay, not of its work.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(pacer.sleptMs / 1000);
+    },
+  });
+  new client.Gauge({
+    name: 'listen_loop_paced',
+    help: 'Whether the main thread polls its sockets paced now (1) or sleeps in epoll until the next event (0).',
+    registers: [registry],
+    collect() {
+      this.set(pacer.paced ? 1 : 0);
+    },
+  });
+}
+
+/** The codec shards' load by thread and each shard thread's heap. */
+export function registerCodecMetrics(registry: client.Registry, pool: CodecPool): void {
+  new client.Gauge({
+    name: 'codec_sessions',
+    help: 'Open live-audio decode streams by the thread that decodes them: each codec shard (0, 1, ...) and "main" (the main thread, when it has room).',
+    labelNames: ['thread'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      pool.load.forEach((n, i) => this.set({ thread: String(i) }, n));
+      this.set({ thread: 'main' }, pool.inlineLoad);
+    },
+  });
+  new client.Gauge({
+    name: 'codec_thread_heap_bytes',
+    help: "Each codec shard thread's V8 heap, used and committed (not in nodejs_heap_size_*, which is the main thread's).",
+    labelNames: ['shard', 'state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const h of await pool.threadHeaps()) {
+        this.set({ shard: String(h.shard), state: 'used' }, h.usedBytes);
+        this.set({ shard: String(h.shard), state: 'committed' }, h.committedBytes);
+      }
+    },
+  });
+}

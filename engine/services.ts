@@ -1,0 +1,44 @@
+// What the parts of a node share: the store's repositories, Redis, the processor and the clock; built by engine/app.ts.
+import type client from 'prom-client';
+import type { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import type { Clock } from './clock.js';
+import type { Logger } from './logger.js';
+import type { Store } from './db/store.js';
+import type { UsersRepository } from './db/users.js';
+import type { ApiKeysRepository } from './db/api-keys.js';
+import type { ConversationsRepository } from './db/conversations.js';
+import type { FoldersRepository } from './db/folders.js';
+import type { MemoriesRepository } from './db/memories.js';
+import type { ActionItemsRepository } from './db/action-items.js';
+import type { GoalsRepository } from './db/goals.js';
+import type { UsageRepository } from './db/usage.js';
+import type { UsageRecorder } from './stt/usage.js';
+import type { ConversationProcessor } from './processing/types.js';
+import type { Authenticator } from './identity/authenticator.js';
+import type { ConversationLifecycle } from './conversations/lifecycle.js';
+
+export interface Services {
+  readonly config: Config;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly store: Store;
+  readonly redis: Redis;
+  readonly registry: client.Registry;
+  readonly users: UsersRepository;
+  readonly apiKeys: ApiKeysRepository;
+  readonly authenticator: Authenticator;
+  readonly conversations: ConversationsRepository;
+  readonly folders: FoldersRepository;
+  /** Turns a transcript into a discard decision, structure and memories (built-in or LLM). */
+  readonly processor: ConversationProcessor;
+  readonly memories: MemoriesRepository;
+  readonly actionItems: ActionItemsRepository;
+  readonly goals: GoalsRepository;
+  /** Live conversations: open, resume, end (process or delete). */
+  readonly lifecycle: ConversationLifecycle;
+  /** Speech-to-text usage per user, day and provider (reads). */
+  readonly usage: UsageRepository;
+  /** Records usage as sessions end: metrics at once, the store in batches. */
+  readonly usageRecorder: UsageRecorder;
+}
