@@ -1,4 +1,5 @@
-// Wire constants of the public contract (SPEC.md): scopes, key kinds, WebSocket close codes, message types, statuses.
+// Wire constants of the public contract: scopes, key kinds, WebSocket close codes, message types, statuses.
+// One place, so handlers never scatter string literals (docs/protocol.md, docs/errors.md).
 
 /** The eight API key scopes, exact strings. */
 export const SCOPES = [
@@ -42,7 +43,7 @@ export const ServiceStatus = {
 } as const;
 export type ServiceStatus = (typeof ServiceStatus)[keyof typeof ServiceStatus];
 
-/** Transcription outcome vocabulary (SPEC, Errors). */
+/** The closed transcription outcome vocabulary. */
 export const Outcome = {
   SUCCESS: 'success',
   EXPECTED_SILENCE: 'expected_silence',
@@ -54,7 +55,7 @@ export const Outcome = {
 } as const;
 export type Outcome = (typeof Outcome)[keyof typeof Outcome];
 
-/** Conversation status (SPEC, States and transitions). */
+/** Conversation status (docs/protocol.md, Conversation lifecycle). */
 export const ConversationStatus = {
   IN_PROGRESS: 'in_progress',
   PROCESSING: 'processing',
@@ -63,7 +64,7 @@ export const ConversationStatus = {
 } as const;
 export type ConversationStatus = (typeof ConversationStatus)[keyof typeof ConversationStatus];
 
-/** `type` of JSON messages on the listen WebSocket, both directions (SPEC "Messages sent over the WebSocket"; REFERENCE §1.8). */
+/** `type` of JSON messages on the listen WebSocket, both directions (docs/protocol.md). */
 export const ListenMessage = {
   SERVICE_STATUS: 'service_status',
   SEGMENTS_DELETED: 'segments_deleted',
@@ -75,14 +76,14 @@ export const ListenMessage = {
 } as const;
 export type ListenMessage = (typeof ListenMessage)[keyof typeof ListenMessage];
 
-/** Human text sent with each `service_status` (REFERENCE §1.8); `ready` carries none. */
+/** Human text sent with each `service_status`, the compatible system's words; `ready` carries none. */
 export const SERVICE_STATUS_TEXT: Readonly<Partial<Record<ServiceStatus, string>>> = {
   initiating: 'Service Starting',
   in_progress_conversations_processing: 'Processing Conversations',
   stt_initiating: 'STT Service Starting',
 };
 
-/** Timings and sizes of the listen protocol (SPEC, Limits). */
+/** Timings and sizes of the listen protocol, the public limits. */
 export const LISTEN = {
   /** The server's text-frame heartbeat `"ping"`, every 10 s. */
   heartbeatText: 'ping',
@@ -100,7 +101,7 @@ export const LISTEN = {
   sttFailedReason: 'transcription_service_unavailable',
 } as const;
 
-/** The external custom transcription server's protocol (SPEC "External custom transcription service", Limits). */
+/** The external custom transcription server's protocol (docs/patterns/custom-stt.md). */
 export const CUSTOM_STT = {
   /** Provider name in segments (`stt_provider`) and in failures. */
   provider: 'custom',

@@ -1,7 +1,5 @@
-// The process-wide timer: one min-heap of due entries for every actor, walked by one interval (or by tests via tick()).
-//
-// Rationale: thousands of sessions each needing a 600 ms, a 10 s and a 90 s timer would mean thousands of Node
-// timers; here there is one unref'd interval and a heap, and time comes from the injected Clock so tests move it.
+// The process-wide timer: one min-heap of due entries for every actor, walked by one unref'd interval (or tests' tick()),
+// so thousands of sessions do not each hold Node timers, and time comes from the injected Clock tests move.
 import type { Clock } from './clock.js';
 
 export interface SchedulerOptions {

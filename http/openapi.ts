@@ -2,7 +2,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { Route } from './adapter.js';
 
-/** Machine-readable description version (SPEC, Versioning 1). */
+/** Version of the machine-readable description; the compatible system publishes its developer API as 1.0.0. */
 export const API_VERSION = '1.0.0';
 
 /** TypeBox schemas carry symbols and TypeBox-only keys; a JSON round trip leaves plain JSON Schema. */

@@ -1,9 +1,5 @@
-// N-API addon over FFmpeg's AAC decoder, built LGPL-only from source by scripts/build-libavcodec and linked
-// statically: one ADTS frame in, mono Int16 samples at the stream's output rate written into a caller-owned array.
-//
-// Rationale: an ffmpeg process per stream cost ~150 ms of CPU to start, ~10 MB of RSS and a pipe per session, and
-// made AAC 13-22x its codec's own cost in the engine. In-process the decoder state is a few hundred KB and a frame
-// costs what the codec costs.
+// N-API addon over FFmpeg's AAC decoder (LGPL-only, linked statically by scripts/build-libavcodec): one ADTS frame in,
+// mono Int16 out into a caller-owned array; in process, as an ffmpeg process per stream cost many times the codec.
 #define NAPI_UTIL_ERROR "ERR_AAC_NAPI"
 #include "napi-util.h"
 extern "C" {
@@ -145,8 +141,8 @@ napi_value SampleRate(napi_env env, napi_callback_info info) {
   return result;
 }
 
-// close(): frees the decoder's ~0.6 MB of native state now rather than when V8 collects the object (a thread with a
-// small heap seldom runs the full GC that would); any later use throws. Idempotent.
+// close(): frees the decoder's native state now rather than when V8 collects the object (a thread with a small heap
+// seldom runs the full GC that would); any later use throws. Idempotent.
 napi_value CloseDecoder(napi_env env, napi_callback_info info) {
   size_t argc = 0;
   Aac* aac = napi_util::Unwrapped<Aac>(env, info, &argc, nullptr);

@@ -41,7 +41,7 @@ export class AacDecoder {
     return this.#codec.sampleRate();
   }
 
-  /** Frees the native state (~0.6 MB for a stereo stream) now; the decoder must not be used after. Idempotent. */
+  /** Frees the native state (large, and unseen by V8) now; the decoder must not be used after. Idempotent. */
   close(): void {
     this.#codec.close();
   }

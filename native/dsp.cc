@@ -1,9 +1,5 @@
-// N-API addon: the inner loop of the polyphase resampler (workers/resample.ts keeps the filter design, the history
-// and the stream's position; this runs the multiply-adds).
-//
-// Rationale: in JavaScript the 96 multiply-adds per output sample of 48 kHz -> 16 kHz cost ~1.6 ms of CPU per
-// audio-second, four times FFmpeg's whole AAC decode of the same audio; V8 does not vectorise the reduction. Here the
-// compiler does (SSE2 on any x86-64, AVX2 and FMA where the CPU has them, chosen at load by target_clones).
+// N-API addon: the multiply-adds of the polyphase resampler (workers/resample.ts keeps the filter, history and position),
+// native because V8 does not vectorise the reduction; the compiler does (SSE2, or AVX2+FMA chosen at load).
 #define NAPI_UTIL_ERROR "ERR_DSP_NAPI"
 #include "napi-util.h"
 #include <cmath>

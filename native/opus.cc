@@ -1,8 +1,5 @@
-// N-API addon over Debian's libopus: a mono decoder that writes into a caller-owned Int16Array.
-//
-// Rationale: @discordjs/opus returns a new Buffer per packet (a malloc, a copy and two JS objects per 10-20 ms frame
-// on the codec thread) and keeps a 5,760-sample output buffer (11.5 KB) beside every decoder. Decoding straight into
-// the batch's output array needs neither. @discordjs/opus stays for encoding test and bench fixtures.
+// N-API addon over Debian's libopus: a mono decoder that writes into a caller-owned Int16Array, where @discordjs/opus
+// (kept for encoding fixtures) allocates a Buffer per packet and keeps an output buffer beside every decoder.
 #define NAPI_UTIL_ERROR "ERR_OPUS_NAPI"
 #include "napi-util.h"
 #include <opus.h>
@@ -66,7 +63,7 @@ napi_value DecodeInto(napi_env env, napi_callback_info info) {
   return result;
 }
 
-// free(): frees the libopus state (~18 KB) now rather than when V8 collects the object, which a codec thread with a
+// free(): frees the libopus state now rather than when V8 collects the object, which a codec thread with a
 // small heap and nothing left to do may not for minutes; any later use throws. Idempotent.
 napi_value Free(napi_env env, napi_callback_info info) {
   size_t argc = 0;

@@ -60,11 +60,9 @@ export class OpusDecoder {
   /**
    * Frees the decoder's native state now; this object must not be used after. Idempotent.
    *
-   * Rationale: each holds ~18 KB that V8 does not see, so a dropped decoder would wait for a full GC, which a codec
-   * thread with a small heap runs seldom and an idle one never. They were pooled for reuse instead, and the pool kept
-   * the most ever open for good: after 400 sessions had left, the codec threads' arenas held ~8 MiB more than idle
-   * (malloc_info), ~7 of it by arithmetic those 400 decoders. Freed here, malloc reuses the memory for the next
-   * sessions and hands it back to the kernel when idle (engine/runtime/memory-trim.ts).
+   * Rationale: its native state is invisible to V8, so a dropped decoder would wait for a full GC, which a codec thread
+   * with a small heap runs seldom and an idle one never; a pool would keep the peak for good. Freed here, malloc reuses
+   * the memory for the next sessions and hands it back to the kernel when idle (engine/runtime/memory-trim.ts).
    */
   release(): void {
     const codec = this.#codec;

@@ -1,7 +1,5 @@
-// Bench: CPU per second of audio for each codec, through the codec shards vs the decoder called in-process.
-// Run: node dist/scripts/bench-codecs.js [sessions=50] [outstanding=2] [codec,codec…] [windowMs=0]. CPU counts every thread of this process.
-// Engine path as a live node runs it: every session pushes `messages` frames, waits for their PCM,
-// pushes the next, all sessions at once (so one shard task serves many sessions, as under load).
+// Bench: CPU per second of audio for each codec, through the codec shards (all sessions at once, as under load) vs the
+// decoder called in-process. Run: node dist/scripts/bench-codecs.js [sessions=50] [outstanding=2] [codec,…] [windowMs=0].
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -93,8 +91,8 @@ function buildCases(): Case[] {
 /**
  * Every stream keeps `per` messages outstanding: it pushes `per` at once, then one more for each that comes back
  * decoded (each bench message is one frame), until its messages are spent. So the shard always has audio staged when
- * a task returns, as on a loaded node, and neither thread sits idle between tasks (on this VM every wake from idle
- * costs ~0.1–0.2 ms of CPU, which would be measured instead of the engine). One listener per stream, no promise per
+ * a task returns, as on a loaded node, and neither thread sits idle between tasks (a wake from idle has a CPU cost of
+ * its own, which would be measured instead of the engine). One listener per stream, no promise per
  * message: the harness costs little next to the engine path it measures.
  */
 async function driveAll(streams: readonly CodecStream[], messages: readonly Uint8Array[], per: number): Promise<void> {
@@ -124,8 +122,7 @@ async function main(): Promise<void> {
   const rows: string[][] = [];
   for (const c of cases) {
     // Each side is measured ROUNDS times and the median kept. A direct round repeats the in-process decode until it
-    // has used DIRECT_ROUND_US of CPU: one pass over the fixture is ~25 ms for LC3 at 16 kHz, and on this VM the
-    // same 25 ms measured 599 and 1,377 µs per audio-second in two runs.
+    // has used DIRECT_ROUND_US of CPU, because one short pass over the fixture gives figures that vary widely.
     const directRuns: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const t0 = cpuMicros();

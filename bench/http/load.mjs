@@ -1,6 +1,5 @@
-// The rest bench's HTTP/1.1 load generator: keep-alive connections on raw sockets, one pre-built request written again
-// as soon as each answer is complete (or `pipelining` in flight), latency per request, non-2xx and errors counted.
-// Rationale: what autocannon measured, without a bench-only dependency to install.
+// The rest bench's HTTP/1.1 load generator (what autocannon measures, without a dependency): keep-alive raw sockets, a
+// pre-built request written again as each answer completes (or `pipelining` in flight), latency and errors counted.
 import net from 'node:net';
 import { Histogram } from '../lib/histogram.mjs';
 

@@ -1,6 +1,5 @@
-// Macro bench of the developer REST API: the real service in its own process vs a bare uWebSockets.js server (the baseline).
-// Targets: GET /v1/dev/user/memories (API-key auth + rate limit in Redis + memory gate + the answer, reused while the user's
-// data is unchanged), the same GET on a second node that keeps no answers, POST of one memory, and the bare server.
+// Macro bench of the developer REST API, the real service vs a bare uWebSockets.js server: GET memories (auth, rate
+// limit, gate, reused answer), the same GET on a node that keeps no answers, POST of one memory, and the bare server.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

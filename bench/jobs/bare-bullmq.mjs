@@ -1,7 +1,5 @@
-// The jobs bench's baseline: a bare BullMQ worker on the same Redis whose job does nothing but publish its id, as the
-// service's process-conversation job ends by publishing `memory_created`. Its throughput is what BullMQ and Redis
-// allow on this box with the same concurrency: the ceiling of any job pipeline built on them.
-// Run as its own process: `node bare-bullmq.mjs --prefix P --queue Q --channel C --concurrency N`; prints "ready".
+// The jobs bench's baseline: a bare BullMQ worker whose job only publishes its id, the ceiling BullMQ and Redis allow any
+// job pipeline at the same concurrency. Run: `node bare-bullmq.mjs --prefix P --queue Q --channel C --concurrency N`.
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { parseArgs } from '../lib/report.mjs';

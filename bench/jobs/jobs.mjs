@@ -1,12 +1,5 @@
-// Macro bench of the processing queue end to end: N users' in-progress conversations are ended over REST
-// (POST /v1/conversations: auth, state change, a process-conversation job on BullMQ), the service's worker processes
-// them (transcript → processor → structure, memories, action items → completed) and announces each with
-// `memory_created` on its Redis events channel, where the bench times it. The baseline, in the same run: a bare BullMQ
-// worker whose job only publishes its id, fed by the same number of producers.
-//
-// Rationale: jobs/s and the time from "end" to "processed" are what an operator sizes JOB_CONCURRENCY and `ROLE=jobs`
-// nodes by. Conversations are seeded into the store before the service starts (with the service's own repositories),
-// so the measured part is only the queue's path. Webhook delivery is not measured: the webhook queue does not exist yet.
+// Macro bench of the processing queue end to end (POST /v1/conversations → job → processor → `memory_created`), beside a
+// bare BullMQ worker as baseline: jobs/s and end-to-processed time are what JOB_CONCURRENCY and `ROLE=jobs` are sized by.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -97,7 +90,7 @@ function transcript(/** @type {number} */ n, /** @type {number} */ seed) {
 
 /**
  * Creates the users and their in-progress conversations with the service's own repositories (migrations included),
- * before the service starts. Answers the conversation id of each user.
+ * before the service starts, so the measured part is only the queue's path. Answers the conversation id of each user.
  * @param {{ dataDir: string, databaseUrl?: string, databaseSchema?: string }} storeOpts
  * @param {string[]} uids
  * @param {number} segments

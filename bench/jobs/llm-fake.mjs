@@ -1,10 +1,5 @@
-// The jobs bench's language model: an OpenAI-compatible POST /v1/chat/completions that answers after a fixed delay, the
-// way a hosted model keeps a processing job waiting. Run as its own process: `node llm-fake.mjs --port P --delay-ms D`.
-//
-// Rationale: the processing queue's throughput with a real model is set by how many jobs wait on it at once
-// (JOB_CONCURRENCY), not by our CPU; a constant delay makes that visible and repeatable. The answer follows the
-// strict JSON schema the service asks for (engine/processing/llm.ts), built from the transcript it was sent, so the
-// service stores a real structure, an action item and a memory for every conversation.
+// The jobs bench's language model: an OpenAI-compatible chat completion after a fixed delay, since with a real model the
+// queue's throughput is set by JOB_CONCURRENCY, not our CPU. Run: `node llm-fake.mjs --port P --delay-ms D`.
 import http from 'node:http';
 import { parseArgs } from '../lib/report.mjs';
 
@@ -19,7 +14,10 @@ if (!Number.isInteger(port) || port <= 0 || !(delayMs >= 0)) {
 let requests = 0;
 let answered = 0;
 
-/** A schema-valid answer about `transcript` (the user message the service sent). */
+/**
+ * A schema-valid answer about `transcript` (the user message the service sent), in the strict JSON schema of
+ * engine/processing/llm.ts, so the service stores a real structure, an action item and a memory for each conversation.
+ */
 function answer(/** @type {string} */ transcript) {
   const words = transcript.split(/\s+/).filter(Boolean);
   return {

@@ -1,12 +1,5 @@
-// How fast this box is today at what the listen benches spend most of their time on: system calls and loopback TCP.
-//
-// Rationale: the same build measured on one VM on different days cost 1.9× more CPU per session on one day than on
-// another (bare server and generator alike), with no CPU time reported stolen. Two figures printed with every run
-// tell such a day from a regression: the cost of one system call and of one 3,200-byte message (100 ms of 16 kHz PCM,
-// what the service sends its provider) over a loopback TCP connection, sender and receiver together. A third figure is
-// what the service pays and the bare server does not: a round trip to a sleeping worker thread (a decode task and its
-// answer): 51-89 µs of CPU on this VM on 2026-11-26, when the service's main thread waited 350-450 µs of wall time
-// per decode task it posted at 400 sessions.
+// How fast the machine is during a run at what the listen benches spend most on (system calls, loopback TCP, a round
+// trip to a sleeping thread), printed with each run so that a slow machine is not read as a regression.
 import { once } from 'node:events';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import net from 'node:net';
@@ -96,7 +89,7 @@ async function threadRoundTripUs() {
 }
 
 /**
- * The box's speed today: µs per system call, per loopback message and per round trip to a sleeping thread (~0.7 s).
+ * The machine's speed now: µs per system call, per loopback message and per round trip to a sleeping thread.
  * @returns {Promise<{ syscallUs: number, loopbackMessageUs: number, threadRoundTripUs: number }>}
  */
 export async function calibrate() {

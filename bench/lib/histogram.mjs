@@ -1,6 +1,5 @@
-// Latency histogram: 1% log buckets from 0.1 ms (exact below), mergeable across processes, percentiles on demand.
-// Rationale: generators and the bare server record up to ~70,000 frames a second; keeping every value would cost
-// memory and IPC, a fixed bucket array costs one Math.log per value and 1% of accuracy.
+// Latency histogram: 1% log buckets from 0.1 ms (exact below), mergeable across processes, percentiles on demand; a
+// fixed bucket array, as keeping every value of tens of thousands of frames a second would cost memory and IPC.
 
 const LINEAR_US = 100; // below 0.1 ms one bucket per microsecond
 const STEP = Math.log(1.01);

@@ -74,11 +74,10 @@ export function rssBytes(pid) {
 
 /**
  * The RSS a freshly started process settles at: sampled every second for at least `minS` seconds, until the last five
- * samples lie within 1% of each other (at most `maxS`); their median. Measured here: the idle service sat at 125 MiB
- * for its first 9 s and at 94 MiB from 16 s on (its first malloc trim, then V8's memory reducer), so an idle figure
- * read at start-up made every per-session figure after it look up to 30 MiB smaller. While `busy()` answers true
- * (something else uses the box meanwhile) the samples do not count: the five (or `minS`) come after it, and `maxS`
- * counts from its end.
+ * samples lie within 1% of each other (at most `maxS`); their median. An idle service shrinks for its first seconds
+ * (its first malloc trim, then V8's memory reducer), so an idle figure read at start-up would understate every
+ * per-session figure after it. While `busy()` answers true (something else uses the box meanwhile) the samples do
+ * not count: the five (or `minS`) come after it, and `maxS` counts from its end.
  * @param {number} pid
  * @param {{ minS?: number, maxS?: number, onSample?: (secondsLeft: number) => void, busy?: () => boolean }} [o]
  */

@@ -1,4 +1,4 @@
-// What every bench prints and writes: the machine, the baseline, the figures and their ratio to it (STYLE point 10),
+// What every bench prints and writes: the machine, the baseline, the figures and their ratio to it (so runs compare),
 // as a table on stdout, bench/results/<timestamp>-<scenario>.json and an HTML report with charts next to it.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, hostname, release } from 'node:os';

@@ -1,7 +1,6 @@
-// Baseline of the fleet bench (the `limit` scenario): a bare uWebSockets.js server on /v4/listen that only receives each
-// frame and decodes it inline with the service's own decoder for the codec (no auth, actors, pool or STT). Its capacity
-// is the practical ceiling of the box. Answers the same /stats as the provider_a fake, measured where PCM comes out.
-// Run: node bench/listen/bare-listen.mjs --port N --codec opus_fs320 --sample-rate 16000. SIGTERM closes it.
+// Baseline of the fleet bench: a bare uWebSockets.js /v4/listen that only decodes each frame inline (no auth, actors or
+// STT), the machine's practical ceiling; same /stats as the provider_a fake. Run: node bench/listen/bare-listen.mjs
+// --port N --codec opus_fs320 --sample-rate 16000 (SIGTERM closes it).
 import path from 'node:path';
 import uWS from 'uWebSockets.js';
 import { Histogram } from '../lib/histogram.mjs';

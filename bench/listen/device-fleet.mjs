@@ -1,6 +1,5 @@
-// The parent side of the device generator: forks generator processes (devices.mjs), gives each a block of consecutive
-// device slots (sessions fill the first generators first: slotShare), sends them commands, and sums their
-// once-a-second reports into fleet totals and latency histograms.
+// The parent side of the device generator: forks generator processes (devices.mjs), gives each a block of device slots
+// (the first fill first: slotShare), commands them, and sums their once-a-second reports into fleet totals.
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
@@ -213,9 +212,8 @@ export class DeviceFleet {
 /**
  * How many of the first `count` device slots generator `i` holds when each holds `perGenerator` consecutive ones.
  * Slots fill the generators in turn, so a ramp step below its largest N runs on about as many generator processes
- * as a fixed run of that N would: with the slots dealt round-robin, a ramp to 3,000 ran its 400-session steps on
- * five processes, whose timers and wake-ups cost 0.44-0.47 cores against one process's 0.25 (2026-11-27), on the
- * cores the server under test needs.
+ * as a fixed run of that N would: dealt round-robin, small steps would spread over every generator, whose timers and
+ * wake-ups cost cores the server under test needs.
  * @param {number} count
  * @param {number} perGenerator
  * @param {number} i

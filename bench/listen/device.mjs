@@ -1,6 +1,5 @@
-// One simulated wearable: its session's life (upgrade, ready, streaming, pauses, close), the frames it writes at
-// real-time pace, its keep-alives, and the latency of the segments the server sends back. Runs in a generator process
-// (devices.mjs), which owns the shared frames, the schedule and the counters.
+// One simulated wearable in a generator process (devices.mjs): its session's life, its frames at real-time pace, its
+// keep-alives, and the latency of the segments the server sends back.
 import { openRawWs, maskedFrame, OP } from './raw-ws.mjs';
 
 export const KEEP_ALIVE = maskedFrame(OP.BINARY, Buffer.from([0]));

@@ -1,6 +1,5 @@
-// A generator process: many simulated wearables (device.mjs) on raw sockets (raw-ws.mjs), each streaming the shared
-// pre-masked frames of one codec at real-time pace; driven by its parent over IPC (device-fleet.mjs), reporting its
-// counters and latency histograms once a second. One timer serves every device: it wakes when the earliest is due.
+// A generator process: many simulated wearables (device.mjs) on raw sockets streaming shared pre-masked frames, driven
+// over IPC by device-fleet.mjs and reporting once a second; one timer serves every device, so the generator stays cheap.
 import { maskedFrame, OP } from './raw-ws.mjs';
 import { readFixture } from './fixtures.mjs';
 import { Histogram } from '../lib/histogram.mjs';

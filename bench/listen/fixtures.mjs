@@ -11,7 +11,7 @@ const FIXTURE_VERSION = 1;
 
 /**
  * The query each codec is opened with, how much audio one message carries, and the frames a stream's decoder keeps
- * for itself (none now: every codec's decoder answers each frame with its PCM).
+ * for itself (none: every codec's decoder answers each frame with its PCM).
  */
 export const CODECS = /** @type {const} */ ({
   pcm8: { sampleRate: 8000, frameMs: 10, primingFrames: 0 },

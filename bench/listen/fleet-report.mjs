@@ -6,7 +6,7 @@ import { summarize } from '../lib/cpuprofile.mjs';
 import { ROOT_DIR, figuresOf, finish } from '../lib/report.mjs';
 import { RAMP_P99_MS } from './measure.mjs';
 
-/** The goals. */
+/** The capacity, CPU and memory goals each listen report checks. */
 export const GOALS = { capacityShareOfLimit: 0.8, minCapacity: 1000, cpuRatioMax: 1.3, rssPerSessionKiBMax: 128, churnRssGrowthMax: 0.1 };
 
 export const LATENCY_NOTE =

@@ -1,6 +1,5 @@
-// The macro bench: a fleet of simulated wearables, each a real WebSocket to /v4/listen streaming encoded speech at
-// real-time pace, against the real service (its STT stage the provider_a fake), with the bare uWS server as baseline.
-// Fixed size (--sessions) or a capacity search (--ramp) against both.
+// The macro bench: simulated wearables streaming encoded speech to /v4/listen at real-time pace, against the real service
+// (provider fake behind it) and the bare uWS baseline, at a fixed size (--sessions) or in a capacity search (--ramp).
 import { calibrate } from '../lib/calibrate.mjs';
 import { ProcSampler, rssBytes, settledRss, treeCpuSeconds } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';
@@ -38,8 +37,8 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
   --hold S            seconds each ramp step must hold (default 60)
   --rounds R          no search: --sessions N for --seconds, R times on each side, the service and the bare server
                       taking turns as in the ramp; reports the median CPU per session-second of each side and each
-                      round's ratio (a shared VM moves by tens of percent from minute to minute)
-  --sequential        the whole bare ramp first, then the service's (the order of earlier runs)
+                      round's ratio (a shared host's speed drifts from minute to minute)
+  --sequential        the whole bare ramp first, then the service's
   --service-first     the whole service ramp first, then the bare server's
   --generators N      generator processes (default: one per 700 devices)
   --open-rate R       devices arrive over time instead: R new sessions per second, each streaming once ready (a
@@ -48,8 +47,8 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
   --pause-seconds S   mean pause length (default 5)
   --burst K           frames a device sends together, as a phone forwarding BLE packets (default 1)
   --keepalive S       keep-alive interval of every device (default 10)
-  --idle-settle S     least seconds the idle service's RSS is watched before it counts as idle (default 20: its
-                      RSS falls by a quarter in its first 16 s); per-session memory is measured from it
+  --idle-settle S     least seconds the idle service's RSS is watched before it counts as idle (default 20: an idle
+                      service still shrinks in its first seconds); per-session memory is measured from it
   --profile           run the service under node --cpu-prof (profile in bench/results/profiles/)
   --out FILE          result file (default bench/results/<timestamp>-fleet.json; the HTML report goes beside it)`;
 

@@ -3,7 +3,7 @@
 import { Histogram } from '../lib/histogram.mjs';
 import { median, rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
 
-/** p99 frame latency under which a step passes, in ms (the issue's capacity criterion). */
+/** p99 frame latency under which a step passes, in ms (the capacity criterion). */
 export const RAMP_P99_MS = 100;
 const LAG_EVERY_S = 2;
 const round = (/** @type {number} */ v, /** @type {number} */ d = 1) => (Number.isFinite(v) ? Math.round(v * 10 ** d) / 10 ** d : null);
@@ -277,7 +277,7 @@ export async function observe(ctx, o) {
     // PCM per message the target received over the window (cumulative totals; 16 kHz s16le: 32 bytes per ms).
     messageMs: messageMs(totals0, windows.at(-1)),
     rssMiB: round(rssBytes(ctx.pid) / 2 ** 20),
-    // The steady level: a single sample swung ±40% at 100 sessions here with the collector and malloc_trim.
+    // The steady level: a single sample swings widely with the collector and malloc_trim.
     rssMedianMiB: round(median(rssSamples.length > 0 ? rssSamples : [rssBytes(ctx.pid)]) / 2 ** 20),
     rssMaxMiB: round(rssMax / 2 ** 20),
     behindMsPerSession: round(last.behindMs / Math.max(1, o.sessions)),
@@ -400,9 +400,9 @@ export class RampSearch {
         (w.behindMsPerSession ?? Infinity) >= 250 ? 'audio piling up' : '',
         w.statsTimeouts > 0 ? '/stats not answered in 5 s' : w.stoppedEarly ? 'stopped early' : '',
       ].filter(Boolean);
-      // Latency alone over the line, nothing lost, nothing piling up: on a shared VM one stall of a few hundred ms
-      // does that to a server far from saturation (measured: a bare server failing at 0.85 of its 2 cores). Such a
-      // step is held once more and counts only if it fails again; saturation (a backlog, closes) fails at once.
+      // Latency alone over the line, nothing lost, nothing piling up: on a shared host one stall of a few hundred ms
+      // does that to a server far from saturation. Such a step is held once more and counts only if it fails again;
+      // saturation (a backlog, closes) fails at once.
       if (attempt > 0 || !(p99High && why.length === 1 && w.lag.p99 !== null)) break;
       this.steps.push({ ...w, pass: false, why: why.join(', '), opened, heldAgain: true });
       ctx.progress.log(`${ctx.target}: ${n} sessions p99 ${w.lag.p99} ms with no backlog (server ${w.serverCores} cores): held once more`);
@@ -454,8 +454,8 @@ export async function ramp(ctx, o) {
 
 /**
  * Two capacity searches taking turns step by step, each target's sessions closed while the other one steps, so that
- * both see the same state of a shared host (ramped one after the other, whichever went second cost 10-45% more per
- * session on this VM with no steal reported). The order within a round alternates. Each search ends on its own.
+ * both see the same state of a shared host (ramped one after the other, whichever goes second pays for the host's
+ * drift). The order within a round alternates. Each search ends on its own.
  * @param {RampSearch[]} searches
  * @param {{ quietS: number }} o seconds to wait after closing one target's sessions before the other steps
  */
@@ -470,7 +470,7 @@ export async function rampTogether(searches, o) {
       await s.ctx.fleet.waitFor((t) => t.streaming + t.connecting + t.open + t.ready === 0, 60_000, `${s.ctx.target}: every session closed`).catch(() => {});
       if (s.ctx.endConversations) {
         // Else each conversation's processing comes 120 s later (its idle check), inside another step's window,
-        // on the same cores: measured, 0.4-0.65 cores for a few seconds during the bare server's steps.
+        // on the same cores.
         s.ctx.progress.phase(`${s.ctx.target}: ending the step's conversations and waiting for their processing`, 1);
         const e = await s.ctx.endConversations(s.lastN).catch((/** @type {Error} */ err) => (s.ctx.progress.log(`${s.ctx.target}: ending conversations failed: ${err.message}`), null));
         if (e) s.ctx.progress.log(`${s.ctx.target}: ${e.ended} conversations ended and processed in ${(e.ms / 1000).toFixed(1)} s${e.idle ? '' : ' (processing still busy at the time limit)'}`);

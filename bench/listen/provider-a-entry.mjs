@@ -1,6 +1,5 @@
-// Stand-in entry point used by the fleet bench only while dist/engine/index.js does not build the provider_a engine from
-// STT_PROVIDERS: the same start-up (config, logger, Service.start, SIGTERM drain) with engine/stt/provider-a/engine.ts as the
-// session STT engine. The bench probes the real entry first and says in its report when it had to use this one.
+// Stand-in entry point for a build whose engine/index.js cannot use provider_a from STT_PROVIDERS: the same start-up with
+// the provider_a engine; the fleet bench tries the real entry first and reports when it had to use this one.
 import path from 'node:path';
 import { ROOT_DIR } from '../lib/report.mjs';
 

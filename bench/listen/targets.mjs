@@ -1,6 +1,5 @@
-// What a listen bench drives its devices at: the real service (with the provider_a fake behind it when the service
-// streams to provider_a, or provider_b's with --stt provider_b) or the bare uWS baseline; each comes with its device
-// generators and a measurement context.
+// What a listen bench drives its devices at: the real service (provider_a's fake behind it, or provider_b's with --stt
+// provider_b) or the bare uWS baseline, each with its device generators and a measurement context.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';

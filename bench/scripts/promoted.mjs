@@ -1,9 +1,5 @@
-// What outlives the young generation in a running service, by allocation site: V8's sampling heap profiler over the
-// inspector protocol, keeping the samples of objects a full GC collected or that are still alive, and dropping those
-// a scavenge collected. Those bytes are what fills the old space and makes full GCs (whose marking runs on V8's
-// helper threads), so a site high here costs CPU however cheap its own allocation is. Young objects that a full GC
-// rather than a scavenge collected count too: the rarer full GCs are, the fewer of them.
-//
+// What outlives the young generation in a running service, by allocation site (V8's sampling heap profiler, samples a
+// scavenge collected dropped): those bytes fill the old space and cause full GCs, so a site high here costs CPU.
 // Start the service with an inspector port, e.g. under a fleet run, and sample while it streams:
 //   BENCH_SERVICE_NODE_ARGS=--inspect=127.0.0.1:9339 npm run bench -- fleet --sessions 800 --seconds 60 &
 //   node bench/scripts/promoted.mjs --port 9339 --seconds 12

@@ -1,7 +1,5 @@
-// provider_a's own cost: time from write(pcm) to the bytes handed to the provider socket (p50/p99), heap per session, and
-// the same figures for @deepgram/sdk v5 sockets (the alternative the client was measured against). Runs the built
-// dist/ against the Deepgram fake: its standalone process for the measured clients (so this heap holds only them; uWS
-// aborts at exit inside a worker thread), and in this process for the SDK's reconnect check, which needs a script.
+// provider_a's own cost (write(pcm) to socket latency, heap per session) beside @deepgram/sdk v5 sockets, the alternative
+// it is compared with; runs dist/ against the Deepgram fake in its own process, so this heap holds only the clients.
 //   node bench/scripts/provider-a-latency.mjs [--sessions 50] [--seconds 10] [--heap-sessions 300] [--out file.json]
 import { spawn } from 'node:child_process';
 import net from 'node:net';

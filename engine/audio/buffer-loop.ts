@@ -1,4 +1,5 @@
-// A session's transcript loop (REFERENCE §1.4, §1.5): buffered engine segments → conversation time → merge → persist, and the silence timeout.
+// A session's transcript loop, every 600 ms as in the compatible system: buffered engine segments → conversation time
+// → merge → persist, and the silence timeout that ends a conversation (docs/protocol.md).
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
@@ -65,9 +66,7 @@ const MAX_PENDING_PHOTOS = 50;
 /**
  * Segments of the current conversation a session keeps in memory. One would do for the merge; a few more let a
  * speaker_assigned naming recent segments (the usual case: the app labels what it just showed) skip a store read.
- * Eight is a minute or more of speech. Each costs ~400 bytes of heap with its strings: at 32, heap snapshots of a
- * churn run grew by 14,000 segments (5.6 MB) as resumed conversations passed 32 segments, ~13 KiB per session
- * that talks for long.
+ * Eight is a minute or more of speech; every segment kept costs heap for as long as the session talks.
  */
 export const RECENT_SEGMENTS = 8;
 
@@ -185,10 +184,8 @@ export class BufferLoop {
    * silence timeout due, or audio waiting for a conversation to be opened. False: flush() would answer an empty result
    * and change nothing, so the caller may skip it.
    *
-   * Rationale: most 600 ms steps find nothing new (a provider answers every second or two). Each step run anyway took
-   * fresh arrays and a Set and left promises awaited through the scheduler's tick: objects that outlived the young
-   * generation and died in the old one. At 800 streaming sessions the idle steps were a quarter of the main thread's
-   * promoted bytes.
+   * Rationale: most 600 ms steps find nothing new (a provider answers every second or two), and each step run anyway
+   * leaves arrays, a Set and awaited promises that outlive the young generation and die in the old one.
    */
   hasWork(): boolean {
     if (this.#pending.length > 0 || this.#photos.length > 0 || this.#reassigned.size > 0 || this.#unsentUpdates.size > 0) return true;
@@ -257,7 +254,7 @@ export class BufferLoop {
         photos.shift();
         this.photosStored++;
       }
-      // A photo is activity: like a segment, it keeps the conversation open (REFERENCE §1.5).
+      // A photo is activity: like a segment, it keeps the conversation open (the compatible system moves finished_at for both).
       cur.lastSegmentAtMs = now;
       if (batch.length === 0) return this.#unsentOnly();
     }

@@ -1,4 +1,4 @@
-// Reassembles a session's `image_chunk` messages (REFERENCE §1.8) into whole images, bounded in count, size and time.
+// Reassembles a session's `image_chunk` messages into whole images, bounded in count, size and time (docs/protocol.md).
 import type { Clock } from '../clock.js';
 
 /** Why an `image_chunk` was refused; the image it belonged to may have been dropped too (see each code). */

@@ -1,4 +1,4 @@
-// The real-time transcript segment (SPEC "Real-time transcript segment (WebSocket model)") as the engine holds it.
+// The real-time transcript segment of the listen socket's wire model, as the engine holds it.
 
 export interface TranscriptSegment {
   /** UUID; a merged tail keeps the stored segment's id. */

@@ -1,4 +1,5 @@
-// Merging new engine segments into a conversation's stored transcript (REFERENCE §1.10, combine_segments).
+// Merging new engine segments into a conversation's stored transcript, by the compatible system's rules: same-speaker
+// runs join, misattributed sentence fragments move across a speaker change, never across providers.
 import type { TranscriptSegment } from './segment.js';
 
 export interface CombineResult {

@@ -1,4 +1,4 @@
-// Per-session speaker assignments from the client's `speaker_assigned` messages (REFERENCE §1.7), applied to later segments.
+// Per-session speaker assignments from the client's `speaker_assigned` messages, applied to later segments (docs/protocol.md).
 import type { TranscriptSegment } from './segment.js';
 
 /** Why a `speaker_assigned` message was refused; the session ignores it and keeps its maps as they were. */

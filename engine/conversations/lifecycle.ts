@@ -49,7 +49,8 @@ export class ConversationLifecycle {
 
   /**
    * The user's in_progress conversation to continue, with its last `tailSegments` segments (the live merge needs no
-   * more); one idle for `timeoutS` or more is ended here instead (REFERENCE §1.5) and undefined returned.
+   * more); one idle for `timeoutS` or more is ended here instead, as the compatible system does at connect, and
+   * undefined returned.
    */
   async resume(uid: string, timeoutS: number, tailSegments: number): Promise<{ conversation: ConversationRecord; tail: SegmentTail } | undefined> {
     const c = await this.#o.conversations.latestWithStatus(uid, ConversationStatus.IN_PROGRESS);

@@ -15,7 +15,7 @@ export interface Geolocation {
   location_type?: string | null;
 }
 
-/** A stored transcript segment (SPEC's real-time segment model). */
+/** A stored transcript segment, with the fields of the real-time segment the listen socket sends. */
 export interface SegmentRecord {
   id: string;
   text: string;
@@ -273,10 +273,9 @@ async function writeTail(run: TransactionRun, w: TailWrite): Promise<boolean> {
  * update per kind of write (each conversation's own time, by CASE), one DELETE of every replaced tail, and the new rows
  * in shared INSERTs.
  *
- * Rationale: on sqlite each statement is a hop through the libuv thread pool, and a hop is a thread wake-up, which on
- * a virtual machine costs tens of µs of the main thread; statement by statement, a 400-session fleet's transcript
- * writes were 15% of the main thread's time (fleet bench profile). A write whose conversation ended (the update
- * matches fewer rows than it names) or two writes to one conversation go statement by statement, in order.
+ * Rationale: on sqlite each statement is a hop through the libuv thread pool, and each hop wakes a thread at a cost
+ * to the main thread, so the statement count must not grow with the sessions. A write whose conversation ended (the
+ * update matches fewer rows than it names) or two writes to one conversation go statement by statement, in order.
  */
 async function writeTails(run: TransactionRun, writes: readonly TailWrite[]): Promise<boolean[]> {
   if (writes.length > 1 && new Set(writes.map((w) => w.conversationId)).size === writes.length) {
@@ -298,8 +297,8 @@ async function writeTails(run: TransactionRun, writes: readonly TailWrite[]): Pr
 /**
  * PostgreSQL: `writes` repeated at the end up to the next power of two, so a statement's text depends only on its
  * length rounded up (a repeated term changes nothing). sqlite takes the terms as one JSON array (json_each) in one
- * text whatever their number: it keeps every text prepared on each connection, and the padded texts of 1 to 64 terms
- * were 87 KiB per kind of statement and connection (sqlite3_memory_used), ~1 MiB over the three kinds and four connections.
+ * text whatever their number, because it keeps every text prepared on each connection and one text per length would
+ * add up over the kinds of statement and the connections.
  */
 function padded(writes: readonly TailWrite[]): readonly TailWrite[] {
   const n = 2 ** Math.ceil(Math.log2(writes.length));

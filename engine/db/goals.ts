@@ -7,7 +7,7 @@ import { bool, DAY_MS, isoNow, utcDay, type Dialect } from './store.js';
 export const GOAL_TYPES = ['boolean', 'scale', 'numeric'] as const;
 export type GoalType = (typeof GOAL_TYPES)[number];
 
-/** Active goals per user (SPEC, Limits); creating one more deactivates the oldest active goal. */
+/** Active goals per user, the public limit; creating one more deactivates the oldest active goal. */
 export const MAX_ACTIVE_GOALS = 3;
 
 export interface NewGoal {

@@ -1,10 +1,5 @@
-// Group commit: writes that arrive while a transaction runs go together in the next one.
-//
-// Rationale: every talking session writes its transcript tail every 600 ms; one transaction each costs a BEGIN and a
-// COMMIT (each a round trip through the sqlite thread pool) per write. Here the first write runs at once (no added
-// latency when the node is quiet) and those that queue behind it share one transaction. A write that fails does not
-// fail the writes it was grouped with: after a failed group each write is retried alone and answers for itself (unless
-// the transaction never began: the store failed, not a write).
+// Group commit: writes that arrive while a transaction runs go together in the next one, because every talking session
+// writes its transcript every 600 ms and a transaction each would cost a BEGIN and a COMMIT per write.
 import type { Knex } from 'knex';
 import { writeTransaction, type TransactionRun } from './prepared.js';
 
@@ -16,6 +11,11 @@ interface Pending<T, R> {
   at: number;
 }
 
+/**
+ * The first write runs at once (no added latency on a quiet node); those that queue behind it share one transaction.
+ * After a failed group each write is retried alone and answers for itself, unless the transaction never began (the
+ * store failed, not a write).
+ */
 export class GroupCommit<T, R = void> {
   readonly #knex: Knex;
   readonly #apply: (run: TransactionRun, ops: readonly T[]) => Promise<R[]>;

@@ -5,7 +5,7 @@ import type { VersionedWrites } from '../cache/data-versions.js';
 import { bool, isoNow, type Dialect } from './store.js';
 import { execute, insertStatements, runInserts, select, writeTransaction, type RowValue } from './prepared.js';
 
-/** Memory categories (SPEC, Resources: Memory), exact strings. */
+/** Memory categories of the public API, exact strings. */
 export const MEMORY_CATEGORIES = ['core', 'hobbies', 'lifestyle', 'interests', 'habits', 'work', 'skills', 'learnings', 'other', 'system'] as const;
 export type MemoryCategory = (typeof MEMORY_CATEGORIES)[number];
 
@@ -159,8 +159,8 @@ export class MemoriesRepository {
     const rows = memories.map((m) =>
       newRow(userId, { content: m.content, category: isMemoryCategory(m.category) ? m.category : 'other', visibility: 'private', tags: [] }, false, conversationId, now),
     );
-    // Kept statements in one transaction (prepared.ts): as knex queries (each prepared, run and finalised through the
-    // thread pool) sqlite3 and knex were ~15% of the main thread in `npm run bench -- jobs --profile`.
+    // Kept statements in one transaction (prepared.ts): knex would prepare, run and finalise each query through the
+    // thread pool, a cost every processed conversation pays on the main thread.
     await this.versions.write(userId, () =>
       writeTransaction(this.knex, async (run) => {
         await run('DELETE FROM memories WHERE user_id = ? AND conversation_id = ? AND manually_added = ?', [userId, conversationId, false]);

@@ -3,9 +3,9 @@ import type { Knex } from 'knex';
 
 /**
  * Rationale: on sqlite, knex prepares, runs and finalises every query as three separate hops through the libuv
- * thread pool; a statement prepared once per connection takes one hop, which on a busy node is most of the cost of
- * a short query (measured on the memory list: about a fifth of the process's CPU per request). Only the store's own
- * client (engine/db/store.ts) keeps statements, because it finalises them before it closes a connection.
+ * thread pool; a statement prepared once per connection takes one hop, and on a busy node those hops are most of
+ * the cost of a short query. Only the store's own client (engine/db/store.ts) keeps statements, because it finalises
+ * them before it closes a connection.
  */
 export const KEEPS_STATEMENTS = Symbol('keeps prepared statements');
 
@@ -117,8 +117,8 @@ export interface TransactionRun {
 
 /**
  * Runs `work` in one write transaction on one pooled connection, without knex's per-transaction objects (a knex
- * transaction builds a whole knex instance; on sqlite, at every usage write, they were a fifth of what the main
- * thread promoted to its old generation): sqlite BEGIN IMMEDIATE, as the store's knex transactions do, with
+ * transaction builds a whole knex instance, which outlives the write's thread-pool hops into the old generation):
+ * sqlite BEGIN IMMEDIATE, as the store's knex transactions do, with
  * statements kept per connection like `execute`'s; PostgreSQL BEGIN on a pooled node-postgres client, `?`
  * placeholders positioned as knex does. Rolled back if `work` throws; resolves to its result.
  */
@@ -179,11 +179,9 @@ const jsonSafe = (rows: readonly (readonly RowValue[])[]): boolean =>
  * as many rows to a statement as its bound values allow.
  *
  * Rationale: a VALUES list has one text per row count, and every text is prepared and kept on each sqlite connection
- * (the store keeps its statements): the 50 texts of 1-50 segment rows were 1.5 MiB of sqlite's memory per connection
- * (sqlite3_memory_used, all prepared on one connection), so up to 6 MiB over the four, gained as row counts came
- * along and kept while the connections lived; the one json_each text is 7 KiB. It costs no more to run (50-row
- * batches: 23 against 25 µs per row, 5-row batches 38 against 38). Rows holding what JSON would not give back
- * unchanged (text with U+0000 or a lone surrogate, NaN, infinities) go one statement each, as the one-row VALUES text.
+ * for its life, so sqlite's memory would grow with each new row count; the one json_each text runs as fast. Rows
+ * holding what JSON would not give back unchanged (text with U+0000 or a lone surrogate, NaN, infinities) go one
+ * statement each, as the one-row VALUES text.
  */
 export function insertStatements(sqlite: boolean, table: string, columns: readonly string[], rows: readonly (readonly RowValue[])[], suffix = ''): [sql: string, bindings: RowValue[]][] {
   if (rows.length === 0) return [];

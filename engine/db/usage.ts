@@ -55,10 +55,8 @@ export class UsageRepository {
     }
     const rows = [...merged.values()];
     if (rows.length === 0) return;
-    // Rationale: a prepared upsert per chunk instead of knex's builder in a knex transaction. Usage is written at
-    // nearly every session end; each knex transaction built a fresh knex instance (~35 KB per write, sampled at ~9.5
-    // writes/s in churn) that lived through the write's thread-pool hops into the old generation, where dead ones
-    // fragment the main thread's heap.
+    // A prepared upsert instead of a knex transaction: usage is written at nearly every session end, and each knex
+    // transaction's fresh knex instance would reach the old generation and fragment the main thread's heap.
     await writeTransaction(this.knex, async (run) => {
       const values = rows.map((r) => [r.uid, r.day, r.provider, Number(r.audio_seconds), Number(r.words)]);
       await runInserts(run, 'stt_usage', ['uid', 'day', 'provider', 'audio_seconds', 'words'], values, ADD_ON_CONFLICT);

@@ -8,8 +8,7 @@ import { VERSION_TTL_MS, readVersionLua, type DataVersions } from '../cache/data
  * Both windows counted in one round trip: INCR each, set its expiry on first use, return both counts. The same round
  * trip reads the user's data version (engine/cache/data-versions.ts), so a request learns whether cached answers still hold
  * without asking Redis twice. Rationale: one call counts every request of an event-loop turn (three keys each, a
- * fresh version token each in ARGV[3 + i]); one call per request costs this process about twice the CPU, because
- * ioredis builds, writes and parses each command on its own (measured: 16.6 against 7.1 µs per request).
+ * fresh version token each in ARGV[3 + i]), because ioredis builds, writes and parses each command on its own.
  */
 const SCRIPT = `
 local out = {}

@@ -1,6 +1,5 @@
-// The transcribe-kept-audio jobs of one listen node. Kept audio lives in this node's DATA_DIR, so its jobs go to a
-// queue only this node consumes (named after the node id persisted in DATA_DIR: a restart resumes them); which
-// conversations still wait for kept audio is a Redis set every node can read, so processing anywhere waits for it.
+// The transcribe-kept-audio jobs of one listen node: kept audio lives in its DATA_DIR, so only this node consumes them
+// (a queue named after its persisted id, so a restart resumes them); a Redis set tells every node who still waits.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -1,6 +1,5 @@
-// Queue depth on /metrics: how many jobs of each queue wait, run, sit delayed or stay failed, read from Redis at each
-// scrape. An operator sees a processing backlog building (JOB_CONCURRENCY too low, an LLM slowing down) before users
-// notice late summaries; the bench waits on it so that one step's conversation processing does not land in the next.
+// Queue depth on /metrics (jobs waiting, running, delayed, failed, read from Redis at each scrape), so an operator sees
+// a processing backlog building (JOB_CONCURRENCY too low, a slow LLM) before users notice late summaries.
 import client from 'prom-client';
 import type { Queue } from 'bullmq';
 

@@ -51,7 +51,7 @@ export async function within(p: Promise<unknown>, ms: number): Promise<boolean> 
 
 /**
  * BullMQ options of a process-conversation job (its id, the conversation id, is set per job): three attempts, backing
- * off from 2 s; done jobs removed, the last 1,000 failed ones kept. The jobs bench gives its baseline's jobs the same.
+ * off from 2 s; done jobs removed, the last 1,000 failed ones kept.
  */
 export const PROCESS_JOB_OPTIONS = {
   attempts: 3,

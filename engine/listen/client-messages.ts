@@ -1,4 +1,4 @@
-// Parses the listen session's client text frames (SPEC "Incoming messages") into a discriminated union; pure.
+// Parses the listen session's client text frames (docs/protocol.md, Client → server) into a discriminated union; pure.
 import { ListenMessage } from '../protocol.js';
 import type { RawSegment } from '../audio/buffer-loop.js';
 

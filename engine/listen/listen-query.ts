@@ -1,4 +1,4 @@
-// Parses and validates the /v4/listen query string (SPEC "Real-time transcription WebSocket"); pure, no sockets.
+// Parses and validates the /v4/listen query string (parameters and defaults in docs/protocol.md); pure, no sockets.
 import { LISTEN } from '../protocol.js';
 
 /** The session's parameters after defaults. `codec`, `sampleRate` and `channels` are checked later by the codec layer (close 1003). */

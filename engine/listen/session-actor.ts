@@ -24,7 +24,7 @@ import { parseClientMessage } from './client-messages.js';
 import { Outbox } from './outbox.js';
 import { AudioInlet } from './audio-inlet.js';
 
-/** SPEC "Real-time connection", plus DRAINING (finalising before close). */
+/** The public real-time connection states (opening, ready, streaming, processing, closed), plus DRAINING (finalising before close). */
 export const SessionState = {
   OPENING: 'opening',
   READY: 'ready',
@@ -105,9 +105,9 @@ export class SessionActor {
   #clientGone = false;
   /** Counters for tests and metrics. */
   readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, uplinkedSamples: 0, malformed: 0, speakerAssignments: 0, invalidSpeakerAssignments: 0, imageChunks: 0, rejectedImageChunks: 0, imagesCompleted: 0, imagesExpired: 0, corruptFrames: 0 };
-  /** speaker_assigned maps (REFERENCE §1.7): applied to later segments in the 600 ms step. */
+  /** speaker_assigned maps: applied to later segments in the 600 ms step. */
   readonly #speakers = new SpeakerAssignments();
-  /** image_chunk reassembly (REFERENCE §1.8); expired images are swept on the heartbeat. */
+  /** image_chunk reassembly; expired images are swept on the heartbeat. */
   readonly #images: ImageAssembler;
 
   constructor(opts: SessionActorOptions) {
@@ -531,7 +531,7 @@ export class SessionActor {
   }
 }
 
-/** service_status stt_failed (REFERENCE §1.8): a public message and the machine fields, never provider text. */
+/** service_status stt_failed, sent before close 1011: a public message and the machine fields, never provider text. */
 function sttFailedMessage(f: SttFailure, provider: string): string {
   return JSON.stringify({ type: ListenMessage.SERVICE_STATUS, status: ServiceStatus.STT_FAILED, status_text: 'Transcription service unavailable', outcome: f.outcome, provider, retryable: f.retryable, reason: f.reason });
 }

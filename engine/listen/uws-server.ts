@@ -126,7 +126,7 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
         }
         // uWS 20.30's cork() reads the upgraded socket as an HTTP response once its callback returns (the socket
         // shrinks in place, so it looks unchanged) and closes it, with no close frame, when the stale bytes it reads
-        // say "Connection: close" (fixed upstream in uWebSockets #1929). Those bytes are freed memory that anything
+        // say "Connection: close" (a uWebSockets bug, since fixed upstream). Those bytes are freed memory that anything
         // allocated inside the callback may reuse, so `open` only records the socket and the session starts after.
         res.cork(upgradeNow);
         if (link.closed) {

@@ -14,9 +14,9 @@ import { resolveWhen, stripWhen, parseDurationMinutes } from './when.js';
 import { TaskThread } from '../runtime/task-thread.js';
 import type { BuiltinTask } from './worker.js';
 
-/** Transcripts longer than this many words are always kept (REFERENCE §8). */
+/** Transcripts longer than this many words are always kept, without a discard check, as in the compatible system. */
 export const KEEP_WORDS = 100;
-/** Texts shorter than this many characters yield no memories (REFERENCE §8). */
+/** Texts shorter than this many characters yield no memories, as in the compatible system. */
 export const MIN_MEMORY_TEXT_CHARS = 25;
 export const MAX_TITLE_WORDS = 10;
 export const MAX_ACTION_ITEM_WORDS = 15;
@@ -150,9 +150,8 @@ export function titleCase(words: readonly string[]): string {
  * of that length), a shorter stem under itself and its plural (exact matches), phrases apart. Each entry lists the
  * index of every category that names it, once per time it is named.
  *
- * Rationale: comparing every token with each of the 429 stems cost ~1.3 ms per 30-segment conversation, a tenth of a
- * process-conversation job's CPU (`npm run bench -- jobs --profile`); a distinct token now costs one lookup per prefix
- * length.
+ * Rationale: comparing every token with every stem was a sizeable share of a process-conversation job's CPU; a
+ * distinct token now costs one lookup per prefix length.
  */
 const CATEGORY_INDEX = (() => {
   const prefixes = new Map<string, number[]>();
@@ -485,8 +484,9 @@ export function transcriptText(input: ProcessInput): string {
 }
 
 /**
- * Decides whether a conversation is worth keeping (REFERENCE §8): external texts are never discarded, a transcript of
- * more than 100 words always stays, an empty one goes, and a short one stays only when it says something concrete.
+ * Decides whether a conversation is worth keeping, by the compatible system's rules: external texts are never
+ * discarded, a transcript of more than 100 words always stays, an empty one goes, and a short one stays only when it
+ * says something concrete.
  */
 export function shouldDiscard(input: ProcessInput, text: string, concrete: boolean): boolean {
   if (!input.allowDiscard) return false;
@@ -501,16 +501,15 @@ export function shouldDiscard(input: ProcessInput, text: string, concrete: boole
 export interface BuiltinProcessorOptions {
   /**
    * Transcripts of at least this many characters go to a worker thread of the processor's own, started with the first
-   * of them (the service sets THREAD_FROM_CHARS). The extractor's CPU grows with the transcript (~0.05 ms per
-   * segment: 45-49 ms for 1,000 segments, 181-185 for 4,000), and on the main thread that holds up every live
-   * session's audio for as long; a short one costs less than the hop to a thread and back (~1 ms), and a thread
-   * started for short conversations would cost every node its memory (~10 MiB).
+   * of them (the service sets THREAD_FROM_CHARS). The extractor's CPU grows with the transcript, and on the main
+   * thread that holds up every live session's audio for as long; a short one costs less than the hop to a thread and
+   * back, and a thread started for short conversations would cost every node its memory.
    * @defaultValue Infinity: every transcript on the calling thread
    */
   threadFromChars?: number;
 }
 
-/** What the service sends to the thread: ~10,000 characters (~150 segments) take ~6 ms inline. */
+/** What the service sends to the thread: transcripts of about 150 segments and more (docs/performance.md). */
 export const THREAD_FROM_CHARS = 10_000;
 
 export class BuiltinProcessor implements ConversationProcessor {

@@ -7,7 +7,7 @@ import type { ConversationProcessor } from './types.js';
 export type { ConversationProcessor, ProcessInput, ProcessResult } from './types.js';
 
 /**
- * Async because the LLM client (the `openai` package, ~13 MiB resident) is loaded only when an LLM is configured.
+ * Async because the LLM client (the `openai` package, heavy when resident) is loaded only when an LLM is configured.
  * `thread`: the built-in extractor (the processor, or the LLM's fallback) runs long transcripts on a thread of its
  * own (the service asks for it; close() the processor to end the thread).
  */

@@ -1,7 +1,7 @@
 // The conversation processor's contract: transcript in; discard decision, structured summary and memories out.
-// Used synchronously by the developer create routes and, later, by the process-conversation job for live sessions.
+// Used synchronously by the developer create routes, and by the process-conversation job for live sessions.
 
-/** SPEC's conversation category enumeration, exact. */
+/** The public API's conversation category enumeration, exact. */
 export const CONVERSATION_CATEGORIES = [
   'personal', 'education', 'health', 'finance', 'legal', 'philosophy', 'spiritual', 'science', 'entrepreneurship',
   'parenting', 'romantic', 'travel', 'inspiration', 'technology', 'business', 'social', 'work', 'sports', 'politics',
@@ -10,11 +10,11 @@ export const CONVERSATION_CATEGORIES = [
 ] as const;
 export type ConversationCategory = (typeof CONVERSATION_CATEGORIES)[number];
 
-/** SPEC's memory category enumeration, exact. */
+/** The public API's memory category enumeration, exact. */
 export const MEMORY_CATEGORIES = ['core', 'hobbies', 'lifestyle', 'interests', 'habits', 'work', 'skills', 'learnings', 'other', 'system'] as const;
 export type MemoryCategory = (typeof MEMORY_CATEGORIES)[number];
 
-/** Where a text came from (REFERENCE §4.2): a transcript, a message thread, or other text. */
+/** Where an uploaded text came from (the create-from-text `text_source`): a transcript, a message thread, or other text. */
 export type TextSource = 'audio_transcript' | 'message' | 'other_text';
 
 export interface TranscriptSegmentInput {

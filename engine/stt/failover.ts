@@ -1,5 +1,5 @@
-// Opening a session's speech streams: eligible engines in order, up to 3 attempts each with exponential backoff and
-// jitter (REFERENCE §2.2), a refused provider handing over to the next, everything abandoned once the client has left.
+// Opening a session's speech streams: eligible engines in order, up to 3 attempts each with the compatible system's
+// backoff with jitter, a refused provider handing over to the next, everything abandoned once the client has left.
 import type { Scheduler } from '../scheduler.js';
 import { Outcome } from '../protocol.js';
 import { SttOpenError, type SttEngine, type SttFailure, type SttStream, type SttStreamOptions } from './types.js';

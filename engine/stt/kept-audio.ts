@@ -1,6 +1,5 @@
 // Audio a failed speech provider never answered for, kept under DATA_DIR/kept-audio/<conversation id>/ until a job
-// transcribes it into its conversation. Raw 16 kHz s16le PCM plus a JSON sidecar; the sidecar is written last, so a
-// crash mid-write leaves no half-entry behind.
+// transcribes it: raw PCM plus a JSON sidecar written last, so a crash mid-write leaves no half-entry behind.
 import { mkdir, readdir, readFile, rm, writeFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 

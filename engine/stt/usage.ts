@@ -1,9 +1,5 @@
 // Usage accounting: seconds of audio and words transcribed per user, UTC day and provider, into the store and as metrics.
-//
-// Rationale: record() is synchronous and cheap (two counter increments and a map entry): it is called from session
-// teardown, which must not wait on the store. One write runs at a time and carries everything recorded since the
-// previous one, so a burst of session ends becomes one upsert. A failed write keeps its rows and retries with the next
-// record(), flush() or close(), so a store outage delays usage instead of losing it (bounded by maxPendingRows).
+// record() never waits (session teardown calls it); one write at a time carries all since the last, and a failed one retries.
 import client from 'prom-client';
 import type { Logger } from '../logger.js';
 import { utcDay } from '../db/store.js';
@@ -62,6 +58,10 @@ function problem(r: UsageRecord): string | undefined {
   return undefined;
 }
 
+/**
+ * A burst of session ends becomes one upsert; a failed write keeps its rows for the next record(), flush() or close(),
+ * so a store outage delays usage instead of losing it (up to maxPendingRows).
+ */
 export class UsageRecorder {
   readonly #o: UsageRecorderOptions;
   readonly #maxPendingRows: number;

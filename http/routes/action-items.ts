@@ -1,14 +1,14 @@
-// Standalone action items (SPEC, Endpoints: Action items): list with filters, create, batch create, update, delete.
+// Standalone action items: list with filters, create, batch create, update, delete (docs/developer-data.md).
 import { Type } from '@sinclair/typebox';
 import { type ActionItemPatch, type ActionItemRecord, type NewActionItem } from '../../engine/db/action-items.js';
 import type { AppRoute, Services } from './types.js';
 import { SUCCESS, SuccessSchema, notFound, requireSomeField, toUtcIso } from './common.js';
 
-/** Largest `limit` of the action item list (SPEC leaves the maximum page size open). */
+/** Largest `limit` of the action item list; the compatible system sets none, so this is our bound. */
 export const MAX_ACTION_ITEMS_PAGE = 500;
-/** Default `limit` of the action item list (REFERENCE §4.2). */
+/** Default `limit` of the action item list, as in the compatible system. */
 export const DEFAULT_ACTION_ITEMS_PAGE = 100;
-/** Action items per batch create (SPEC, Limits). */
+/** Action items per batch create, the public limit. */
 export const MAX_ACTION_ITEMS_BATCH = 50;
 /** Longest description, in characters. */
 export const MAX_DESCRIPTION_CHARS = 500;

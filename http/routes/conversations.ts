@@ -1,4 +1,4 @@
-// Developer conversations (SPEC, Conversations): read, list, create from text or segments (processed synchronously), update, delete.
+// Developer conversations: read, list, create from text or segments (processed synchronously), update, delete.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { EngineError, validationError, valueError } from '../../engine/errors.js';
 import { ConversationStatus } from '../../engine/protocol.js';
@@ -9,12 +9,12 @@ import type { AppRoute, Services } from './types.js';
 import { conversationView } from '../../engine/conversations/view.js';
 import { afterProcessed } from '../../engine/conversations/derived.js';
 
-/** Largest page of the conversation list; a larger `limit` answers 422 (SPEC leaves the maximum open). */
+/** Largest page of the conversation list; a larger `limit` answers 422 (our bound: the compatible system sets none). */
 export const MAX_CONVERSATIONS_PAGE = 100;
 export const MAX_TEXT_CHARS = 100_000;
 export const MAX_SEGMENTS = 500;
 export const MAX_TITLE_CHARS = 500;
-/** Length of a text upload when finished_at is not given, in seconds (REFERENCE §4.2). */
+/** Length of a text upload when finished_at is not given, in seconds, as in the compatible system. */
 export const DEFAULT_TEXT_DURATION_S = 300;
 
 const nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);

@@ -1,4 +1,4 @@
-// Folders (SPEC, Folders): the developer list, and the signed-in user's folder management and conversation filing.
+// Folders: the developer list, and the signed-in user's folder management and conversation filing.
 import { Type } from '@sinclair/typebox';
 import { valueError } from '../../engine/errors.js';
 import type { FolderRecord } from '../../engine/db/folders.js';
@@ -6,7 +6,7 @@ import { notFound, SuccessSchema, SUCCESS } from './common.js';
 import { ConversationSchema, storedConversationView } from './conversations.js';
 import type { AppRoute, Services } from './types.js';
 
-/** Longest folder name, in characters (SPEC leaves it open). */
+/** Longest folder name, in characters (our bound; the public API names none). */
 export const MAX_FOLDER_NAME_CHARS = 100;
 
 export const FolderSchema = Type.Object({

@@ -1,11 +1,11 @@
-// Goals (SPEC, Endpoints: Goals): list, get, create (at most 3 active), update, progress with per-day history, delete.
+// Goals: list, get, create (at most 3 active), update, progress with per-day history, delete.
 import { Type } from '@sinclair/typebox';
 import { valueError } from '../../engine/errors.js';
 import { GOAL_TYPES, MAX_ACTIVE_GOALS, type GoalPatch, type GoalRecord, type GoalType, type NewGoal } from '../../engine/db/goals.js';
 import type { AppRoute, Services } from './types.js';
 import { SUCCESS, SuccessSchema, notFound, requireSomeField } from './common.js';
 
-/** Default `limit` of the goal list (REFERENCE §4.2) and its maximum (SPEC leaves it open). */
+/** Default `limit` of the goal list, as in the compatible system, and its maximum (our bound; it sets none). */
 export const DEFAULT_GOALS_PAGE = 10;
 export const MAX_GOALS_PAGE = 100;
 /** Default and largest `days` of the history. */

@@ -1,4 +1,4 @@
-// API key lifecycle (SPEC, API keys): list, create, revoke; signed-in ID token only, never a developer key.
+// API key lifecycle: list, create, revoke; signed-in ID token only, never a developer key.
 import { Type } from '@sinclair/typebox';
 import { EngineError, valueError } from '../../engine/errors.js';
 import { DEFAULT_SCOPES, SCOPES, type KeyKind, type Scope } from '../../engine/protocol.js';
@@ -6,7 +6,7 @@ import { generateKey } from '../../engine/identity/key-format.js';
 import type { ApiKeyRecord } from '../../engine/db/api-keys.js';
 import type { AppRoute, Services } from './types.js';
 
-/** Longest key name accepted, in characters (SPEC leaves it open). */
+/** Longest key name accepted, in characters (our bound; the public API names none). */
 export const MAX_KEY_NAME_CHARS = 200;
 
 export const ApiKeySchema = Type.Object({

@@ -1,4 +1,4 @@
-// Routes of the live listen path: POST /v1/conversations ends the user's in-progress conversation (SPEC, Conversation status).
+// Routes of the live listen path: POST /v1/conversations ends the user's in-progress conversation (docs/protocol.md).
 import { Type } from '@sinclair/typebox';
 import { EngineError } from '../../engine/errors.js';
 import { conversationView } from '../../engine/conversations/view.js';

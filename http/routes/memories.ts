@@ -1,4 +1,4 @@
-// Memories (SPEC, Endpoints: Memories): list, create, batch create, update, delete; every route behind the memory readiness gate.
+// Memories: list, create, batch create, update, delete; every route behind the memory readiness gate.
 import { Type } from '@sinclair/typebox';
 import { EngineError } from '../../engine/errors.js';
 import {
@@ -15,15 +15,15 @@ import { VersionedCache } from '../../engine/cache/versioned-cache.js';
 import type { AppRoute, Services } from './types.js';
 import { SUCCESS, SuccessSchema, notFound, requireSomeField } from './common.js';
 
-/** Largest `limit` of the memory list (SPEC leaves the maximum page size open). */
+/** Largest `limit` of the memory list; the compatible system sets none, so this is our bound. */
 export const MAX_MEMORIES_PAGE = 500;
-/** Default `limit` of the memory list (REFERENCE §4.2). */
+/** Default `limit` of the memory list, as in the compatible system. */
 export const DEFAULT_MEMORIES_PAGE = 25;
-/** Memories per batch create (SPEC, Limits). */
+/** Memories per batch create, the public limit. */
 export const MAX_MEMORIES_BATCH = 25;
 /** Longest memory content, in characters. */
 export const MAX_MEMORY_CHARS = 500;
-/** Tags per memory and characters per tag (SPEC leaves both open). */
+/** Tags per memory and characters per tag (our bounds; the public API names none). */
 export const MAX_TAGS = 50;
 export const MAX_TAG_CHARS = 100;
 /** Category of a memory created without one. The compatible system asks an LLM; this service does not classify. */
@@ -113,7 +113,7 @@ async function memoryAccess(s: Services, uid: string): Promise<{ enabled: boolea
 }
 
 /**
- * The account-level readiness gate (SPEC, Errors rule 2), checked after the key and its scope: a valid, correctly
+ * The account-level readiness gate (docs/developer-data.md), checked after the key and its scope: a valid, correctly
  * scoped key still gets 403 while the account is not enabled. An account without a users row gets the deployment default.
  * The MCP tools check the same gate.
  */

@@ -1,4 +1,4 @@
-// Parses and times the text answers of an external custom transcription server (SPEC "External custom transcription service"); pure.
+// Parses and times the text answers of an external custom transcription server (docs/patterns/custom-stt.md); pure.
 import { CUSTOM_STT } from '../../protocol.js';
 import type { RawSegment } from '../../audio/buffer-loop.js';
 
@@ -13,7 +13,7 @@ export interface CustomSegment {
 export type CustomAnswer =
   /** A `{segments: […]}` object; `invalid` segments were dropped. */
   | { kind: 'results'; segments: CustomSegment[]; invalid: number }
-  /** An object whose `type` is present and is not `Results`: ignored, as SPEC says. */
+  /** An object whose `type` is present and is not `Results`: ignored, as the public protocol says. */
   | { kind: 'ignored' }
   /** Not an answer at all: refused and counted. Reasons are machine words, never the server's text. */
   | { kind: 'rejected'; reason: 'malformed_json' | 'raw_array' | 'not_an_object' | 'no_segments' };

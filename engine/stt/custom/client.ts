@@ -1,10 +1,5 @@
-// Client of an operator's external custom transcription server (CUSTOM_STT_URL; SPEC "External custom transcription
-// service"): the app's encoded audio goes out unchanged, `{"type":"CloseStream"}` ends it, `{segments:[…]}` answers
-// come back as segments.
-//
-// Rationale: an inactivity close is not a failure (a muted wearable sends only keep-alives): the next audio frame
-// reconnects, and that connection's server times count from its first byte. Anything else that ends the connection
-// mid-session is `connection_lost`. Protocol notes: docs/patterns/custom-stt.md.
+// Client of an operator's custom transcription server (CUSTOM_STT_URL; docs/patterns/custom-stt.md): the app's audio goes
+// out unchanged, segments come back. An inactivity close is not a failure (a muted wearable): the next audio reconnects.
 import WebSocket from 'ws';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../logger.js';
@@ -33,7 +28,7 @@ export interface CustomSttOptions {
   clock: Clock;
   scheduler: Scheduler;
   logger: Logger;
-  /** No frame in either direction for this long closes the connection, in milliseconds. @defaultValue 90000 (SPEC, Limits) */
+  /** No frame in either direction for this long closes the connection, in milliseconds. @defaultValue 90000 (the protocol's limit) */
   inactivityTimeoutMs?: number;
   /** Longest wait for the handshake, in milliseconds. @defaultValue 10000 (10 s) */
   connectTimeoutMs?: number;
