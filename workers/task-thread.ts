@@ -1,10 +1,10 @@
-// Entry of a task thread (a codec shard, the built-in processor; engine/runtime/task-thread.ts starts it): loads the handler
-// module named in workerData and answers each `{ id, task }` with `{ id, answer }`, moving the buffers the handler
-// marked (workers/messages.ts).
+// Entry of a task thread (a codec shard, a speech thread, the built-in processor; engine/runtime/task-thread.ts starts
+// it): loads the handler module named in workerData and answers each `{ id, task }` with `{ id, answer }`, moving the
+// buffers the handler marked (workers/messages.ts).
 //
-// Rationale: a shard is one thread with one caller, so a pool's queueing, async-resource and balancing work per task
-// is not needed; this loop is all that is. Tasks run as they arrive: an async handler lets the next task start while it
-// waits, as Piscina's concurrentTasksPerWorker did.
+// Rationale: each such thread has one caller, so a pool's queueing, async-resource and balancing work per task is not
+// needed; this loop is all that is. Tasks run as they arrive: an async handler (a speech thread waiting on its VAD)
+// lets the next task start while it waits.
 import { parentPort, workerData } from 'node:worker_threads';
 import { movesOf } from './messages.js';
 

@@ -1,9 +1,9 @@
 // One async loop that works through a caller's queue a step at a time: the "drain behind a running flag" of the
-// speech streams (engine/stt/local/recognizer.ts, engine/stt/local/vad-gate.ts).
+// local engine's streams (engine/stt/local/speech.ts).
 //
 // Rationale: the queue stays with the caller because each shapes its work differently (the local engine coalesces
-// consecutive audio into one task, the VAD gate cuts its samples into whole windows); what they share is running at
-// most one step at a time, never stranding work added as the loop ends, waiting for idle, and stopping.
+// consecutive audio into one task); what the loop gives is running at most one step at a time, never stranding work
+// added as the loop ends, waiting for idle, and stopping.
 
 export interface SerialLoopOptions {
   /** Whether there is work; asked synchronously before each step. */

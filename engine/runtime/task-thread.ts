@@ -1,13 +1,11 @@
-// One worker thread with a task/answer face, for the codec shards (engine/codec/pool.ts) and the built-in processor's long
-// transcripts: run() posts a task, the promise settles with the thread's answer; a thread that exits is replaced and
-// the tasks it held are rejected.
+// One worker thread with a task/answer face, for the codec shards (engine/codec/pool.ts), the local engine's speech
+// threads and the built-in processor's long transcripts: run() posts a task, the promise settles with the thread's
+// answer; a thread that exits is replaced and the tasks it held are rejected.
 //
-// Rationale: measured on this VM with a 6 KB moved buffer per task, Piscina costs ~324 µs of CPU per round trip
-// back-to-back (raw worker_threads: ~72 µs) and ~1,045 µs paced at 20 ms (raw: ~717 µs); a shard has one thread and
-// one caller, so none of a pool's queueing or balancing is needed, only this.
+// Rationale: each of these threads has one caller, which keeps its own queue, so a pool's queueing and balancing per
+// task would be CPU spent for nothing; a bare worker thread and a map of pending tasks are all that is needed.
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
-import type { Piscina } from 'piscina';
 import type { ThreadReply, ThreadRequest } from '../../workers/task-thread.js';
 
 const ENTRY = new URL('../../workers/task-thread.js', import.meta.url);
@@ -16,28 +14,16 @@ const ENTRY = new URL('../../workers/task-thread.js', import.meta.url);
 export const WORKER_SEMI_SPACE_MB = 1;
 
 /**
- * Caps the young generation of every worker thread started from now on (codec shards, and the VAD and local STT
- * threads) at `mb` MiB per semi-space; the main thread keeps its own, set on the command line when it started.
+ * Caps the young generation of every worker thread started from now on (codec shards, speech threads) at `mb` MiB per
+ * semi-space; the main thread keeps its own, set on the command line when it started.
  *
- * Rationale: V8 grows a busy thread's semi-spaces up to `--max-semi-space-size`, which `npm start` sets for the
- * main thread (2; it was 4 when this was measured); a codec shard, whose tasks leave almost nothing alive, then
- * committed 8 MiB of new space it did not need. Worker `resourceLimits.maxYoungGenerationSizeMb` cannot lower it:
- * the command-line flag overrides it. V8 reads the flag when it creates a thread's heap, so setting it after the
- * main heap exists changes only the threads started later (measured in a 4-min churn at 330 sessions: the two
- * shards committed 24.9 MiB instead of 38.0).
+ * Rationale: V8 grows a busy thread's semi-spaces up to `--max-semi-space-size`, which `npm start` sets for the main
+ * thread, and a codec shard, whose tasks leave almost nothing alive, then commits new space it does not need. Worker
+ * `resourceLimits.maxYoungGenerationSizeMb` cannot lower it: the command-line flag overrides it. V8 reads the flag
+ * when it creates a thread's heap, so setting it after the main heap exists changes only the threads started later.
  */
 export function setWorkerSemiSpace(mb: number = WORKER_SEMI_SPACE_MB): void {
   setFlagsFromString(`--max-semi-space-size=${mb}`);
-}
-
-/**
- * Ends a Piscina pool once the thread it started with (minThreads 1) has loaded its handler module: `ping`, a task the
- * handler answers at once, goes through first, behind what is queued. See TaskThread.destroy() for why. Threads the
- * pool added under load are not waited for.
- */
-export async function destroyLoaded<Task>(piscina: Piscina<Task, unknown>, ping: Task): Promise<void> {
-  await piscina.run(ping).catch(() => undefined);
-  await piscina.destroy();
 }
 
 /** What a codec shard needs of its runner: a thread (TaskThread) or the main thread itself (InlineRunner). */
@@ -61,6 +47,7 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
   #pending = new Map<number, Pending>();
   #nextId = 1;
   #destroyed = false;
+  readonly #posted = { tasks: 0, movedBytes: 0 };
 
   /**
    * @param filename URL or path of a module whose default export answers a task (value or promise).
@@ -74,12 +61,22 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
     this.#worker = this.#spawn();
   }
 
+  /**
+   * Tasks posted to the thread since this runner was made, and the bytes of the buffers they moved there: what its
+   * callers' data cost in crossings (a copied task's bytes are not counted).
+   */
+  get posted(): Readonly<{ tasks: number; movedBytes: number }> {
+    return { ...this.#posted };
+  }
+
   /** Posts a task, moving `transferList`; settles with the answer, or rejects if the thread dies with it. */
   run(task: Task, transferList: ArrayBuffer[] = []): Promise<Answer> {
     if (this.#destroyed) return Promise.reject(new Error('thread destroyed'));
     const id = this.#nextId++;
     return new Promise<Answer>((resolve, reject) => {
       this.#pending.set(id, { resolve: resolve as (a: unknown) => void, reject });
+      let bytes = 0;
+      for (const b of transferList) bytes += b.byteLength;
       try {
         this.#worker.postMessage({ id, task } satisfies ThreadRequest, transferList);
       } catch (err) {
@@ -87,6 +84,8 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
         this.#pending.delete(id);
         throw err;
       }
+      this.#posted.tasks++;
+      this.#posted.movedBytes += bytes;
     });
   }
 
@@ -95,8 +94,8 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
    *
    * Rationale: a thread terminated while it loads a native addon can abort the whole process. @discordjs/opus (the
    * codec shards load it) builds node-addon-api without C++ exceptions, so a N-API call refused in its init because
-   * the thread is terminating ends in napi_fatal_error: CI's run of stop 35 lost a test file to SIGABRT this way when
-   * a service closed right after it started.
+   * the thread is terminating ends in napi_fatal_error (SIGABRT) when a service closes right after it started.
+   * Addons a handler loads later, inside a task, are its caller's to wait for: destroy() does not wait for tasks.
    */
   async destroy(): Promise<void> {
     if (this.#destroyed) return;

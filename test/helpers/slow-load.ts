@@ -1,4 +1,4 @@
-// Ending a thread while it loads its module (tests of engine/runtime/task-thread.ts and the speech pools): the thread loads
+// Ending a thread while it loads its module (tests of engine/runtime/task-thread.ts and the local engine): the thread loads
 // slow-load-handler.ts, which works for a while and then marks a file.
 import type { Test } from 'tap';
 import { existsSync, readFileSync } from 'node:fs';

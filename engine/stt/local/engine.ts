@@ -1,21 +1,19 @@
-// The embedded default engine: PocketSphinx (`local`) behind the Silero speech gate, with its threads started on first use.
+// The embedded default engine: PocketSphinx (`local`) behind the Silero speech gate, its speech thread started on first use.
 import type { SttEngine, SttStream, SttStreamOptions } from '../types.js';
-import { LocalEngine } from './recognizer.js';
-import { VadPool, withVadGate } from './vad-gate.js';
+import { LocalEngine } from './speech.js';
 
 export interface LocalGatedOptions {
-  /** Keep silence away from the recogniser (VAD_GATE). @defaultValue true */
+  /** Keep silence away from the recognizer (VAD_GATE). @defaultValue true */
   readonly vadGate: boolean;
 }
 
 /**
- * Rationale: a service that never hears English audio (or runs ROLE=api) should not pay for a PocketSphinx thread,
- * a model load and an onnxruntime thread at start-up, so both are created by the first session that needs them.
+ * Rationale: a service that never hears English audio (or runs ROLE=api) should not pay for a speech thread and its
+ * model loads at start-up, so the engine and its thread are created by the first session that needs them.
  */
 export class LocalGatedEngine implements SttEngine {
   readonly name = 'local';
   #engine: LocalEngine | undefined;
-  #vad: VadPool | undefined;
 
   constructor(private readonly opts: LocalGatedOptions) {}
 
@@ -24,15 +22,12 @@ export class LocalGatedEngine implements SttEngine {
     return /^en(-[A-Za-z]{2})?$/.test(language);
   }
 
-  async open(opts: SttStreamOptions): Promise<SttStream> {
-    this.#engine ??= new LocalEngine();
-    const stream = await this.#engine.open(opts);
-    if (!this.opts.vadGate) return stream;
-    this.#vad ??= new VadPool();
-    return withVadGate(stream, { pool: this.#vad });
+  open(opts: SttStreamOptions): Promise<SttStream> {
+    this.#engine ??= new LocalEngine(this.opts.vadGate ? { gate: {} } : {});
+    return this.#engine.open(opts);
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.#engine?.close(), this.#vad?.close()]);
+    await Promise.allSettled([this.#engine?.close()]);
   }
 }

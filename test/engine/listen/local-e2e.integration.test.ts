@@ -2,7 +2,8 @@
 import t from 'tap';
 import { startService } from '../../helpers/service.js';
 import { bearer } from '../../helpers/http.js';
-import { advance, open, until } from '../../helpers/listen.js';
+import { advance, open } from '../../helpers/listen.js';
+import { until, waitFor } from '../../helpers/until.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
 import { frames } from '../../helpers/codec-fixtures.js';
 import { concat, silence, speak } from '../../helpers/speech.js';
@@ -26,20 +27,20 @@ t.test('local engine (default): opus_fs320 speech → transcript segments on the
   const enc = new OpusEncoderStream(16000);
   const packets = frames(pcm, 320).map((f) => enc.encode(f)); // one 20 ms packet per message
   for (const p of packets) c.ws.send(p);
-  await until(() => actor.stats.audioMessages === packets.length, 10_000, 'every packet received');
+  await until(() => actor.stats.audioMessages === packets.length, { what: 'every packet received' });
 
   // The 600 ms loop runs on the manual clock: step it until the engine's segment was sent.
-  let segments: any[] | undefined;
-  const deadline = Date.now() + 30_000;
-  while (!segments) {
-    await advance(ts, 600);
-    segments = await c.json((m) => Array.isArray(m) && m.length > 0, 250).catch(() => undefined);
-    if (!segments && Date.now() > deadline) throw new Error(`no transcript segments within 30 s; got ${JSON.stringify(c.frames.slice(-5))}`);
-  }
+  const segments: any[] = await waitFor(
+    async () => {
+      await advance(ts, 600);
+      return c.json((m) => Array.isArray(m) && m.length > 0, 250).catch(() => undefined);
+    },
+    { what: 'transcript segments on the socket', timeoutMs: 30_000 },
+  );
   const text = segments.map((s) => s.text).join(' ');
   t.comment(`heard: "${text}" for "${PHRASE}" (${durationS.toFixed(2)} s of audio)`);
   for (const s of segments) {
-    t.same(Object.keys(s).sort(), ['end', 'id', 'is_user', 'person_id', 'speaker', 'speaker_id', 'speech_profile_processed', 'start', 'stt_provider', 'text'], 'SPEC fields');
+    t.same(Object.keys(s).sort(), ['end', 'id', 'is_user', 'person_id', 'speaker', 'speaker_id', 'speech_profile_processed', 'start', 'stt_provider', 'text'], 'the fields of a transcript segment');
     t.match(s, { stt_provider: 'local', speaker: /^SPEAKER_\d\d$/, speaker_id: Number, is_user: Boolean, speech_profile_processed: Boolean, text: String });
     t.ok(s.start >= 0 && s.start < s.end && s.end <= durationS + 0.1, `times within the audio: ${s.start}–${s.end} of ${durationS.toFixed(2)} s`);
   }
@@ -53,7 +54,7 @@ t.test('local engine (default): opus_fs320 speech → transcript segments on the
   t.ok(id, 'the audio opened a conversation');
   c.close();
   await c.closed;
-  await until(() => ts.service.sessions.size === 0, 20_000, 'session drained');
+  await until(() => ts.service.sessions.size === 0, { what: 'session drained', timeoutMs: 20_000 });
   const res = await ts.req(`/v1/dev/user/conversations/${id}?include_transcript=true`, { headers: bearer(await ts.token('u1')) });
   t.equal(res.status, 200);
   t.equal(res.json.source, 'omi');

@@ -14,6 +14,7 @@ t.test('answers tasks, sync and async, and moves buffers both ways', async (t) =
   t.same(b, { n: 2 });
   t.same([...(c as { out: Uint8Array }).out], [2, 4, 6, 200], 'the answer carries the moved buffer');
   t.equal(bytes.byteLength, 0, 'the task buffer was moved, not copied');
+  t.same(thread.posted, { tasks: 3, movedBytes: 4 }, 'three tasks posted, four bytes moved with them');
 });
 
 t.test('a handler that throws fails its task only', async (t) => {

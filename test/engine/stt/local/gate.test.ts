@@ -1,9 +1,12 @@
-// The speech gate: Silero VAD in a thread finds speech, the gate passes speech and drops silence, times are remapped.
+// The speech gate (workers/speech-gate.ts, on the speech thread): Silero VAD finds speech, the gate passes speech and
+// drops silence, the recognizer's times are remapped to the stream's.
 import t from 'tap';
-import { LocalEngine } from '../../../../engine/stt/local/recognizer.js';
-import { SpeechGate, TimeMap, VadPool, newVadState, withVadGate, type GateAction } from '../../../../engine/stt/local/vad-gate.js';
-import { SttEmitter } from '../../../../engine/stt/stt-emitter.js';
-import type { SttSegment, SttStream } from '../../../../engine/stt/types.js';
+import { LocalEngine } from '../../../../engine/stt/local/speech.js';
+import type { SttSegment } from '../../../../engine/stt/types.js';
+import { SileroVad, VAD_STATE_FLOATS } from '../../../../native/silero-vad.js';
+import { GatedRecognizer, SpeechGate, TimeMap, type GateAction } from '../../../../workers/speech-gate.js';
+import type { LocalSegment } from '../../../../workers/speech-messages.js';
+import type { Recognizer } from '../../../../workers/speech-recognizer.js';
 import { chunks, concat, silence, speak } from '../../../helpers/speech.js';
 
 /** First and last sample louder than the noise floor, in seconds: where the speech really is. */
@@ -19,27 +22,26 @@ function speechBounds(pcm: Int16Array): [number, number] {
   return [first / 16000, last / 16000];
 }
 
-/** An inner stream that records what it gets and, on finalize, reports one segment spanning the audio of that region. */
-class RecordingStream extends SttEmitter implements SttStream {
-  readonly provider = 'recording';
+/** A recognizer that keeps what it gets and, on finalize, reports one segment spanning the audio of that region. */
+class RecordingRecognizer implements Recognizer {
+  readonly audio: Int16Array[] = [];
   samples = 0;
   regionStart = 0;
-  finalizes = 0;
-  closed = false;
+  freed = false;
   write(pcm: Int16Array): void {
+    this.audio.push(pcm.slice());
     this.samples += pcm.length;
   }
-  async finalize(): Promise<void> {
-    this.finalizes++;
-    if (this.samples > this.regionStart) {
-      this.emitSegments([{ text: 'x', speaker: 'SPEAKER_00', start: this.regionStart / 16000, end: this.samples / 16000 }]);
-    }
+  finalize(out: LocalSegment[]): void {
+    if (this.samples > this.regionStart) out.push({ text: 'x', start: this.regionStart / 16000, end: this.samples / 16000, words: [] });
     this.regionStart = this.samples;
   }
-  async close(): Promise<void> {
-    this.closed = true;
+  free(): void {
+    this.freed = true;
   }
 }
+
+const newState = () => ({ h: new Float32Array(VAD_STATE_FLOATS), c: new Float32Array(VAD_STATE_FLOATS) });
 
 t.test('SpeechGate: pre-roll before speech, hang-over after it', async (t) => {
   const gate = new SpeechGate({ preRollMs: 64, hangoverMs: 96 });
@@ -63,21 +65,12 @@ t.test('TimeMap: inner times map back across dropped silence', async (t) => {
 });
 
 t.test('Silero VAD finds the speech in the middle of a file within 200 ms', async (t) => {
-  const pool = new VadPool();
-  t.teardown(() => pool.close());
+  const vad = await SileroVad.load();
   const speech = speak(t.testdir(), 'the weather is nice today');
   const pcm = concat(silence(1), speech, silence(1.5));
   const [s0, s1] = speechBounds(speech);
-  const state = newVadState();
-  const before = process.cpuUsage();
-  const probs = await pool.probabilities(pcm, state);
-  const cpu = process.cpuUsage(before);
-  const audioS = pcm.length / 16000;
-  t.comment(`VAD: ${probs.length} windows, process CPU ${((cpu.user + cpu.system) / 1000 / audioS).toFixed(1)} ms per audio-second (includes model load on first task)`);
-  const again = process.cpuUsage();
-  await pool.probabilities(pcm, newVadState());
-  const cpu2 = process.cpuUsage(again);
-  t.comment(`VAD warm: ${((cpu2.user + cpu2.system) / 1000 / audioS).toFixed(1)} ms CPU per audio-second`);
+  const state = newState();
+  const probs = await vad.run(pcm, state.h, state.c);
   const speechWindows = [...probs.keys()].filter((i) => probs[i]! >= 0.5);
   t.ok(speechWindows.length > 0, 'some speech found');
   const found0 = (speechWindows[0]! * 512) / 16000;
@@ -89,44 +82,41 @@ t.test('Silero VAD finds the speech in the middle of a file within 200 ms', asyn
 });
 
 t.test('the gate passes speech, drops long silence and remaps times to the stream', async (t) => {
-  const pool = new VadPool();
-  t.teardown(() => pool.close());
+  const vad = await SileroVad.load();
   const speech = speak(t.testdir(), 'please call me tomorrow');
   const [s0, s1] = speechBounds(speech);
   const pcm = concat(silence(3), speech, silence(3));
-  const inner = new RecordingStream();
-  const gated = withVadGate(inner, { pool });
-  const segments: SttSegment[] = [];
-  gated.on('segments', (s) => segments.push(...s));
-  t.equal(gated.provider, 'recording');
-  for (const c of chunks(pcm)) gated.write(c);
-  await gated.finalize();
+  const inner = new RecordingRecognizer();
+  const gated = new GatedRecognizer(inner, (p, h, c) => vad.run(p, h, c));
+  const segments: LocalSegment[] = [];
+  for (const c of chunks(pcm)) await gated.write(c, segments);
+  gated.finalize(segments);
   const speechS = s1 - s0;
   const passedS = gated.stats.passedSamples / 16000;
   t.comment(`passed ${passedS.toFixed(2)} s of ${(pcm.length / 16000).toFixed(2)} s (speech ${speechS.toFixed(2)} s)`);
+  t.equal(gated.stats.inSamples, pcm.length);
   t.ok(passedS >= speechS, 'all the speech passed');
   t.ok(passedS <= speechS + 0.3 + 1.0 + 0.2, 'silence beyond pre-roll and hang-over dropped');
+  t.equal(inner.samples, gated.stats.passedSamples, 'the recognizer got exactly what the gate passed');
   t.equal(gated.stats.regions, 1, 'one speech region ended by the hang-over');
   t.equal(segments.length, 1);
   const seg = segments[0]!;
+  const from = Math.round(seg.start * 16000);
+  const got = concat(...inner.audio);
+  t.ok(got.every((v, k) => v === pcm[from + k]), 'what it got is the stream from where the segment starts, unchanged');
   t.ok(Math.abs(seg.start - (3 + s0 - 0.3)) <= 0.2, `segment starts at the pre-roll before the speech (${seg.start})`);
   t.ok(seg.end >= 3 + s1 && seg.end <= 3 + s1 + 1.0, `segment ends in the hang-over after the speech (${seg.end})`);
-  await gated.close();
-  await gated.close();
-  t.ok(inner.closed, 'closing the gate closes the engine stream');
+  gated.free();
+  t.ok(inner.freed, 'freeing the gate frees the recognizer');
 });
 
 t.test('gated local engine: words land where the speech really is', async (t) => {
-  const pool = new VadPool();
-  const engine = new LocalEngine();
-  t.teardown(async () => {
-    await engine.close();
-    await pool.close();
-  });
+  const engine = new LocalEngine({ gate: {} });
+  t.teardown(() => engine.close());
   const speech = speak(t.testdir(), 'the weather is nice today');
   const [s0, s1] = speechBounds(speech);
   const pcm = concat(silence(2.5), speech, silence(2));
-  const gated = withVadGate(await engine.open({ language: 'en', sampleRateHz: 16000, sessionId: 'g1' }), { pool });
+  const gated = await engine.open({ language: 'en', sampleRateHz: 16000, sessionId: 'g1' });
   t.equal(gated.provider, 'local');
   const segments: SttSegment[] = [];
   gated.on('segments', (s) => segments.push(...s));

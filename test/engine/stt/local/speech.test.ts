@@ -1,6 +1,7 @@
-// The local engine (PocketSphinx in a worker thread): recognition, word times, silence, finalize and close.
+// The local engine (PocketSphinx on a speech thread): recognition, word times, silence, finalize and close, and what a
+// gated session's audio costs in crossings.
 import t from 'tap';
-import { LocalEngine } from '../../../../engine/stt/local/recognizer.js';
+import { LocalEngine } from '../../../../engine/stt/local/speech.js';
 import type { SttSegment } from '../../../../engine/stt/types.js';
 import { chunks, concat, silence, speak } from '../../../helpers/speech.js';
 
@@ -78,4 +79,26 @@ t.test('finalize flushes each utterance; times count from the stream start', asy
   const offsetS = speech.length / 16000 + 1;
   t.ok(segments[1]!.start >= offsetS, `second utterance starts after ${offsetS.toFixed(2)} s (${segments[1]!.start})`);
   t.ok(segments[1]!.end <= 2 * offsetS);
+});
+
+t.test('a gated session\'s audio crosses to its speech thread once, and only words come back', async (t) => {
+  const engine = new LocalEngine({ gate: {} });
+  t.teardown(() => engine.close());
+  const pcm = concat(silence(2), speak(t.testdir(), 'the weather is nice today'), silence(2));
+  const stream = await engine.open(opts('c1'));
+  const segments: SttSegment[] = [];
+  stream.on('segments', (s) => segments.push(...s));
+  const before = engine.posted[0]!;
+  const parts = chunks(pcm);
+  for (const c of parts) stream.write(c);
+  await stream.finalize();
+  const after = engine.posted[0]!;
+  t.equal(after.movedBytes - before.movedBytes, pcm.byteLength, 'every sample moved to the thread once, none twice');
+  t.ok(after.tasks - before.tasks <= parts.length + 1, `one task per batch and the flush (${after.tasks - before.tasks} for ${parts.length} writes)`);
+  t.same(engine.posted.length, 1, 'gate and recognizer share one thread');
+  const gate = stream.gate!;
+  t.equal(gate.inSamples, pcm.length, 'the gate saw all of it');
+  t.ok(gate.passedSamples < pcm.length - 16000, 'the gate kept the silence from the recognizer');
+  t.ok(segments.flatMap((s) => s.words ?? []).length > 0, 'and the recognizer heard the speech it passed');
+  await stream.close();
 });
