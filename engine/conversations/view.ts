@@ -5,7 +5,7 @@ export function segmentView(s: SegmentRecord): Record<string, unknown> {
   return { text: s.text, start: s.start, end: s.end, id: s.id, speaker_id: s.speakerId, speaker_name: s.isUser ? 'User' : `Speaker ${s.speakerId ?? 0}` };
 }
 
-/** SPEC's Conversation (developer view). */
+/** The developer view of a conversation, the shape every conversation route answers with. */
 export function conversationView(c: ConversationRecord): Record<string, unknown> {
   return {
     id: c.id,
