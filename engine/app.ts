@@ -27,8 +27,8 @@ import type { Scope } from './protocol.js';
 import { RateLimiter } from './identity/rate-limit.js';
 import { DataVersions } from './cache/data-versions.js';
 import { Scheduler } from './scheduler.js';
-import { registerMallocMetrics, startMemoryTrim } from './runtime/memory-trim.js';
-import { startHeapCompaction, type HeapCompaction } from './runtime/heap-compaction.js';
+import { MALLOC_TRIM_INTERVAL_S, registerMallocMetrics, startMemoryTrim } from './runtime/memory-trim.js';
+import { HEAP_COMPACT_INTERVAL_S, startHeapCompaction, type HeapCompaction } from './runtime/heap-compaction.js';
 import { CodecPool } from './codec/pool.js';
 import type { SttEngine } from './stt/types.js';
 import { createSttEngines } from './stt/engines.js';
@@ -45,7 +45,7 @@ import { SessionActor } from './listen/session-actor.js';
 import { attachListen } from './listen/uws-server.js';
 import { CloseCode } from './protocol.js';
 import { MainLoad, type LoopTimes } from './runtime/main-load.js';
-import { LoopPacer, PACER_LOOK_MS } from './runtime/loop-pacer.js';
+import { LOOP_PACE_MS, LoopPacer, PACER_LOOK_MS } from './runtime/loop-pacer.js';
 import { DecodeOverload } from './codec/overload.js';
 
 export interface ServiceOptions {
@@ -171,8 +171,8 @@ export class Service {
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
-      startMemoryTrim({ scheduler, registry, intervalS: config.mallocTrimIntervalS });
-      compaction = startHeapCompaction({ scheduler, registry, intervalS: config.heapCompactIntervalS, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
+      startMemoryTrim({ scheduler, registry, intervalS: opts.tuning?.mallocTrimIntervalS ?? MALLOC_TRIM_INTERVAL_S });
+      compaction = startHeapCompaction({ scheduler, registry, intervalS: opts.tuning?.heapCompactIntervalS ?? HEAP_COMPACT_INTERVAL_S, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
       registerMallocMetrics(registry);
       registerQueueMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : [])]);
       const apiKeys = new ApiKeysRepository(store.knex);
@@ -296,7 +296,8 @@ export class Service {
           buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
           registers: [registry],
         });
-        const loopPacer = config.listenLoopPaceMs > 0 ? (pacer = new LoopPacer({ intervalMs: config.listenLoopPaceMs })) : undefined;
+        const loopPaceMs = opts.tuning?.loopPaceMs ?? LOOP_PACE_MS;
+        const loopPacer = loopPaceMs > 0 ? (pacer = new LoopPacer({ intervalMs: loopPaceMs })) : undefined;
         if (loopPacer) {
           scheduler.every(PACER_LOOK_MS, () => loopPacer.look());
           new client.Counter({
