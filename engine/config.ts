@@ -88,8 +88,6 @@ export interface Config {
   readonly codecThreads: number;
   /** Least ms between two decode tasks of a codec shard (CodecPoolOptions.batchWindowMs). @defaultValue 5 */
   readonly codecBatchMs: number;
-  /** Least ms between two polls of the main thread's sockets under streaming load; 0: off (engine/runtime/loop-pacer.ts). @defaultValue 5 */
-  readonly listenLoopPaceMs: number;
   /**
    * New sessions decode on the main thread while it was busy less than this percent of the last second; 0: never.
    * @defaultValue 100 on a machine with one CPU, else 0
@@ -110,15 +108,9 @@ export interface Config {
    * socket from there), or `main`, on the main thread. @defaultValue codec
    */
   readonly sttSockets: 'codec' | 'main';
-  /** Seconds between two malloc_trim runs (freed memory back to the kernel); 0 turns it off. @defaultValue 10 */
-  readonly mallocTrimIntervalS: number;
-  /** Seconds between two compactions of the JS heap (engine/runtime/heap-compaction.ts); 0 turns them off. @defaultValue 10 */
-  readonly heapCompactIntervalS: number;
   /**
    * process-conversation jobs one node runs at once. A job mostly waits on the language model, so a node's throughput
-   * is about this many jobs per model answer time (`npm run bench -- jobs --llm-ms 1000`: 2.0 jobs/s at 2, 15.5 at 16,
-   * 55 at 64); with the built-in processor the main thread's CPU sets it instead (before d17fd00: 112 jobs/s at 2,
-   * 120 at 16).
+   * is about this many jobs per model answer time; with the built-in processor the main thread's CPU sets it instead.
    * @defaultValue 16
    */
   readonly jobConcurrency: number;
@@ -157,7 +149,7 @@ export const CONFIG_VARIABLES = [
   'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'ID_TOKEN_CACHE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
-  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'CODEC_BATCH_MS', 'LISTEN_LOOP_PACE_MS', 'CODEC_INLINE_BUSY_PCT', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS', 'STT_SOCKETS', 'MALLOC_TRIM_INTERVAL_S', 'HEAP_COMPACT_INTERVAL_S',
+  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'CODEC_BATCH_MS', 'CODEC_INLINE_BUSY_PCT', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS', 'STT_SOCKETS',
   'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'STT_SEND_MS', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
   'CUSTOM_STT_URL',
 ] as const;
@@ -268,13 +260,10 @@ export function loadConfig(env: Env = process.env): Config {
     listenMaxInboundBytes: int(env, 'LISTEN_MAX_INBOUND_BYTES', 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
     codecThreads: int(env, 'CODEC_THREADS', 0, 0, 256),
     codecBatchMs: int(env, 'CODEC_BATCH_MS', 5, 0, 100),
-    listenLoopPaceMs: int(env, 'LISTEN_LOOP_PACE_MS', 5, 0, 50),
     codecInlineBusyPct: int(env, 'CODEC_INLINE_BUSY_PCT', availableParallelism() === 1 ? 100 : 0, 0, 100),
     listenShedDecodeDelayMs: int(env, 'LISTEN_SHED_DECODE_DELAY_MS', 300, 0, 60_000),
     listenShedStoreDelayMs: int(env, 'LISTEN_SHED_STORE_DELAY_MS', 2000, 0, 600_000),
     sttSockets: oneOf(env, 'STT_SOCKETS', ['codec', 'main'] as const, 'codec'),
-    mallocTrimIntervalS: int(env, 'MALLOC_TRIM_INTERVAL_S', 10, 0, 3600),
-    heapCompactIntervalS: int(env, 'HEAP_COMPACT_INTERVAL_S', 10, 0, 3600),
     jobConcurrency: int(env, 'JOB_CONCURRENCY', 16, 1, 256),
     ...sttConfig(env),
     customSttUrl: url(env, 'CUSTOM_STT_URL', ['wss:', 'ws:']),

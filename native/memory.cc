@@ -1,13 +1,5 @@
-// N-API addon: hands memory that glibc's malloc keeps after free() back to the kernel (malloc_trim).
-//
-// Rationale: a live node frees many short-lived buffers on several threads (audio frames, decode answers, socket
-// writes); glibc keeps the freed pages in its arenas, so the process's RSS stays at its high-water mark and reads as
-// hundreds of KiB per session that nothing uses. malloc_trim(0) releases free pages of every arena (measured on the
-// fleet bench: about 50 MiB of a 215 MiB service at 100 sessions). Not glibc (musl): trim() answers false.
-// stats() says where malloc's memory is (mallinfo2, summed over every arena): in use, free but kept, mmapped, so an
-// operator can tell native memory in use from what the arenas hold after free(). Not glibc: undefined.
-// tidy() is the one call here that is not N-API: V8's own MemoryPressureNotification on the calling thread's isolate
-// (engine/heap-compaction.ts says why); the addon is built from source against the headers of the node that runs it.
+// N-API addon: hands memory glibc's malloc keeps after free() back to the kernel (malloc_trim), since a live node's
+// many short-lived buffers would otherwise hold RSS at its high-water mark; says where malloc's memory is (mallinfo2).
 #include <node_api.h>
 #include <v8.h>
 #if defined(__GLIBC__)
@@ -16,6 +8,7 @@
 
 namespace {
 
+// Releases the free pages of every arena; false when nothing was released or not on glibc (musl).
 napi_value Trim(napi_env env, napi_callback_info) {
   bool released = false;
 #if defined(__GLIBC__)
@@ -31,6 +24,8 @@ bool SetNumber(napi_env env, napi_value obj, const char* name, double value) {
   return napi_create_double(env, value, &v) == napi_ok && napi_set_named_property(env, obj, name, v) == napi_ok;
 }
 
+// In use, mmapped and free-but-kept bytes summed over every arena, so native memory in use can be told from what the
+// arenas hold after free(); undefined when not on glibc 2.33 or later.
 napi_value Stats(napi_env env, napi_callback_info) {
   napi_value result;
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
@@ -50,6 +45,8 @@ napi_value Stats(napi_env env, napi_callback_info) {
 
 // Tells the calling thread's V8 heap that memory is wanted back (moderate pressure): V8 starts incremental marking at
 // once, with the flags of its memory reducer, so that full GC evacuates fragmented pages and returns the empty ones.
+// The one call here that is not N-API (engine/runtime/heap-compaction.ts says why): the addon is built from source
+// against the headers of the node that runs it.
 napi_value Tidy(napi_env env, napi_callback_info) {
   v8::Isolate* isolate = v8::Isolate::GetCurrent();
   if (isolate != nullptr) isolate->MemoryPressureNotification(v8::MemoryPressureLevel::kModerate);

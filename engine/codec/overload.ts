@@ -1,19 +1,5 @@
-// Whether this node's live audio waits too long on decoding for it to take more sessions: while it does, new
-// /v4/listen sessions are refused with 1013 "server busy, try again later" (LISTEN_SHED_DECODE_DELAY_MS;
-// engine/listen/actor-registry.ts).
-//
-// Rationale: past its capacity a node does not refuse anyone; every session's audio falls behind together. At 1,800
-// opus_fs320 sessions on 2 vCPUs (fleet bench; capacity that day 1,200) frame p99 reached 5-8 s, the provider closed
-// streams it had heard nothing from for 10 s, and in two runs 318 and 728 of the sessions ended with their audio kept
-// for later instead of transcribed live. Refusing the sessions that would push it there lets a device reconnect to
-// another node. It acts on sessions arriving over time (a fleet's morning, devices reconnecting), and late: with 1,800
-// devices arriving at 60 per second (`fleet --open-rate 60`), a 300 ms threshold began refusing at ~1,600 sessions
-// (217 refused while they arrived) and 1,000 ms not before all were in; sessions that all open within a second, as
-// the plain fleet bench's do, are in before their audio can fall behind. It stops growth; it does not undo it. The
-// sign is the pool's own decode delay (engine/codec/pool.ts onTaskDelay): a run of decode tasks each over the threshold,
-// not one slow task (a collector pause or a stall of the host delays the few tasks in flight, not a run of them).
-// Counting tasks instead of time needs no timer; a node whose tasks stopped coming (its sessions left) is not
-// overloaded after `staleMs` of the injected clock (or twice the last task's delay).
+// Whether this node's live audio waits too long on decoding for it to take more sessions: past its capacity every
+// session's audio falls behind together, so new ones are refused (1013) and their devices reconnect to another node.
 import type { Clock } from '../clock.js';
 
 export interface DecodeOverloadOptions {
@@ -34,6 +20,10 @@ export interface DecodeOverloadOptions {
   onChange?: (overloaded: boolean, delayS: number) => void;
 }
 
+/**
+ * Counts a run of slow decode tasks, not one (a collector pause or a stalled host delays the few in flight, not a run),
+ * so it needs no timer: a node whose tasks stopped coming is not overloaded after `staleMs` of the injected clock.
+ */
 export class DecodeOverload {
   readonly #thresholdS: number;
   readonly #clock: Clock;

@@ -16,7 +16,7 @@ import { attachListen } from '../listen/uws-server.js';
 import { CodecPool } from '../codec/pool.js';
 import { DecodeOverload } from '../codec/overload.js';
 import { MainLoad, type LoopTimes } from '../runtime/main-load.js';
-import { LoopPacer, PACER_LOOK_MS } from '../runtime/loop-pacer.js';
+import { LOOP_PACE_MS, LoopPacer, PACER_LOOK_MS } from '../runtime/loop-pacer.js';
 import { registerCodecMetrics, registerListenMetrics, registerPacerMetrics, registerSessionMetrics } from './metrics.js';
 
 /** The largest backlog a session's socket may hold towards its client before it is closed. */
@@ -96,7 +96,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
   const { services: s, registry, scheduler, tuning } = o;
   const { config, clock, logger } = s;
   const metrics = registerListenMetrics(registry);
-  const paceMs = tuning.loopPaceMs ?? config.listenLoopPaceMs;
+  const paceMs = tuning.loopPaceMs ?? LOOP_PACE_MS;
   const pacer = paceMs > 0 ? new LoopPacer({ intervalMs: paceMs }) : undefined;
   if (pacer) {
     scheduler.every(PACER_LOOK_MS, () => pacer.look());

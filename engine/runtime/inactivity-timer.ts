@@ -1,7 +1,5 @@
-// "Nothing happened for N ms" on the process scheduler: touch() costs a clock read, not a heap insert.
-//
-// Rationale: re-scheduling on every frame would leave a cancelled heap entry per frame until it surfaces. Here one
-// entry waits for the earliest moment the limit can be reached and, when it fires early, re-arms from the last touch.
+// "Nothing happened for N ms" on the process scheduler: touch() costs a clock read, not a heap insert, since
+// re-scheduling on every frame would leave a cancelled heap entry per frame until it surfaces.
 import type { Clock } from '../clock.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 
@@ -14,6 +12,7 @@ export interface InactivityTimerOptions {
   onIdle: () => void;
 }
 
+/** One scheduler entry waits for the soonest moment the limit can be reached; early, it re-arms from the last touch. */
 export class InactivityTimer {
   readonly #o: InactivityTimerOptions;
   #lastMs: number;

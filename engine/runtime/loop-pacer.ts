@@ -1,17 +1,9 @@
-// Paces the main thread's event loop while many devices stream (LISTEN_LOOP_PACE_MS): the loop polls its sockets at
-// most once per interval, so each poll finds many frames ready instead of one or two.
-//
-// Rationale: a frame costs the main thread ~2 µs, so under load it went back to epoll after every few frames and
-// slept there until the next one came. Counted over 4 s at 400 opus_fs320 sessions (perf stat): 29,632 epoll_pwait
-// calls and 7,316 context switches on the main thread, against 7,751 and 3,850 for the bare server, whose inline
-// decode keeps it busy longer per wake-up; both made the same 80,400 recv calls. Sleeping out the rest of a 5 ms
-// interval once the frames of a poll are handled cut that to 785 calls and 1,468 switches, and the service's CPU per
-// session-second by 7% (median of paired 15 s phases in one run, pacing switched on and off; 8% in a run of a
-// prototype). A frame waits at most the interval longer; the codec pool holds audio until it fills a 100 ms provider
-// message anyway. While paced, the loop is busy or sleeping, never idle in epoll: the sleep is counted
-// (listen_loop_paced_seconds_total) so that readers of the loop's busy share can leave it out (engine/app.ts hands
-// MainLoad the loop's times without it), and the event-loop delay metrics include it.
+// Paces the main thread's event loop while many devices stream: it polls its sockets at most once per interval, so
+// each poll finds many frames ready instead of waking (and switching threads) for every one or two.
 import { performance } from 'node:perf_hooks';
+
+/** Milliseconds between polls while paced: a frame waits at most this longer, far less than the message it fills. */
+export const LOOP_PACE_MS = 5;
 
 /** How often the service has the pacer look at the frame rate (LoopPacer.look()), in milliseconds. */
 export const PACER_LOOK_MS = 50;
@@ -33,6 +25,10 @@ export interface LoopPacerOptions {
   defer?: (fn: () => void) => void;
 }
 
+/**
+ * While paced the loop is busy or sleeping, never idle in epoll: `sleptMs` is exposed so readers of the loop's busy
+ * share can leave the sleeps out (engine/app.ts hands MainLoad the loop's times without them).
+ */
 export class LoopPacer {
   readonly #intervalMs: number;
   readonly #minFrames: number;

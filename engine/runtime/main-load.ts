@@ -1,14 +1,5 @@
-// Whether the main thread has room for one more session's decoding: the codec pool asks at each open
-// (CODEC_INLINE_BUSY_PCT; engine/codec/pool.ts CodecPoolOptions.inline).
-//
-// Rationale: a session decoded on the main thread costs no thread hop: at 200 opus_fs320 sessions on 2 vCPUs, all of
-// them decoded there cost 0.43-0.45 cores against 0.47-0.52 with the two codec shards, at the same or lower frame
-// latency. But a busy main thread delays every session's frames, those of the shards' sessions too: at 450 sessions
-// all decoded there, the main thread's event-loop p99 was 30 ms against 18 and frame p50 11 ms against 7. A session
-// stays on the thread it was opened on (its decoders keep state), so the main thread takes new sessions only while it
-// was busy less than a set share of the last second, and no more at once than that share's room allows. Even so, on
-// 2 vCPUs capacity ramps held 425 sessions with a 25% share against 500 without, so engine/config.ts turns it on by
-// default only on one CPU (there, at 100 sessions, it cost 16-21% less CPU).
+// Whether the main thread has room for one more session's decoding, asked by the codec pool at each open: a session
+// decoded there costs no thread hop, but a busy main thread delays every session's frames (engine/codec/pool.ts).
 import { performance } from 'node:perf_hooks';
 import type { Clock } from '../clock.js';
 
@@ -29,11 +20,15 @@ export interface MainLoadOptions {
   /**
    * Least share of the main thread one more session is reckoned to take, before its load can be read (a burst of
    * opens within one period).
-   * @defaultValue 0.002 (with 200 opus_fs320 sessions decoded there the process took ~0.43 cores)
+   * @defaultValue 0.002
    */
   minSessionShare?: number;
 }
 
+/**
+ * A session stays on the thread it was opened on (its decoders keep state), so the main thread takes new ones only
+ * while it was busy less than `limit` of the last period, and no more at once than that room allows.
+ */
 export class MainLoad {
   readonly #limit: number;
   readonly #clock: Clock;

@@ -1,10 +1,11 @@
-// Hands freed malloc memory back to the kernel every MALLOC_TRIM_INTERVAL_S seconds (native/memory.cc says why).
-//
-// Rationale: one scheduler entry on the main thread; malloc_trim walks every arena (a few ms for a few hundred MiB),
-// so it runs seconds apart, never per session. Its cost and effect are metrics an operator can read.
+// Hands freed malloc memory back to the kernel at an interval (native/memory.cc says why), with its cost and effect as
+// metrics an operator can read.
 import client from 'prom-client';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import { canTrim, mallocStats, trimMalloc, type MallocStats } from '../../native/memory.js';
+
+/** Seconds between two trims: malloc_trim walks every arena, so seconds apart and never per session. */
+export const MALLOC_TRIM_INTERVAL_S = 10;
 
 export interface MemoryTrimOptions {
   scheduler: Scheduler;

@@ -1,91 +1,129 @@
-// Configuration: defaults, validation that names the bad variable, and a frozen result.
+// Configuration: every setting's default, a value it takes and a value it refuses naming the variable; a frozen result.
 import t from 'tap';
 import path from 'node:path';
 import { availableParallelism } from 'node:os';
-import { loadConfig, ConfigError, CONFIG_VARIABLES } from '../../engine/config.js';
+import { loadConfig, CONFIG_VARIABLES, LOCAL_AUDIENCE, LOCAL_ISSUER, type Config } from '../../engine/config.js';
 
-t.test('defaults', async (t) => {
-  const c = loadConfig({});
-  t.equal(c.host, '0.0.0.0');
-  t.equal(c.port, 8080);
-  t.equal(c.role, 'all');
-  t.equal(c.dataDir, path.resolve('./data'));
-  t.equal(c.databaseUrl, undefined);
-  t.equal(c.redisUrl, 'redis://127.0.0.1:6379');
-  t.equal(c.redisEmbedded, 'auto');
-  t.equal(c.logLevel, 'info');
-  t.equal(c.maxBodyBytes, 1024 * 1024);
-  t.equal(c.idTokenTtlS, 3600);
-  t.equal(c.keyLastUsedIntervalS, 60);
-  t.equal(c.responseCacheBytes, 64 * 1024 * 1024);
-  t.equal(c.codecBatchMs, 5);
-  t.equal(c.codecInlineBusyPct, availableParallelism() === 1 ? 100 : 0, 'every session on the main thread only on one CPU');
-  t.ok(Object.isFrozen(c));
-});
+type Variable = (typeof CONFIG_VARIABLES)[number];
+type Env = Record<string, string>;
 
-t.test('values are read and converted', async (t) => {
-  const c = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATABASE_URL: 'postgres://u@h/db', LOG_LEVEL: 'warn', MAX_BODY_BYTES: '2048', ROLE: 'api' });
-  t.equal(c.port, 0);
-  t.equal(c.host, '127.0.0.1');
-  t.equal(c.databaseUrl, 'postgres://u@h/db');
-  t.equal(c.logLevel, 'warn');
-  t.equal(c.maxBodyBytes, 2048);
-  t.equal(c.role, 'api');
-  t.equal(loadConfig({ PORT: '' }).port, 8080, 'an empty value means the default');
-  t.equal(loadConfig({ RESPONSE_CACHE_BYTES: '0' }).responseCacheBytes, 0, '0 keeps no answers');
-  t.equal(loadConfig({ CODEC_BATCH_MS: '0' }).codecBatchMs, 0, '0: a task as soon as the last one is back');
-  t.equal(loadConfig({ CODEC_INLINE_BUSY_PCT: '40' }).codecInlineBusyPct, 40);
-  t.equal(loadConfig({}).listenLoopPaceMs, 5, 'the loop is paced under load by default');
-  t.equal(loadConfig({ LISTEN_LOOP_PACE_MS: '0' }).listenLoopPaceMs, 0, '0: never paced');
-  t.equal(loadConfig({}).sttSockets, 'codec', 'provider sockets in the codec shards by default');
-  t.equal(loadConfig({ STT_SOCKETS: 'main' }).sttSockets, 'main');
-});
+interface Setting {
+  /** The Config field the variable sets. */
+  field: keyof Config;
+  /** The field with nothing set. */
+  default: unknown;
+  /** A valid value other than the default, and what the field then holds. */
+  set: readonly [string, unknown];
+  /** Values refused at start-up, each naming this variable. */
+  bad: readonly string[];
+  /** Other variables its values need. */
+  with?: Env;
+}
 
-const bad: [Record<string, string>, string][] = [
-  [{ PORT: 'eighty' }, 'PORT'],
-  [{ PORT: '70000' }, 'PORT'],
-  [{ PORT: '-1' }, 'PORT'],
-  [{ HOST: 'my host' }, 'HOST'],
-  [{ ROLE: 'everything' }, 'ROLE'],
-  [{ CODEC_BATCH_MS: '101' }, 'CODEC_BATCH_MS'],
-  [{ LISTEN_LOOP_PACE_MS: '51' }, 'LISTEN_LOOP_PACE_MS'],
-  [{ LISTEN_LOOP_PACE_MS: '2.5' }, 'LISTEN_LOOP_PACE_MS'],
-  [{ CODEC_INLINE_BUSY_PCT: '0.5' }, 'CODEC_INLINE_BUSY_PCT'],
-  [{ CODEC_INLINE_BUSY_PCT: '101' }, 'CODEC_INLINE_BUSY_PCT'],
-  [{ STT_SOCKETS: 'worker' }, 'STT_SOCKETS'],
-  [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
-  [{ DATABASE_URL: 'mysql://x/y' }, 'DATABASE_URL'],
-  [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
-  [{ DATABASE_SCHEMA: 'Robert"); drop' }, 'DATABASE_SCHEMA'],
-  [{ REDIS_URL: 'http://127.0.0.1:6379' }, 'REDIS_URL'],
-  [{ REDIS_PREFIX: 'has space' }, 'REDIS_PREFIX'],
-  [{ REDIS_EMBEDDED: 'sometimes' }, 'REDIS_EMBEDDED'],
-  [{ MAX_BODY_BYTES: '1.5' }, 'MAX_BODY_BYTES'],
-  [{ MAX_BODY_BYTES: '10' }, 'MAX_BODY_BYTES'],
-  [{ ID_TOKEN_JWKS_URL: 'ftp://idp/jwks' }, 'ID_TOKEN_JWKS_URL'],
-  [{ ID_TOKEN_JWKS_URL: 'https://idp/jwks', ID_TOKEN_AUDIENCE: 'a' }, 'ID_TOKEN_ISSUER'],
-  [{ ID_TOKEN_JWKS_URL: 'https://idp/jwks', ID_TOKEN_ISSUER: 'i' }, 'ID_TOKEN_AUDIENCE'],
-  [{ ID_TOKEN_TTL_S: '0' }, 'ID_TOKEN_TTL_S'],
-  [{ KEY_LAST_USED_INTERVAL_S: 'x' }, 'KEY_LAST_USED_INTERVAL_S'],
-  [{ SHUTDOWN_TIMEOUT_MS: '5' }, 'SHUTDOWN_TIMEOUT_MS'],
-  [{ RESPONSE_CACHE_BYTES: '-1' }, 'RESPONSE_CACHE_BYTES'],
-  [{ RESPONSE_CACHE_BYTES: '64MB' }, 'RESPONSE_CACHE_BYTES'],
-  [{ DATA_DIR: ' ./data' }, 'DATA_DIR'],
-];
+/** Settings whose rows are in the block at the end of this file. */
+type CodecRows = 'CODEC_BATCH_MS' | 'CODEC_INLINE_BUSY_PCT' | 'STT_SEND_MS' | 'STT_SOCKETS';
 
-for (const [env, variable] of bad) {
-  t.test(`bad ${variable}=${Object.values(env).join(',')}`, async (t) => {
-    let caught: unknown;
-    try {
-      loadConfig(env);
-    } catch (err) {
-      caught = err;
+const MiB = 1024 * 1024;
+
+// One row per variable: a variable added to CONFIG_VARIABLES without a row here does not typecheck.
+const SETTINGS = {
+  HOST: { field: 'host', default: '0.0.0.0', set: ['127.0.0.1', '127.0.0.1'], bad: ['my host', 'example.org'] },
+  PORT: { field: 'port', default: 8080, set: ['0', 0], bad: ['eighty', '70000', '-1', '80.5'] },
+  ROLE: { field: 'role', default: 'all', set: ['api', 'api'], bad: ['everything', 'API'] },
+  DATA_DIR: { field: 'dataDir', default: path.resolve('./data'), set: ['/srv/wearable', '/srv/wearable'], bad: [' ./data'] },
+  DATABASE_URL: { field: 'databaseUrl', default: undefined, set: ['postgres://u@h/db', 'postgres://u@h/db'], bad: ['mysql://x/y', 'not a url'] },
+  DATABASE_SCHEMA: { field: 'databaseSchema', default: 'public', set: ['tenant_1', 'tenant_1'], bad: ['Robert"); drop', 'Public', '1st'] },
+  SQLITE_BUSY_TIMEOUT_MS: { field: 'sqliteBusyTimeoutMs', default: 5000, set: ['250', 250], bad: ['0', '600001'] },
+  REDIS_URL: { field: 'redisUrl', default: 'redis://127.0.0.1:6379', set: ['rediss://cache:6380', 'rediss://cache:6380'], bad: ['http://127.0.0.1:6379', 'not a url'] },
+  REDIS_PREFIX: { field: 'redisPrefix', default: 'svc', set: ['prod:eu-1', 'prod:eu-1'], bad: ['has space', 'x'.repeat(65)] },
+  REDIS_EMBEDDED: { field: 'redisEmbedded', default: 'auto', set: ['never', 'never'], bad: ['sometimes'] },
+  LOG_LEVEL: { field: 'logLevel', default: 'info', set: ['warn', 'warn'], bad: ['loud'] },
+  MAX_BODY_BYTES: { field: 'maxBodyBytes', default: MiB, set: ['2048', 2048], bad: ['1.5', '10', '64MB'] },
+  ID_TOKEN_JWKS_URL: {
+    field: 'idTokenJwksUrl',
+    default: undefined,
+    set: ['https://idp.example/jwks', 'https://idp.example/jwks'],
+    bad: ['ftp://idp/jwks', 'not a url'],
+    with: { ID_TOKEN_ISSUER: 'https://idp.example/', ID_TOKEN_AUDIENCE: 'wearable-app' },
+  },
+  ID_TOKEN_ISSUER: { field: 'idTokenIssuer', default: LOCAL_ISSUER, set: ['https://idp.example/', 'https://idp.example/'], bad: [' https://idp.example/'] },
+  ID_TOKEN_AUDIENCE: { field: 'idTokenAudience', default: LOCAL_AUDIENCE, set: ['wearable-app', 'wearable-app'], bad: ['wearable-app '] },
+  ID_TOKEN_TTL_S: { field: 'idTokenTtlS', default: 3600, set: ['600', 600], bad: ['0', '59', String(30 * 24 * 3600 + 1)] },
+  ID_TOKEN_CLOCK_TOLERANCE_S: { field: 'idTokenClockToleranceS', default: 30, set: ['0', 0], bad: ['601', '-1'] },
+  ID_TOKEN_CACHE_S: { field: 'idTokenCacheS', default: 300, set: ['0', 0], bad: ['3601'] },
+  KEY_LAST_USED_INTERVAL_S: { field: 'keyLastUsedIntervalS', default: 60, set: ['0', 0], bad: ['x', '86401'] },
+  KEY_CACHE_TTL_S: { field: 'keyCacheTtlS', default: 60, set: ['5', 5], bad: ['-1', '3601'] },
+  SHUTDOWN_TIMEOUT_MS: { field: 'shutdownTimeoutMs', default: 30_000, set: ['1000', 1000], bad: ['5', '600001'] },
+  MEMORY_ACCESS_DEFAULT: { field: 'memoryAccessDefault', default: 'enabled', set: ['disabled', 'disabled'], bad: ['on'] },
+  RATE_LIMIT_PER_MINUTE: { field: 'rateLimitPerMinute', default: 100, set: ['10000000', 10_000_000], bad: ['0', '10000001'] },
+  RATE_LIMIT_PER_DAY: { field: 'rateLimitPerDay', default: 10_000, set: ['50', 50], bad: ['0'] },
+  RESPONSE_CACHE_BYTES: { field: 'responseCacheBytes', default: 64 * MiB, set: ['0', 0], bad: ['-1', '64MB'] },
+  LLM_BASE_URL: { field: 'llmBaseUrl', default: undefined, set: ['http://127.0.0.1:11434/v1', 'http://127.0.0.1:11434/v1'], bad: ['ftp://llm/v1'] },
+  LLM_API_KEY: { field: 'llmApiKey', default: undefined, set: ['sk-test', 'sk-test'], bad: [' sk-test'] },
+  LLM_MODEL: { field: 'llmModel', default: 'gpt-4.1-mini', set: ['llama3', 'llama3'], bad: ['llama3 '] },
+  LLM_TIMEOUT_MS: { field: 'llmTimeoutMs', default: 30_000, set: ['5000', 5000], bad: ['99', '600001'] },
+  LLM_MAX_RETRIES: { field: 'llmMaxRetries', default: 2, set: ['0', 0], bad: ['11'] },
+  VAD_GATE: { field: 'vadGate', default: true, set: ['off', false], bad: ['yes', 'true'] },
+  MAX_SESSIONS: { field: 'maxSessions', default: 1000, set: ['1', 1], bad: ['0'] },
+  MAX_SESSIONS_PER_USER: { field: 'maxSessionsPerUser', default: 4, set: ['1', 1], bad: ['0', '1001'] },
+  LISTEN_MAX_INBOUND_BYTES: { field: 'listenMaxInboundBytes', default: MiB, set: ['65536', 65536], bad: ['65535'] },
+  CODEC_THREADS: { field: 'codecThreads', default: 0, set: ['2', 2], bad: ['257', 'all'] },
+  LISTEN_SHED_DECODE_DELAY_MS: { field: 'listenShedDecodeDelayMs', default: 300, set: ['0', 0], bad: ['60001', '-1'] },
+  LISTEN_SHED_STORE_DELAY_MS: { field: 'listenShedStoreDelayMs', default: 2000, set: ['0', 0], bad: ['600001', '2s'] },
+  JOB_CONCURRENCY: { field: 'jobConcurrency', default: 16, set: ['64', 64], bad: ['0', '257'] },
+  STT_PROVIDERS: {
+    field: 'sttProviders',
+    default: ['local'],
+    set: ['local, provider_b', ['local', 'provider_b']],
+    bad: ['whisper', 'local,local', 'provider_a'],
+    with: { PROVIDER_B_API_KEY: 'b' },
+  },
+  PROVIDER_A_URL: { field: 'providerAUrl', default: 'wss://api.deepgram.com/v1/listen', set: ['ws://127.0.0.1:9/x', 'ws://127.0.0.1:9/x'], bad: ['https://api.deepgram.com/v1/listen'] },
+  PROVIDER_A_API_KEY: { field: 'providerAApiKey', default: undefined, set: ['a', 'a'], bad: [' a'] },
+  PROVIDER_B_URL: { field: 'providerBUrl', default: 'wss://stt-rt.soniox.com/transcribe-websocket', set: ['ws://127.0.0.1:9/x', 'ws://127.0.0.1:9/x'], bad: ['http://127.0.0.1:9/x'] },
+  PROVIDER_B_API_KEY: { field: 'providerBApiKey', default: undefined, set: ['b', 'b'], bad: ['b '] },
+  CUSTOM_STT_URL: {
+    field: 'customSttUrl',
+    default: undefined,
+    set: ['wss://stt.example.org/stream?key=1', 'wss://stt.example.org/stream?key=1'],
+    bad: ['https://stt.example.org/stream', 'not a url', ' ws://127.0.0.1:9000/'],
+  },
+} satisfies Record<Exclude<Variable, CodecRows>, Setting>;
+
+for (const [variable, s] of Object.entries(SETTINGS) as [Variable, Setting][]) {
+  t.test(variable, async (t) => {
+    t.same(loadConfig({})[s.field], s.default, 'its default');
+    t.notSame(s.set[1], s.default, 'the value tried is not the default');
+    t.same(loadConfig({ ...s.with, [variable]: s.set[0] })[s.field], s.set[1], `${variable}=${JSON.stringify(s.set[0])}`);
+    for (const value of s.bad) {
+      t.throws(() => loadConfig({ ...s.with, [variable]: value }), { name: 'ConfigError', code: 'ENG_ERR_CONFIG_INVALID', variable }, `refuses ${JSON.stringify(value)}`);
     }
-    t.ok(caught instanceof ConfigError, 'refused');
-    t.equal((caught as ConfigError).variable, variable, 'names the variable');
-    t.match((caught as ConfigError).message, new RegExp(`^${variable}: `));
   });
 }
+
+t.test('an empty value means the default; the result is frozen', async (t) => {
+  t.equal(loadConfig({ PORT: '' }).port, 8080);
+  t.equal(loadConfig({ DATABASE_URL: '' }).databaseUrl, undefined);
+  t.ok(Object.isFrozen(loadConfig({})));
+  t.ok(Object.isFrozen(loadConfig({}).sttProviders));
+});
+
+t.test('the message start-up prints begins with the variable', async (t) => {
+  // engine/index.ts prints "configuration error: <message>" and exits: the operator reads the variable first.
+  t.throws(() => loadConfig({ PORT: 'eighty' }), { message: /^PORT: / });
+  t.throws(() => loadConfig({ STT_PROVIDERS: 'provider_a' }), { variable: 'STT_PROVIDERS', message: /PROVIDER_A_API_KEY/ }, 'a provider listed without its key names the key to set');
+});
+
+t.test('a JWKS URL needs its issuer and audience', async (t) => {
+  const jwks = 'https://idp.example/jwks';
+  t.throws(() => loadConfig({ ID_TOKEN_JWKS_URL: jwks, ID_TOKEN_AUDIENCE: 'a' }), { code: 'ENG_ERR_CONFIG_INVALID', variable: 'ID_TOKEN_ISSUER' });
+  t.throws(() => loadConfig({ ID_TOKEN_JWKS_URL: jwks, ID_TOKEN_ISSUER: 'i' }), { code: 'ENG_ERR_CONFIG_INVALID', variable: 'ID_TOKEN_AUDIENCE' });
+});
+
+t.test('speech providers by default: those with keys, in order, then local', async (t) => {
+  t.same(loadConfig({ PROVIDER_B_API_KEY: 'b', PROVIDER_A_API_KEY: 'a' }).sttProviders, ['provider_a', 'provider_b', 'local']);
+  t.same(loadConfig({ PROVIDER_B_API_KEY: 'b' }).sttProviders, ['provider_b', 'local']);
+});
 
 t.test('every variable has a row in the README configuration table', async (t) => {
   const { readFileSync } = await import('node:fs');
@@ -93,39 +131,26 @@ t.test('every variable has a row in the README configuration table', async (t) =
   for (const v of CONFIG_VARIABLES) t.match(readme, new RegExp(`\\| \`${v}\` \\|`), v);
 });
 
-t.test('speech providers: default order, explicit list, and the keys a list needs', async (t) => {
-  t.same(loadConfig({}).sttProviders, ['local'], 'no keys: the local engine only');
-  t.same(loadConfig({ PROVIDER_B_API_KEY: 'b', PROVIDER_A_API_KEY: 'a' }).sttProviders, ['provider_a', 'provider_b', 'local']);
-  t.same(loadConfig({ PROVIDER_B_API_KEY: 'b', STT_PROVIDERS: 'provider_b, local' }).sttProviders, ['provider_b', 'local']);
-  t.equal(loadConfig({}).providerAUrl, 'wss://api.deepgram.com/v1/listen');
-  t.equal(loadConfig({ PROVIDER_B_URL: 'ws://127.0.0.1:9/x' }).providerBUrl, 'ws://127.0.0.1:9/x');
-  const bad: [Record<string, string>, RegExp][] = [
-    [{ STT_PROVIDERS: 'provider_a' }, /PROVIDER_A_API_KEY is not set/],
-    [{ STT_PROVIDERS: 'local,whisper' }, /unknown provider "whisper"/],
-    [{ STT_PROVIDERS: 'local,local' }, /listed twice/],
-    [{ PROVIDER_A_URL: 'https://api.deepgram.com/v1/listen' }, /must use wss:\/\/ or ws:\/\//],
-  ];
-  for (const [env, message] of bad) {
-    t.throws(() => loadConfig(env), message, JSON.stringify(env));
-    try {
-      loadConfig(env);
-    } catch (err) {
-      t.ok(err instanceof ConfigError, 'a ConfigError naming the variable');
-    }
-  }
+// CODEC_BATCH_MS, CODEC_INLINE_BUSY_PCT and STT_SOCKETS.
+t.test('codec and provider-socket settings', async (t) => {
+  const c = loadConfig({});
+  t.equal(c.codecBatchMs, 5);
+  t.equal(c.codecInlineBusyPct, availableParallelism() === 1 ? 100 : 0, 'every session on the main thread only on one CPU');
+  t.equal(loadConfig({ CODEC_BATCH_MS: '0' }).codecBatchMs, 0, '0: a task as soon as the last one is back');
+  t.equal(loadConfig({ CODEC_INLINE_BUSY_PCT: '40' }).codecInlineBusyPct, 40);
+  t.equal(loadConfig({}).sttSockets, 'codec', 'provider sockets in the codec shards by default');
+  t.equal(loadConfig({ STT_SOCKETS: 'main' }).sttSockets, 'main');
 });
 
-t.test('custom transcription server URL: optional, ws or wss only', async (t) => {
-  t.equal(loadConfig({}).customSttUrl, undefined, 'unset by default');
-  t.equal(loadConfig({ CUSTOM_STT_URL: 'wss://stt.example.org/stream?key=1' }).customSttUrl, 'wss://stt.example.org/stream?key=1');
-  t.equal(loadConfig({ CUSTOM_STT_URL: 'ws://127.0.0.1:9000/' }).customSttUrl, 'ws://127.0.0.1:9000/');
-  for (const bad of ['https://stt.example.org/stream', 'not a url', ' ws://127.0.0.1:9000/']) {
-    let caught: unknown;
-    try {
-      loadConfig({ CUSTOM_STT_URL: bad });
-    } catch (err) {
-      caught = err;
-    }
-    t.ok(caught instanceof ConfigError && caught.variable === 'CUSTOM_STT_URL', `refuses ${JSON.stringify(bad)}`);
-  }
-});
+const codecBad: [Record<string, string>, string][] = [
+  [{ CODEC_BATCH_MS: '101' }, 'CODEC_BATCH_MS'],
+  [{ CODEC_INLINE_BUSY_PCT: '0.5' }, 'CODEC_INLINE_BUSY_PCT'],
+  [{ CODEC_INLINE_BUSY_PCT: '101' }, 'CODEC_INLINE_BUSY_PCT'],
+  [{ STT_SOCKETS: 'worker' }, 'STT_SOCKETS'],
+];
+
+for (const [env, variable] of codecBad) {
+  t.test(`bad ${variable}=${Object.values(env).join(',')}`, async (t) => {
+    t.throws(() => loadConfig(env), { code: 'ENG_ERR_CONFIG_INVALID', variable });
+  });
+}

@@ -3,14 +3,16 @@
 import t from 'tap';
 import { NullSttEngine } from '../../../engine/stt/null.js';
 import { startService } from '../../helpers/service.js';
-import { advance, connect, open, until } from '../../helpers/listen.js';
+import { advance, connect, open } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 
 // Every decode task of the fixture keeps its thread busy 60 ms: each one's audio waits at least that long.
 process.env.SLOW_DECODE_MS = '60';
 
 t.test('refused with 1013 while decoding lags, the live session kept; taken again once it stopped', async (t) => {
   const ts = await startService(t, {
-    env: { LISTEN_SHED_DECODE_DELAY_MS: '40', CODEC_THREADS: '1', CODEC_INLINE_BUSY_PCT: '0', VAD_GATE: 'off' },
+    env: { LISTEN_SHED_DECODE_DELAY_MS: '40', CODEC_THREADS: '1', VAD_GATE: 'off' },
+    tuning: { inlineBusyPct: 0 },
     sttEngines: [new NullSttEngine()],
     codecWorker: new URL('../../helpers/slow-decode-worker.js', import.meta.url).href,
   });
@@ -25,27 +27,24 @@ t.test('refused with 1013 while decoding lags, the live session kept; taken agai
   beforeLag.client!.close();
   t.equal(await metric(), 0);
 
-  // 20 ms frames, one every 5 ms: each 60 ms decode task finds more waiting, so every task is over 40 ms.
+  // One 20 ms frame at a time, the next once the last is decoded: each is a decode task of its own, and each task's
+  // audio waits out its 60 ms of decoding, over the 40 ms threshold.
+  const [actor] = ts.service.sessions.sessionsOf('u1');
   const frame = Buffer.alloc(640, 1);
-  let sending = true;
-  const pump = (async () => {
-    while (sending) {
-      live.ws.send(frame);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  })();
-  await until(async () => (await tasks()) >= 25, 20_000, 'a run of slow decode tasks');
+  for (let i = 0; i < 25; i++) {
+    const decoded = actor!.stats.pcmSamples;
+    live.ws.send(frame);
+    await until(() => actor!.stats.pcmSamples > decoded, { what: `frame ${i} decoded` });
+  }
+  t.ok((await tasks()) >= 25, 'a run of slow decode tasks');
   const refused = await open(ts, { uid: 'u3', codec: 'pcm16', sample_rate: '16000' });
   t.same(await refused.closed, { code: 1013, reason: 'server busy, try again later' }, 'a new session is refused with 1013');
   t.equal(await metric(), 1, 'and counted in listen_sessions_shed_total');
-  sending = false;
-  await pump;
   t.equal(live.ws.readyState, live.ws.OPEN, 'the live session is still open');
 
-  // Decoding catches up: no task comes for a while of the service's clock (a second, or twice the last task's delay:
-  // 5 s leaves room for a slow machine), and the node takes sessions again.
-  const [actor] = ts.service.sessions.sessionsOf('u1');
-  await until(() => actor!.stats.pcmSamples * 2 === actor!.stats.audioBytes, 10_000, 'every frame decoded');
+  // Decoding has caught up: no task comes for a while of the service's clock (a second, or twice the last task's
+  // delay: 5 s leaves room for a slow machine), and the node takes sessions again.
+  t.equal(actor!.stats.pcmSamples * 2, actor!.stats.audioBytes, 'every frame decoded');
   await advance(ts, 5000);
   const after = await open(ts, { uid: 'u4', codec: 'pcm16', sample_rate: '16000' });
   await after.ready();
