@@ -1,4 +1,5 @@
 // Composition root: wires config, store, Redis, identity and routes into one running service, and takes it down gracefully.
+// Over 15 KB because shutdown's ordered steps belong beside what start-up opened; the nodes live in engine/node/.
 import { performance } from 'node:perf_hooks';
 import client from 'prom-client';
 import type { Redis } from 'ioredis';

@@ -1,4 +1,5 @@
 // The HTTP adapter over uWebSockets.js: routing, bounded body reads, validation, auth hook, error bodies. One of the two files that touch uWS.
+// One file because routing, body reads and error replies share uWS's request lifetime rules (abort, cork, one read).
 import uWS from 'uWebSockets.js';
 import type { TSchema } from '@sinclair/typebox';
 import type { Logger } from 'pino';

@@ -1,5 +1,6 @@
 // Macro bench of the processing queue end to end (POST /v1/conversations → job → processor → `memory_created`), beside a
 // bare BullMQ worker as baseline: jobs/s and end-to-processed time are what JOB_CONCURRENCY and `ROLE=jobs` are sized by.
+// One file because the service run and the bare-worker baseline share their seeding and report.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';

@@ -1,5 +1,6 @@
 // The macro bench: simulated wearables streaming encoded speech to /v4/listen at real-time pace, against the real service
 // (provider fake behind it) and the bare uWS baseline, at a fixed size (--sessions) or in a capacity search (--ramp).
+// One file because the fixed-size run, the rounds and the ramp share their set-up and report.
 import { calibrate } from '../lib/calibrate.mjs';
 import { ProcSampler, rssBytes, settledRss, treeCpuSeconds } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';

@@ -1,5 +1,6 @@
 // Measurement loops shared by fleet, limit and churn: one observed window (latency, CPU, RSS, loss), the capacity ramp,
 // the drain that settles the loss count, and the timeline the HTML charts are drawn from.
+// One file because the window, the ramp and the drain share the timeline they write.
 import { Histogram } from '../lib/histogram.mjs';
 import { median, rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
 

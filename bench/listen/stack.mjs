@@ -1,5 +1,6 @@
 // The processes a listen bench measures, each in its own process: the real service, the provider_a fake it streams PCM
 // to, and the bare uWS baseline; plus ID tokens for many devices and the provider's /stats.
+// One file because the processes it starts share ports, tokens and teardown.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

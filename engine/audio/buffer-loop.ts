@@ -1,5 +1,6 @@
 // A session's transcript loop, every 600 ms as in the compatible system: buffered engine segments → conversation time
 // → merge → persist, and the silence timeout that ends a conversation (docs/protocol.md).
+// One file because the step's parts (placing, merging, persisting, the silence timeout) share the loop's state.
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';

@@ -1,4 +1,5 @@
 // Conversations and their transcript segments: stubs for live sessions, segment appends, status changes, processor results, developer reads.
+// One file because the live path's group-committed writes and the developer reads share one table layout.
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ConversationStatus } from '../protocol.js';

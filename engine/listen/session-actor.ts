@@ -1,4 +1,5 @@
 // One live listen session: its state machine, inbound audio queue, codec and STT streams, timers and transcript loop. Never touches a socket.
+// One file because the state machine's transitions are easier to check in one place; its parts live beside it.
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';

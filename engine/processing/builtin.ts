@@ -1,4 +1,5 @@
 // The built-in deterministic extractor: discard decision, title, overview, category, action items, events and memories without any network.
+// One file because the extractor's word lists and rules are read together; the date phrases live in when.ts.
 import {
   type ConversationCategory,
   type ConversationProcessor,

@@ -1,4 +1,5 @@
 // Developer conversations: read, list, create from text or segments (processed synchronously), update, delete.
+// One file because the conversation routes share their schemas with the OpenAPI document and the MCP tools.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { EngineError, validationError, valueError } from '../../engine/errors.js';
 import { ConversationStatus } from '../../engine/protocol.js';
