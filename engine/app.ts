@@ -29,7 +29,7 @@ import { DataVersions } from './cache/data-versions.js';
 import { Scheduler } from './scheduler.js';
 import { registerMallocMetrics, startMemoryTrim } from './runtime/memory-trim.js';
 import { startHeapCompaction, type HeapCompaction } from './runtime/heap-compaction.js';
-import { CodecPool } from './codec/pool.js';
+import { BATCH_WINDOW_MS, CodecPool, INLINE_BUSY_PCT } from './codec/pool.js';
 import type { SttEngine } from './stt/types.js';
 import { createSttEngines } from './stt/engines.js';
 import { SttRegistry } from './stt/registry.js';
@@ -213,7 +213,7 @@ export class Service {
         usage,
         usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
       };
-      const stt = new SttRegistry(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger }));
+      const stt = new SttRegistry(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const shed = new client.Counter({
         name: 'listen_sessions_shed_total',
         help: 'New /v4/listen sessions refused with 1013 because live audio waited on decoding for longer than LISTEN_SHED_DECODE_DELAY_MS, or transcript writes on the store for longer than LISTEN_SHED_STORE_DELAY_MS.',
@@ -323,11 +323,11 @@ export class Service {
           const slept = loopPacer?.sleptMs ?? 0;
           return { idle: u.idle + slept, active: Math.max(0, u.active - slept) };
         };
-        const mainLoad = config.codecInlineBusyPct > 0 ? new MainLoad({ limit: config.codecInlineBusyPct / 100, clock, read: loopTimes }) : undefined;
+        const inlineBusyPct = opts.tuning?.inlineBusyPct ?? INLINE_BUSY_PCT;
+        const mainLoad = inlineBusyPct > 0 ? new MainLoad({ limit: inlineBusyPct / 100, clock, read: loopTimes }) : undefined;
         const pool = (codecPool = new CodecPool({
           ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}),
-          batchWindowMs: config.codecBatchMs,
-          uplinks: config.sttSockets === 'codec',
+          batchWindowMs: opts.tuning?.codecBatchMs ?? BATCH_WINDOW_MS,
           onTaskDelay: (s) => {
             decodeDelay.observe(s);
             overload.observe(s);

@@ -5,7 +5,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
-import { CodecPool, type Codec, type CodecStream } from '../engine/codec/pool.js';
+import { CodecPool, type Codec } from '../engine/codec/pool.js';
+import type { CodecStream } from '../engine/codec/stream.js';
 import { Lc3Decoder, Lc3Encoder } from '../native/index.js';
 import { maxPacketSamples, OpusDecoder, OpusEncoderStream } from '../native/opus.js';
 import { AacDecoder, AAC_MAX_FRAME_SAMPLES } from '../native/aac.js';
@@ -16,7 +17,7 @@ const sessions = Number(process.argv[2] ?? 50);
 const perPush = Number(process.argv[3] ?? 2);
 /** Optional comma-separated codec names: only those run. */
 const only = process.argv[4]?.split(',').filter(Boolean);
-/** The shards' batch window (the service's is 5 ms, CODEC_BATCH_MS; it only holds back a task when the shard was idle). */
+/** The shards' batch window (the service's is BATCH_WINDOW_MS, engine/codec/pool.ts; it only holds back a task when the shard was idle). */
 const windowMs = Number(process.argv[5] ?? 0);
 const dir = mkdtempSync(path.join(tmpdir(), 'bench-codecs-'));
 /** Measurements of each side per codec; the median is reported. */

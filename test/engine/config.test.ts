@@ -1,7 +1,6 @@
 // Configuration: defaults, validation that names the bad variable, and a frozen result.
 import t from 'tap';
 import path from 'node:path';
-import { availableParallelism } from 'node:os';
 import { loadConfig, ConfigError, CONFIG_VARIABLES } from '../../engine/config.js';
 
 t.test('defaults', async (t) => {
@@ -18,8 +17,6 @@ t.test('defaults', async (t) => {
   t.equal(c.idTokenTtlS, 3600);
   t.equal(c.keyLastUsedIntervalS, 60);
   t.equal(c.responseCacheBytes, 64 * 1024 * 1024);
-  t.equal(c.codecBatchMs, 5);
-  t.equal(c.codecInlineBusyPct, availableParallelism() === 1 ? 100 : 0, 'every session on the main thread only on one CPU');
   t.ok(Object.isFrozen(c));
 });
 
@@ -33,12 +30,8 @@ t.test('values are read and converted', async (t) => {
   t.equal(c.role, 'api');
   t.equal(loadConfig({ PORT: '' }).port, 8080, 'an empty value means the default');
   t.equal(loadConfig({ RESPONSE_CACHE_BYTES: '0' }).responseCacheBytes, 0, '0 keeps no answers');
-  t.equal(loadConfig({ CODEC_BATCH_MS: '0' }).codecBatchMs, 0, '0: a task as soon as the last one is back');
-  t.equal(loadConfig({ CODEC_INLINE_BUSY_PCT: '40' }).codecInlineBusyPct, 40);
   t.equal(loadConfig({}).listenLoopPaceMs, 5, 'the loop is paced under load by default');
   t.equal(loadConfig({ LISTEN_LOOP_PACE_MS: '0' }).listenLoopPaceMs, 0, '0: never paced');
-  t.equal(loadConfig({}).sttSockets, 'codec', 'provider sockets in the codec shards by default');
-  t.equal(loadConfig({ STT_SOCKETS: 'main' }).sttSockets, 'main');
 });
 
 const bad: [Record<string, string>, string][] = [
@@ -47,12 +40,8 @@ const bad: [Record<string, string>, string][] = [
   [{ PORT: '-1' }, 'PORT'],
   [{ HOST: 'my host' }, 'HOST'],
   [{ ROLE: 'everything' }, 'ROLE'],
-  [{ CODEC_BATCH_MS: '101' }, 'CODEC_BATCH_MS'],
   [{ LISTEN_LOOP_PACE_MS: '51' }, 'LISTEN_LOOP_PACE_MS'],
   [{ LISTEN_LOOP_PACE_MS: '2.5' }, 'LISTEN_LOOP_PACE_MS'],
-  [{ CODEC_INLINE_BUSY_PCT: '0.5' }, 'CODEC_INLINE_BUSY_PCT'],
-  [{ CODEC_INLINE_BUSY_PCT: '101' }, 'CODEC_INLINE_BUSY_PCT'],
-  [{ STT_SOCKETS: 'worker' }, 'STT_SOCKETS'],
   [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
   [{ DATABASE_URL: 'mysql://x/y' }, 'DATABASE_URL'],
   [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],

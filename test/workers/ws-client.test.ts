@@ -9,8 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { WsClient, type WsClientHandlers } from '../../workers/ws-client.js';
-import type { ConnectOutcome } from '../../workers/ws-connect.js';
+import { WsClient, type ConnectOutcome, type WsClientHandlers } from '../../workers/ws-client.js';
 
 interface Seen {
   texts: string[];

@@ -10,7 +10,8 @@ process.env.SLOW_DECODE_MS = '60';
 
 t.test('refused with 1013 while decoding lags, the live session kept; taken again once it stopped', async (t) => {
   const ts = await startService(t, {
-    env: { LISTEN_SHED_DECODE_DELAY_MS: '40', CODEC_THREADS: '1', CODEC_INLINE_BUSY_PCT: '0', VAD_GATE: 'off' },
+    env: { LISTEN_SHED_DECODE_DELAY_MS: '40', CODEC_THREADS: '1', VAD_GATE: 'off' },
+    tuning: { inlineBusyPct: 0 },
     sttEngines: [new NullSttEngine()],
     codecWorker: new URL('../../helpers/slow-decode-worker.js', import.meta.url).href,
   });
