@@ -1,7 +1,5 @@
-// Bench: CPU per second of audio for each codec, through the codec shards vs the decoder called in-process.
-// Run: node dist/scripts/bench-codecs.js [sessions=50] [outstanding=2] [codec,codec…] [windowMs=0]. CPU counts every thread of this process.
-// Engine path as a live node runs it: every session pushes `messages` frames, waits for their PCM,
-// pushes the next, all sessions at once (so one shard task serves many sessions, as under load).
+// Bench: CPU per second of audio for each codec, through the codec shards (every session at once, as under load) vs
+// the decoder called in-process. Run: node dist/scripts/bench-codecs.js [sessions=50] [outstanding=2] [codecs] [windowMs=0].
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -125,8 +123,7 @@ async function main(): Promise<void> {
   const rows: string[][] = [];
   for (const c of cases) {
     // Each side is measured ROUNDS times and the median kept. A direct round repeats the in-process decode until it
-    // has used DIRECT_ROUND_US of CPU: one pass over the fixture is ~25 ms for LC3 at 16 kHz, and on this VM the
-    // same 25 ms measured 599 and 1,377 µs per audio-second in two runs.
+    // has used DIRECT_ROUND_US of CPU: a single short pass is too noisy to compare.
     const directRuns: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const t0 = cpuMicros();

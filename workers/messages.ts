@@ -1,7 +1,7 @@
 // Task and answer shapes of the codec shards (workers/decode.ts), shared by engine/codec/ and the thread.
 import type { ConnectOutcome } from './ws-client.js';
 
-/** Codec names of the listen query (SPEC, "Real-time transcription WebSocket"). */
+/** Codec names of the listen query (docs/protocol.md). */
 export const CODECS = ['pcm8', 'pcm16', 'opus', 'opus_fs320', 'aac', 'lc3', 'lc3_fs1030'] as const;
 export type Codec = (typeof CODECS)[number];
 

@@ -1,10 +1,5 @@
 // A remote speech provider's socket, held by the codec shard that decodes the session: decoded PCM goes onto it from
 // the thread that decoded it, and only the provider's text and the socket's events cross back (engine/codec/uplink.ts).
-//
-// Rationale: a socket on another thread than the decoder would make every provider message cross threads twice more,
-// and its answers wait behind whatever that thread is doing. The shard sends each decoded batch as one message: the
-// session's codec stream holds its frames back until they complete the provider's next message (the stream's send
-// plan, engine/codec/stream.ts); a batch shorter than `minSamples` (a rest after a pause) waits for more.
 import { WsClient } from './ws-client.js';
 import type { OkAnswer, UplinkEvent, UplinkOpenAnswer, UplinkOptions, UplinkTask } from './messages.js';
 
@@ -13,7 +8,10 @@ export type SocketEvent = { kind: 'text'; text: string } | { kind: 'close'; code
 
 /**
  * One channel's provider socket in this thread: each decoded batch goes out as one message (a batch shorter than
- * `minSamples` waits here for the next); text and close are told to `emit`.
+ * `minSamples`, a rest after a pause, waits here for the next); text and close are told to `emit`. Here rather than on
+ * another thread, a provider message does not cross threads twice more, and its answers do not wait behind whatever
+ * that thread is doing. A batch is a message because the codec stream holds its frames back until they complete the
+ * provider's next one (its send plan, engine/codec/uplink.ts).
  */
 export class Uplink {
   readonly #ws: WsClient;

@@ -1,12 +1,5 @@
 // A lean RFC 6455 client for the provider sockets a codec shard holds (workers/uplink.ts): one per streaming session,
-// so what each costs in memory and per message matters more than features. No extensions, no subprotocols, no
-// redirects; text answers come up, binary ones are read and dropped (no provider sends any the engine uses).
-//
-// Rationale: a general client copies every audio message into a fresh buffer while masking it and allocates a buffer
-// for every read, short-lived garbage in the codec threads at every message of every session. Here a frame is built
-// and masked in one buffer per thread, reused while the kernel takes each write whole (socket.writableLength stays 0),
-// and a plain-TCP socket reads into one buffer per thread (net's `onread`); only a frame split across reads is copied.
-// TLS sockets read as streams do.
+// so what each costs in memory and per message matters more than features.
 import { createHash, randomFillSync, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -86,6 +79,13 @@ function parseHead(head: string): { status: number; headers: Map<string, string>
   return { status: Number(m[1]), headers };
 }
 
+/**
+ * One connection. No extensions, no subprotocols, no redirects; text answers come up, binary ones are read and dropped
+ * (no provider sends any the engine uses). A general client copies every audio message into a fresh buffer while
+ * masking it and allocates a buffer for every read; here a frame is built and masked in one buffer per thread, reused
+ * while the kernel takes each write whole (socket.writableLength stays 0), and a plain-TCP socket reads into one
+ * buffer per thread (net's `onread`); only a frame split across reads is copied. TLS sockets read as streams do.
+ */
 export class WsClient {
   readonly #socket: net.Socket;
   readonly #maxPayload: number;

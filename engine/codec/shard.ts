@@ -1,15 +1,5 @@
 // One codec shard: a thread (engine/runtime/task-thread.ts), or the main thread itself, and the sessions pinned to it.
 // It gathers every due stream's staged audio into one decode task and routes the answers and its sockets' events back.
-//
-// Rationale: Opus, LC3 and AAC decoders carry state from frame to frame, so a session's decoders live in one thread
-// (workers/decode.ts) and every message of that session goes there. One task carries the records of every stream that
-// is due, copied stream by stream into one moved buffer (a task never reads the records of streams held back), and its
-// answer brings every stream's PCM back in one moved buffer. A shard keeps one task in flight and sends at most one per
-// batch window, so a session is in at most one task at a time and, at load, one thread hop and two buffer moves serve
-// every session of the shard. An idle shard sends at once: a lone frame is not held back. A stream whose provider sends
-// on in messages holds its frames back until they complete the next one (its send plan, at most `maxHoldMs`): the
-// frame that completes it is decoded as soon as it would be without a hold, and the ones before it ride in the same
-// batch instead of costing a batch each on both threads.
 import { performance } from 'node:perf_hooks';
 import type { CodecAnswer, CodecTask, FailAnswer, PackedAnswer, UplinkEvent } from '../../workers/messages.js';
 import { eachPackedPart, forEachRecord, MAX_SPARE_BUFFERS, type StreamPart } from '../../workers/packing.js';
@@ -38,6 +28,16 @@ export interface ShardOptions {
   inline: boolean;
 }
 
+/**
+ * Opus, LC3 and AAC decoders carry state from frame to frame, so a session's decoders live in one thread
+ * (workers/decode.ts) and every message of that session goes there. One task carries the records of every stream that
+ * is due, copied stream by stream into one moved buffer (a task never reads the records of streams held back), and its
+ * answer brings every stream's PCM back in one moved buffer. A shard keeps one task in flight and sends at most one
+ * per batch window, so at load one thread hop and two buffer moves serve every session of the shard; an idle shard
+ * sends at once. A stream whose provider takes audio in messages holds its frames back until they complete the next
+ * one (its send plan, at most `maxHoldMs`): the frame that completes it is decoded as soon as it would be without a
+ * hold, and the ones before it ride in the same batch instead of costing a batch each on both threads.
+ */
 export class Shard {
   readonly index: number;
   readonly inline: boolean;

@@ -1,6 +1,5 @@
-// A session's speech side: opens one stream per channel with fail-over, routes PCM to them, and when a stream fails
-// keeps every sample no engine acknowledged: the audio after the provider's last final result, held encoded as the
-// device sent it (engine/audio/encoded-tail.ts) and decoded again on failure, plus whatever was still being decoded.
+// A session's speech side: one stream per channel with fail-over, PCM routed to them, and when a stream fails every
+// sample no engine acknowledged kept (held encoded as the device sent it, decoded again only then).
 import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
 import { Outcome } from '../protocol.js';
@@ -83,7 +82,7 @@ export class SessionStt {
 
   /**
    * Opens the streams. Resolves 'ok', 'cancelled' (the client left first), or the failure to report (stt_failed):
-   * no eligible engine is a config_error (fail closed, SPEC Errors rule 2).
+   * no eligible engine is a config_error (fail closed: docs/protocol.md, Rejections and close codes).
    */
   async open(signal: AbortSignal): Promise<'ok' | 'cancelled' | { failure: SttFailure; provider: string }> {
     const o = this.#o;

@@ -1,11 +1,5 @@
-// provider_a: speech-to-text over Deepgram's live streaming protocol (`wss://api.deepgram.com/v1/listen` or a compatible URL).
-//
-// Rationale: the codec shard's own socket client (engine/codec/uplink.ts) rather than @deepgram/sdk. open() is exactly
-// one connection attempt whose refusal must be seen with its HTTP status and Retry-After (the SDK reports only
-// "Unexpected server response"), sockets must never reconnect or queue audio behind the fail-over layer's back (the
-// SDK reconnects by default and queues sends while it does), and every timer goes through the injected Scheduler
-// (the SDK arms its own per-connection timers). The fake in test/fakes/deepgram-server.ts is checked against the
-// SDK, so the protocol stays Deepgram's.
+// provider_a: speech-to-text over Deepgram's live streaming protocol (`wss://api.deepgram.com/v1/listen` or a compatible URL),
+// over the codec shard's own socket client (engine/codec/uplink.ts) rather than @deepgram/sdk.
 import { Outcome } from '../../protocol.js';
 import { NOVA3_LANGUAGES } from './languages.js';
 import { SAMPLE_RATE_HZ, cleanKeyterms, listenUrl, openFailure, retryAfterMs } from './protocol.js';
@@ -33,6 +27,13 @@ export interface ProviderAEngineOptions extends RemoteEngineOptions {
 /** Longest message taken from provider_a, in bytes. */
 const MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
 
+/**
+ * One per process. open() is exactly one connection attempt whose refusal must be seen with its HTTP status and
+ * Retry-After (the SDK reports only "Unexpected server response"); sockets never reconnect or queue audio behind the
+ * fail-over layer's back (the SDK reconnects by default and queues sends while it does); every timer goes through the
+ * injected Scheduler. The fake in test/fakes/deepgram-server.ts is checked against the SDK, so the protocol stays
+ * Deepgram's.
+ */
 export class ProviderAEngine implements SttEngine {
   readonly name = 'provider_a';
   readonly #o: Required<Omit<ProviderAEngineOptions, 'keyterms' | 'staggerFirst'>> & { keyterms: string[]; staggerFirst?: () => number };

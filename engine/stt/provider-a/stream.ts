@@ -1,10 +1,5 @@
-// One provider_a session: PCM out on a Deepgram live socket, final Results in as segments.
-//
-// Rationale: the session's codec shard sends the decoded audio on the socket itself, in messages of the stream's send
-// plan; this side learns what went out from taken(). One repeating scheduler entry per stream sends KeepAlive when no
-// audio went out during the last period, so a long pause outlives Deepgram's 10 s idle rule. How far final results
-// (Deepgram's `start + duration`) have covered the audio is told by acknowledgedSamples(); the audio itself is kept,
-// encoded, by the session (engine/audio/encoded-tail.ts). A failure is reported once.
+// One provider_a session: PCM out on a Deepgram live socket, final Results in as segments, KeepAlive over pauses, and
+// how far the results have covered the audio.
 import type { ProviderSocket } from '../../codec/uplink.js';
 import type { Logger } from '../../logger.js';
 import type { Scheduler, TimerId } from '../../scheduler.js';
@@ -29,6 +24,13 @@ interface Waiter {
   timer: TimerId;
 }
 
+/**
+ * The session's codec shard sends the decoded audio on the socket itself, in messages of the stream's send plan; this
+ * side learns what went out from taken(). One repeating scheduler entry per stream sends KeepAlive when no audio went
+ * out during the last period, so a long pause outlives Deepgram's 10 s idle rule. How far final results (Deepgram's
+ * `start + duration`) have covered the audio is told by acknowledgedSamples(); the audio itself is kept, encoded, by
+ * the session (engine/audio/encoded-tail.ts). A failure is reported once.
+ */
 export class ProviderAStream extends SttEmitter implements SttStream {
   readonly provider = 'provider_a';
   readonly #ws: ProviderSocket;

@@ -1,10 +1,5 @@
-// The provider_b speech engine: the Soniox realtime WebSocket protocol, one connection per stream.
-//
-// Rationale: open() makes exactly one connection attempt and maps every refusal onto an SttOpenError; retries,
-// backoff and fail-over belong to the layer above. The key goes both as `Authorization: Bearer` on the upgrade (the
-// provider's current way; config-only keys are refused from 2027-01-15) and as `api_key` in the config frame (what
-// its official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key. The
-// connection is made where the socket lives (the session's codec shard), and the config frame goes first from there.
+// The provider_b speech engine: the Soniox realtime WebSocket protocol, one connection per stream, made where the
+// stream's socket lives (the session's codec shard).
 import { socketHere, type ProviderSocket } from '../../codec/uplink.js';
 import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs, type ProviderBConfigFrame } from './protocol.js';
 import { SEND_MS, sendPlan, sendSamplesOf } from '../remote/plan.js';
@@ -30,7 +25,12 @@ export interface ProviderBEngineOptions extends RemoteEngineOptions {
 /** Longest message taken from the provider, in bytes (its token messages are small). */
 const MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
 
-/** One per process; each open() is one connection attempt. */
+/**
+ * One per process; each open() is one connection attempt, every refusal mapped onto an SttOpenError (retries, backoff
+ * and fail-over belong to the layer above). The key goes both as `Authorization: Bearer` on the upgrade (the
+ * provider's current way; config-only keys are refused from 2027-01-15) and as `api_key` in the config frame (what its
+ * official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key.
+ */
 export class ProviderBEngine implements SttEngine {
   readonly name = PROVIDER;
   readonly #url: string;

@@ -1,11 +1,4 @@
 // One provider_b stream: config sent, PCM out, final tokens in as segments, keepalive, finalize, end of audio, failures.
-//
-// Rationale: a keepalive goes out when no audio was sent for `keepaliveMs` (the provider drops a stream silent for
-// 20 s), from one scheduler entry per stream, never one timer per write. Only final tokens become segments. Audio
-// covered by the provider's `final_audio_proc_ms` is told by acknowledgedSamples() (the session keeps the rest,
-// encoded: engine/audio/encoded-tail.ts). A stream fails at most once; the words already final are emitted before the
-// failure. Logs carry ids, reasons and codes only. The session's codec shard sends the decoded audio on the socket
-// itself, in messages of the stream's send plan; this side learns what went out from taken().
 import type { ProviderSocket } from '../../codec/uplink.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../logger.js';
@@ -34,7 +27,14 @@ interface FinalizeWaiter {
   timer: TimerId;
 }
 
-/** One session's stream. Create with `ProviderBEngine.open()`. */
+/**
+ * One session's stream. Create with `ProviderBEngine.open()`. The session's codec shard sends the decoded audio on the
+ * socket itself, in messages of the stream's send plan; this side learns what went out from taken(). A keepalive goes
+ * out when no audio was sent for `keepaliveMs` (the provider drops a stream silent for 20 s), from one scheduler entry
+ * per stream. Only final tokens become segments; audio covered by the provider's `final_audio_proc_ms` is told by
+ * acknowledgedSamples() (the session keeps the rest, encoded). A stream fails at most once; the words already final
+ * are emitted before the failure. Logs carry ids, reasons and codes only.
+ */
 export class ProviderBStream extends SttEmitter implements SttStream {
   readonly provider = PROVIDER;
   readonly sessionId: string;

@@ -1,6 +1,5 @@
-// A codec stream held for its provider socket's send plan: audio is decoded in one batch once it completes the next
-// message, a held stream never delays another, an unmet hold runs out, a gone socket or close() lets it go, and the
-// encoded messages are kept as the task that decodes them leaves.
+// A codec stream held for its socket's send plan: audio decodes in one batch once it completes the next message, never
+// delays another stream, goes when the hold runs out or the socket goes, and is kept encoded as its task leaves.
 import t, { type Test } from 'tap';
 import { once } from 'node:events';
 import { CodecPool } from '../../../engine/codec/pool.js';

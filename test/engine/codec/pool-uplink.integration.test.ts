@@ -1,6 +1,5 @@
 // Provider sockets held by the codec shard that decodes the session (CodecStream.socket()), against the Deepgram fake:
-// the provider gets the samples the shard decoded, in order, the socket's text and close come back to the main thread,
-// a refusal comes back with its status, and a socket lost with its thread is reported.
+// the provider gets the decoded samples in order, text, close and refusals come back, a thread's crash is reported.
 import t from 'tap';
 import { CodecPool } from '../../../engine/codec/pool.js';
 import type { CodecStream } from '../../../engine/codec/stream.js';
