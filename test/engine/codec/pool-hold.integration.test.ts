@@ -193,6 +193,19 @@ t.test('keepEncoded() keeps each message as the task that decodes it leaves, in 
   t.equal(tail.messages, 3, 'nothing kept once it stopped');
 });
 
+t.test('keepEncoded() keeps two channels apart by their id byte, taken off; a message of neither is not kept', async (t) => {
+  const pool = new CodecPool({ threads: 1 });
+  t.teardown(() => pool.close());
+  const s = pool.open({ sessionId: 'kept-2ch', codec: 'opus_fs320', sampleRate: 16000, channels: 2 });
+  const tails = [new EncodedTail(16000), new EncodedTail(16000)];
+  s.keepEncoded(tails);
+  const p = packets(2);
+  const decoded = once(s, 'pcm');
+  for (const m of [Uint8Array.of(0x01, ...p[0]!), Uint8Array.of(0x02, ...p[1]!), Uint8Array.of(0x03, ...p[1]!)]) s.push(m);
+  await decoded;
+  t.same(tails.map((x) => x.slice(0, 320).messages.map((m) => [...m])), [[[...p[0]!]], [[...p[1]!]]]);
+});
+
 t.test('each decode task reports its audio’s delay from due to decoded, a hold’s own wait not included', async (t) => {
   const delays: number[] = [];
   const pool = new CodecPool({ threads: 1, maxHoldMs: 300, onTaskDelay: (s) => delays.push(s) });
