@@ -191,7 +191,7 @@ export class Service {
         usage,
         usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
       };
-      const stt = new SttRegistry(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger }));
+      const stt = new SttRegistry(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const sessions = createSessions(services, registry);
       await events.attach((event) => void sessions.actors.deliver(event));
       const kept = new KeptAudioStore(config.dataDir);

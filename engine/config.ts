@@ -1,6 +1,5 @@
 // Service configuration: the only reader of process.env; validates everything once at boot and returns a frozen object.
 import path from 'node:path';
-import { availableParallelism } from 'node:os';
 
 /** Log levels pino accepts. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -86,13 +85,6 @@ export interface Config {
   readonly listenMaxInboundBytes: number;
   /** Codec shard threads; 0 means one fewer than the CPUs, at least 2. @defaultValue 0 */
   readonly codecThreads: number;
-  /** Least ms between two decode tasks of a codec shard (CodecPoolOptions.batchWindowMs). @defaultValue 5 */
-  readonly codecBatchMs: number;
-  /**
-   * New sessions decode on the main thread while it was busy less than this percent of the last second; 0: never.
-   * @defaultValue 100 on a machine with one CPU, else 0
-   */
-  readonly codecInlineBusyPct: number;
   /**
    * New live sessions are refused with 1013 while a run of decode tasks each kept audio waiting at least this long
    * (engine/codec/overload.ts); 0: never. @defaultValue 300
@@ -103,11 +95,6 @@ export interface Config {
    * least this long (the store falls behind the node's sessions); 0: never. @defaultValue 2000
    */
   readonly listenShedStoreDelayMs: number;
-  /**
-   * Where remote providers' sockets live: `codec`, in the codec shard that decodes the session (PCM goes onto the
-   * socket from there), or `main`, on the main thread. @defaultValue codec
-   */
-  readonly sttSockets: 'codec' | 'main';
   /**
    * process-conversation jobs one node runs at once. A job mostly waits on the language model, so a node's throughput
    * is about this many jobs per model answer time; with the built-in processor the main thread's CPU sets it instead.
@@ -120,8 +107,6 @@ export interface Config {
   readonly providerAUrl: string;
   /** API key of provider_a (sent as `Authorization: Token <key>`). @defaultValue undefined */
   readonly providerAApiKey: string | undefined;
-  /** Audio per message to a speech provider, in ms (20–250): fewer socket writes against a little latency. @defaultValue 100 */
-  readonly sttSendMs: number;
   /** Soniox-protocol realtime endpoint of provider_b. @defaultValue 'wss://stt-rt.soniox.com/transcribe-websocket' */
   readonly providerBUrl: string;
   /** API key of provider_b (sent as `Authorization: Bearer` on the upgrade and in the first config frame). @defaultValue undefined */
@@ -149,8 +134,8 @@ export const CONFIG_VARIABLES = [
   'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'ID_TOKEN_CACHE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
-  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'CODEC_BATCH_MS', 'CODEC_INLINE_BUSY_PCT', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS', 'STT_SOCKETS',
-  'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'STT_SEND_MS', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
+  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS',
+  'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
   'CUSTOM_STT_URL',
 ] as const;
 
@@ -259,11 +244,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxSessionsPerUser: int(env, 'MAX_SESSIONS_PER_USER', 4, 1, 1000),
     listenMaxInboundBytes: int(env, 'LISTEN_MAX_INBOUND_BYTES', 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
     codecThreads: int(env, 'CODEC_THREADS', 0, 0, 256),
-    codecBatchMs: int(env, 'CODEC_BATCH_MS', 5, 0, 100),
-    codecInlineBusyPct: int(env, 'CODEC_INLINE_BUSY_PCT', availableParallelism() === 1 ? 100 : 0, 0, 100),
     listenShedDecodeDelayMs: int(env, 'LISTEN_SHED_DECODE_DELAY_MS', 300, 0, 60_000),
     listenShedStoreDelayMs: int(env, 'LISTEN_SHED_STORE_DELAY_MS', 2000, 0, 600_000),
-    sttSockets: oneOf(env, 'STT_SOCKETS', ['codec', 'main'] as const, 'codec'),
     jobConcurrency: int(env, 'JOB_CONCURRENCY', 16, 1, 256),
     ...sttConfig(env),
     customSttUrl: url(env, 'CUSTOM_STT_URL', ['wss:', 'ws:']),
@@ -272,7 +254,7 @@ export function loadConfig(env: Env = process.env): Config {
 }
 
 /** STT_PROVIDERS and the provider endpoints: a provider named in the list must have its key. */
-function sttConfig(env: Env): Pick<Config, 'sttProviders' | 'providerAUrl' | 'providerAApiKey' | 'sttSendMs' | 'providerBUrl' | 'providerBApiKey'> {
+function sttConfig(env: Env): Pick<Config, 'sttProviders' | 'providerAUrl' | 'providerAApiKey' | 'providerBUrl' | 'providerBApiKey'> {
   const providerAApiKey = optional(env, 'PROVIDER_A_API_KEY');
   const providerBApiKey = optional(env, 'PROVIDER_B_API_KEY');
   const keyed = { provider_a: providerAApiKey, provider_b: providerBApiKey, local: 'none needed' } as const;
@@ -292,7 +274,6 @@ function sttConfig(env: Env): Pick<Config, 'sttProviders' | 'providerAUrl' | 'pr
   }
   return {
     sttProviders: Object.freeze(sttProviders),
-    sttSendMs: int(env, 'STT_SEND_MS', 100, 20, 250),
     providerAUrl: url(env, 'PROVIDER_A_URL', ['wss:', 'ws:']) ?? 'wss://api.deepgram.com/v1/listen',
     providerAApiKey,
     providerBUrl: url(env, 'PROVIDER_B_URL', ['wss:', 'ws:']) ?? 'wss://stt-rt.soniox.com/transcribe-websocket',

@@ -1,9 +1,10 @@
-// Bench: CPU per second of audio for each codec, through the codec shards (all sessions at once, as under load) vs the
-// decoder called in-process. Run: node dist/scripts/bench-codecs.js [sessions=50] [outstanding=2] [codec,…] [windowMs=0].
+// Bench: CPU per second of audio for each codec, through the codec shards (every session at once, as under load) vs
+// the decoder called in-process. Run: node dist/scripts/bench-codecs.js [sessions=50] [outstanding=2] [codecs] [windowMs=0].
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
-import { CodecPool, type Codec, type CodecStream } from '../engine/codec/pool.js';
+import { CodecPool, type Codec } from '../engine/codec/pool.js';
+import type { CodecStream } from '../engine/codec/stream.js';
 import { Lc3Decoder, Lc3Encoder } from '../native/index.js';
 import { maxPacketSamples, OpusDecoder, OpusEncoderStream } from '../native/opus.js';
 import { AacDecoder, AAC_MAX_FRAME_SAMPLES } from '../native/aac.js';
@@ -14,7 +15,7 @@ const sessions = Number(process.argv[2] ?? 50);
 const perPush = Number(process.argv[3] ?? 2);
 /** Optional comma-separated codec names: only those run. */
 const only = process.argv[4]?.split(',').filter(Boolean);
-/** The shards' batch window (the service's is 5 ms, CODEC_BATCH_MS; it only holds back a task when the shard was idle). */
+/** The shards' batch window (the service's is BATCH_WINDOW_MS, engine/codec/pool.ts; it only holds back a task when the shard was idle). */
 const windowMs = Number(process.argv[5] ?? 0);
 const dir = mkdtempSync(path.join(tmpdir(), 'bench-codecs-'));
 /** Measurements of each side per codec; the median is reported. */
@@ -122,7 +123,7 @@ async function main(): Promise<void> {
   const rows: string[][] = [];
   for (const c of cases) {
     // Each side is measured ROUNDS times and the median kept. A direct round repeats the in-process decode until it
-    // has used DIRECT_ROUND_US of CPU, because one short pass over the fixture gives figures that vary widely.
+    // has used DIRECT_ROUND_US of CPU: a single short pass is too noisy to compare.
     const directRuns: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const t0 = cpuMicros();

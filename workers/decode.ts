@@ -1,4 +1,4 @@
-// Codec shard worker: keeps `stream key → decoders` in this thread and answers open / decodePacked / close tasks.
+// Codec shard worker: keeps `stream key → decoders` and the shard's provider sockets in this thread, and answers their tasks.
 import { getHeapStatistics } from 'node:v8';
 import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer, type UplinkEvent } from './messages.js';
 import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
@@ -150,16 +150,10 @@ export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnsw
           return dropAfterError(task.key, err);
         }
       case 'uplinkOpen':
-        return uplinks.open(task);
       case 'uplinkText':
-        uplinks.get(task.key, task.channel)?.sendText(task.text, task.flush);
-        return { ok: true };
       case 'uplinkPcm':
-        uplinks.get(task.key, task.channel)?.take([task.pcm]);
-        return { ok: true };
       case 'uplinkClose':
-        uplinks.close(task.key, task.channel, task.code);
-        return { ok: true };
+        return uplinks.handle(task);
       case 'heap': {
         const h = getHeapStatistics();
         return { ok: true, usedBytes: h.used_heap_size, committedBytes: h.total_heap_size };
@@ -167,9 +161,6 @@ export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnsw
       case 'tidy':
         tidyHeap();
         return { ok: true };
-      case 'crash':
-        // Test-only: in a worker thread process.exit ends this thread, not the process.
-        process.exit(1);
     }
   } catch (err) {
     return fail('ENG_ERR_CODEC_FAILED', err instanceof Error ? err.message : String(err));

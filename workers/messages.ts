@@ -1,7 +1,7 @@
-// Task and answer shapes of the codec shards (workers/decode.ts), shared by engine/codec/pool.ts and the thread.
-import type { ConnectOutcome } from './ws-connect.js';
+// Task and answer shapes of the codec shards (workers/decode.ts), shared by engine/codec/ and the thread.
+import type { ConnectOutcome } from './ws-client.js';
 
-/** Codec names of the listen query (SPEC, "Real-time transcription WebSocket"). */
+/** Codec names of the listen query (docs/protocol.md). */
 export const CODECS = ['pcm8', 'pcm16', 'opus', 'opus_fs320', 'aac', 'lc3', 'lc3_fs1030'] as const;
 export type Codec = (typeof CODECS)[number];
 
@@ -75,11 +75,6 @@ export interface CloseTask {
   flush: boolean;
 }
 
-/** Test-only: makes the thread die (process.exit in a worker thread ends the thread only). */
-export interface CrashTask {
-  type: 'crash';
-}
-
 /** The thread's V8 heap, for /metrics (the main thread's heap metrics do not include it). */
 export interface HeapTask {
   type: 'heap';
@@ -93,11 +88,8 @@ export interface TidyTask {
   type: 'tidy';
 }
 
-/** Opens a provider socket in the shard for one channel of stream `key` (workers/uplink.ts). */
-export interface UplinkOpenTask {
-  type: 'uplinkOpen';
-  key: number;
-  channel: number;
+/** How to open a provider socket (workers/uplink.ts). */
+export interface UplinkOptions {
   url: string;
   headers: Record<string, string>;
   /** Longest message taken from the provider, in bytes. */
@@ -108,6 +100,13 @@ export interface UplinkOpenTask {
   minSamples: number;
   /** A text message sent as soon as the socket is open, before any audio (provider_b's config frame). */
   firstText?: string;
+}
+
+/** Opens a provider socket in the shard for one channel of stream `key`. */
+export interface UplinkOpenTask extends UplinkOptions {
+  type: 'uplinkOpen';
+  key: number;
+  channel: number;
 }
 
 /** A text message on a channel's provider socket; `flush` sends a waiting rest of PCM first. */
@@ -135,7 +134,10 @@ export interface UplinkCloseTask {
   code?: number;
 }
 
-export type CodecTask = OpenTask | DecodePackedTask | CloseTask | CrashTask | HeapTask | TidyTask | UplinkOpenTask | UplinkTextTask | UplinkPcmTask | UplinkCloseTask;
+/** The tasks of a channel's provider socket, answered by workers/uplink.ts Uplinks.handle(). */
+export type UplinkTask = UplinkOpenTask | UplinkTextTask | UplinkPcmTask | UplinkCloseTask;
+
+export type CodecTask = OpenTask | DecodePackedTask | CloseTask | HeapTask | TidyTask | UplinkTask;
 
 /** How a provider socket's opening went: the handshake's status and Retry-After when the provider refused. */
 export type UplinkOpenAnswer = ConnectOutcome;
@@ -171,7 +173,7 @@ export interface HeapAnswer {
   committedBytes: number;
 }
 
-/** Errors cross threads as data: `engine/codec/pool.ts` rebuilds an EngineError from `code`. */
+/** Errors cross threads as data: `engine/codec/stream.ts` rebuilds an EngineError from `code`. */
 export interface FailAnswer {
   ok: false;
   code: 'ENG_ERR_CODEC_UNSUPPORTED' | 'ENG_ERR_CODEC_FAILED' | 'ENG_ERR_INTERNAL';

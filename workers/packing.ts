@@ -1,11 +1,11 @@
-// The codec shards' wire format: many sessions' messages in one buffer to the thread, their PCM in one buffer back.
-//
-// Rationale: a task per frame, or a moved buffer per message, costs more than decoding the frame. Records are
-// [u32 stream key][u32 byte length][bytes, padded to 4]; the answer is one Int32Array of fixed-size entries (below)
-// and one Int16Array with every stream's PCM, channel after channel. Both move between threads without a copy.
+// The codec shards' wire format: many sessions' messages in one buffer to the thread, their PCM in one buffer back,
+// both moved without a copy (a task per frame, or a moved buffer per message, costs more than decoding the frame).
 import type { FailAnswer, PackedAnswer } from './messages.js';
 
-/** Ints per answer entry: key, failed (0/1), frames, corruptFrames, recreated (0/1), channels, samples of channel 1 and 2. */
+/**
+ * The answer is one Int32Array of fixed-size entries and one Int16Array with every stream's PCM, channel after channel.
+ * Ints per answer entry: key, failed (0/1), frames, corruptFrames, recreated (0/1), channels, samples of channel 1 and 2.
+ */
 const ENTRY_INTS = 8;
 const MAX_CHANNELS = 2;
 
@@ -38,7 +38,8 @@ export function doubledTo(start: number, atLeast: number): number {
 }
 
 /**
- * Main side: one stream's staged records in a buffer that stays allocated between tasks. Each stream stages on its
+ * Main side: one stream's staged records, each [u32 stream key][u32 byte length][bytes, padded to 4], in a buffer that
+ * stays allocated between tasks. Each stream stages on its
  * own, so a task gathers the streams that are due with one copy each and never reads the records of streams held back.
  */
 export class RecordWriter {
@@ -139,14 +140,10 @@ export const INITIAL_SCRATCH_SAMPLES = 8 * 1024;
 export const SCRATCH_LOOK_TASKS = 64;
 
 /**
- * Thread side: the PCM memory of decode tasks, reused instead of allocated per task.
- *
- * Rationale: a decode task's answer (one PCM buffer for every stream of the task) and the per-stream arrays the decoders
- * wrote into were fresh ArrayBuffers, ~2 × 12.8 MB/s at 400 opus_fs320 sessions, allocated by this thread's malloc
- * arena and freed only when a GC of one thread or the other found them dead. Between those GCs the arena grew to hold
- * them: with two shards, each shard's arena reached 13.5 MiB at 330 sessions (5.9 MiB of it Opus decoder state for
- * all of them), and its resident size kept creeping up over minutes. Now decoders write into a scratch area that every
- * task reuses, and the answer's buffer is one the main thread handed back after reading the previous answers.
+ * Thread side: the PCM memory of decode tasks, reused instead of allocated per task. Fresh answer and decoder buffers
+ * per task sat in this thread's malloc arena until a GC of one thread or the other found them dead, and the arena grew
+ * to hold them; now decoders write into a scratch area every task reuses, and the answer's buffer is one the main
+ * thread handed back after reading the previous answers.
  */
 export class PcmBuffers {
   #scratch = new Int16Array(INITIAL_SCRATCH_SAMPLES);
@@ -161,11 +158,10 @@ export class PcmBuffers {
 
   /**
    * Starts a task: the scratch area is free again (the previous task's answer was copied out of it). Every
-   * SCRATCH_LOOK_TASKS tasks, an area grown by a burst (a backlog after a stall, hundreds of sessions opened at once)
-   * to more than OVERSIZE_FACTOR times what the tasks since used is replaced by one twice that size: at 400 sessions
-   * each shard kept the 2 MiB area the sessions' opening grew (8 MiB after a stall) for the rest of the process's
-   * life, where a task's frames take ~100 KiB (~30 streams due per task, 100 ms each). Spare answer buffers far
-   * larger than the answers of this period and the last are let go at the same time.
+   * SCRATCH_LOOK_TASKS tasks, an area grown by a burst (a backlog after a stall, many sessions opened at once) to more
+   * than OVERSIZE_FACTOR times what the tasks since used is replaced by one twice that size, so a burst does not leave
+   * the thread holding its peak for the rest of the process's life. Spare answer buffers far larger than the answers
+   * of this period and the last are let go at the same time.
    */
   reset(): void {
     this.#peak = Math.max(this.#peak, this.#used);

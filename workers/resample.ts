@@ -1,10 +1,5 @@
-// Band-limited, stateful resampler of Int16 PCM to a fixed output rate (polyphase windowed-sinc, Kaiser window).
-//
-// Rationale: the compatible system resamples by picking the nearest sample, which folds everything above
-// 8 kHz back into the speech band. A polyphase filter costs ~2·HALF_ZEROS/scale multiply-adds per output
-// sample (48 kHz → 16 kHz: 96) and keeps its history between calls, so chunk boundaries are invisible: chunked
-// output equals one-pass output sample for sample. The multiply-adds run in native code (native/dsp.cc, vectorised):
-// in JavaScript they cost ~1.6 ms of CPU per audio-second at 48 kHz, four times FFmpeg's AAC decode of that audio.
+// Band-limited, stateful resampler of Int16 PCM to a fixed output rate (polyphase windowed-sinc, Kaiser window):
+// picking the nearest sample instead would fold everything above 8 kHz back into the speech band.
 import { loadAddon } from '../native/addon.js';
 
 interface DspModule {
@@ -87,7 +82,12 @@ function filterBank(inRate: number, outRate: number): FilterBank {
   return bank;
 }
 
-/** Resamples one stream of Int16 PCM from `inRate` to `outRate`; keep one per channel per session. */
+/**
+ * Resamples one stream of Int16 PCM from `inRate` to `outRate`; keep one per channel per session. The filter costs
+ * 2·HALF_ZEROS/scale multiply-adds per output sample and keeps its history between calls, so chunked output equals
+ * one-pass output sample for sample; the multiply-adds run in native code (native/dsp.cc, vectorised), which in
+ * JavaScript would cost more than decoding the audio.
+ */
 export class Resampler {
   readonly inRate: number;
   readonly outRate: number;

@@ -1,52 +1,46 @@
-// A remote speech provider's socket held by the codec shard that decodes the session (STT_SOCKETS=codec): decoded PCM
-// goes onto it from the thread that decoded it, and only the provider's text answers and socket events cross to the
-// main thread, where the stream's protocol logic stays (engine/codec/pool.ts ShardUplink is that side).
-//
-// Rationale: with the socket on the main thread every provider message crossed three threads (main → shard → main →
-// socket), and the answer waited behind whatever the busy main thread was doing. Measured at 650 streaming sessions
-// (fleet bench, 2 vCPUs, runs in turn): frame p99 41 and 34 ms against 142 and 116, 8% less CPU. The shard sends each
-// decoded batch as one message: the session already holds its frames back until they complete the provider's next
-// message (engine/codec/pool.ts CodecStream.holdUntil()); a batch shorter than `minSamples` (a rest after a pause) waits for
-// more.
+// A remote speech provider's socket, held by the codec shard that decodes the session: decoded PCM goes onto it from
+// the thread that decoded it, and only the provider's text and the socket's events cross back (engine/codec/uplink.ts).
 import { WsClient } from './ws-client.js';
-import type { UplinkEvent, UplinkOpenAnswer, UplinkOpenTask } from './messages.js';
+import type { OkAnswer, UplinkEvent, UplinkOpenAnswer, UplinkOptions, UplinkTask } from './messages.js';
+
+/** What one socket tells its owner: its text answers, its close, and that more than `maxBufferedBytes` waits on it. */
+export type SocketEvent = { kind: 'text'; text: string } | { kind: 'close'; code: number; reason: string } | { kind: 'stuck' };
 
 /**
  * One channel's provider socket in this thread: each decoded batch goes out as one message (a batch shorter than
- * `minSamples` waits here for the next); text and close go to the main thread as events.
+ * `minSamples`, a rest after a pause, waits here for the next); text and close are told to `emit`. Here rather than on
+ * another thread, a provider message does not cross threads twice more, and its answers do not wait behind whatever
+ * that thread is doing. A batch is a message because the codec stream holds its frames back until they complete the
+ * provider's next one (its send plan, engine/codec/uplink.ts).
  */
 export class Uplink {
-  readonly key: number;
-  readonly channel: number;
   readonly #ws: WsClient;
   readonly #minSamples: number;
   readonly #maxBufferedBytes: number;
-  readonly #emit: (e: UplinkEvent) => void;
+  readonly #emit: (e: SocketEvent) => void;
   #state: 'connecting' | 'open' | 'down' = 'connecting';
   #carry: Int16Array | undefined;
   #stuck = false;
 
-  constructor(task: UplinkOpenTask, emit: (e: UplinkEvent) => void, opened: (answer: UplinkOpenAnswer) => void) {
-    this.key = task.key;
-    this.channel = task.channel;
-    this.#minSamples = task.minSamples;
-    this.#maxBufferedBytes = task.maxBufferedBytes;
+  constructor(o: UplinkOptions, emit: (e: SocketEvent) => void, opened: (answer: UplinkOpenAnswer) => void) {
+    this.#minSamples = o.minSamples;
+    this.#maxBufferedBytes = o.maxBufferedBytes;
     this.#emit = emit;
-    const ws = new WsClient(task, (a) => {
+    const ws = new WsClient(o, (a) => {
       this.#state = a.ok ? 'open' : 'down';
       // Before any audio: the shard sends a batch's PCM as soon as the socket is open.
-      if (a.ok && task.firstText !== undefined) ws.sendText(task.firstText);
+      if (a.ok && o.firstText !== undefined) ws.sendText(o.firstText);
       opened(a);
     });
     this.#ws = ws;
     ws.listen({
       text: (text) => {
-        if (this.#state === 'open') emit({ key: this.key, channel: this.channel, kind: 'text', text });
+        if (this.#state === 'open') emit({ kind: 'text', text });
       },
       close: (code, reason) => {
         const was = this.#state;
         this.#state = 'down';
-        if (was === 'open') emit({ key: this.key, channel: this.channel, kind: 'close', code, reason });
+        if (was === 'open') emit({ kind: 'close', code, reason });
       },
     });
   }
@@ -81,7 +75,7 @@ export class Uplink {
     return taken;
   }
 
-  /** Sends a rest left waiting, whatever its length (before Finalize or CloseStream). */
+  /** Sends a rest left waiting, whatever its length (before a provider's finalize or end of audio). */
   flush(): void {
     const rest = this.#carry;
     this.#carry = undefined;
@@ -106,12 +100,12 @@ export class Uplink {
     this.#ws.sendBinary(pcm);
     if (!this.#stuck && this.#ws.bufferedAmount > this.#maxBufferedBytes) {
       this.#stuck = true;
-      this.#emit({ key: this.key, channel: this.channel, kind: 'stuck' });
+      this.#emit({ kind: 'stuck' });
     }
   }
 }
 
-/** The uplinks of one thread, by stream key and channel. */
+/** The uplinks of one thread, by stream key and channel, and the answers to their tasks. */
 export class Uplinks {
   readonly #byKey = new Map<number, Uplink[]>();
   #listeners = new Set<(e: UplinkEvent) => void>();
@@ -126,38 +120,61 @@ export class Uplinks {
     return this.#byKey.get(key)?.[channel];
   }
 
-  open(task: UplinkOpenTask): Promise<UplinkOpenAnswer> {
-    this.close(task.key, task.channel);
+  /** Answers one socket task: an open resolves once the handshake went one way or the other. */
+  handle(task: UplinkTask): Promise<UplinkOpenAnswer> | OkAnswer {
+    switch (task.type) {
+      case 'uplinkOpen':
+        return this.#open(task.key, task.channel, task);
+      case 'uplinkText':
+        this.get(task.key, task.channel)?.sendText(task.text, task.flush);
+        break;
+      case 'uplinkPcm':
+        this.get(task.key, task.channel)?.take([task.pcm]);
+        break;
+      case 'uplinkClose':
+        this.#close(task.key, task.channel, task.code);
+        break;
+    }
+    return { ok: true };
+  }
+
+  #open(key: number, channel: number, o: UplinkOptions): Promise<UplinkOpenAnswer> {
+    this.#close(key, channel);
     return new Promise((resolve) => {
-      const u = new Uplink(task, (e) => {
-        // A socket that closed is gone: the stream's PCM is answered with again from now on.
-        if (e.kind === 'close' && this.get(task.key, task.channel) === u) this.#remove(u);
-        this.#emit(e);
-      }, (a) => {
-        if (!a.ok && this.get(task.key, task.channel) === u) this.#remove(u);
-        resolve(a);
-      });
-      const list = this.#byKey.get(task.key) ?? [];
-      list[task.channel] = u;
-      this.#byKey.set(task.key, list);
+      let u: Uplink | undefined;
+      let refused = false;
+      u = new Uplink(
+        o,
+        (e) => {
+          // A socket that closed is gone: the stream's PCM is answered with again from now on.
+          if (e.kind === 'close' && this.get(key, channel) === u) this.#remove(key, channel);
+          for (const l of this.#listeners) l({ key, channel, ...e });
+        },
+        (a) => {
+          // Possibly from inside the constructor (a header it refuses to send): then `u` is not listed yet.
+          refused = !a.ok;
+          if (refused && u !== undefined && this.get(key, channel) === u) this.#remove(key, channel);
+          resolve(a);
+        },
+      );
+      if (refused) return;
+      const list = this.#byKey.get(key) ?? [];
+      list[channel] = u;
+      this.#byKey.set(key, list);
     });
   }
 
-  close(key: number, channel: number, code?: number): void {
+  #close(key: number, channel: number, code?: number): void {
     const u = this.get(key, channel);
     if (u === undefined) return;
     u.terminate(code);
-    this.#remove(u);
+    this.#remove(key, channel);
   }
 
-  #remove(u: Uplink): void {
-    const list = this.#byKey.get(u.key);
+  #remove(key: number, channel: number): void {
+    const list = this.#byKey.get(key);
     if (list === undefined) return;
-    delete list[u.channel];
-    if (!list.some(Boolean)) this.#byKey.delete(u.key);
-  }
-
-  #emit(e: UplinkEvent): void {
-    for (const l of this.#listeners) l(e);
+    delete list[channel];
+    if (!list.some(Boolean)) this.#byKey.delete(key);
   }
 }

@@ -1,17 +1,18 @@
 // A lean RFC 6455 client for the provider sockets a codec shard holds (workers/uplink.ts): one per streaming session,
-// so what each costs in memory and per message matters more than features. No extensions, no subprotocols, no
-// redirects; text answers come up, binary ones are read and dropped (no provider sends any the engine uses).
-//
-// Rationale: with `ws`, every audio message was copied into a fresh buffer while masked, and every read from the
-// provider allocated its own buffer: at 400 sessions some 13 MB/s of short-lived buffers in the codec threads, which
-// sat in malloc until their thread's next scavenge (heaptrack at 150 sessions: 1.6 MiB of provider read buffers
-// alone), on top of ws's per-socket objects. Here a frame is built and masked in one buffer per thread, reused while
-// the kernel takes each write whole (socket.writableLength stays 0), and a plain-TCP socket reads into one buffer per
-// thread (net's `onread`); only a frame split across reads is copied. TLS sockets read as streams do.
+// so what each costs in memory and per message matters more than features.
 import { createHash, randomFillSync, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
-import type { ConnectOptions, ConnectOutcome } from './ws-connect.js';
+
+/** How a connection attempt went: open, or why not (`status` when the provider answered the upgrade with an HTTP error). */
+export type ConnectOutcome = { ok: true } | { ok: false; status?: number; retryAfter?: string | undefined; requestId?: string | undefined; why: string };
+
+export interface ConnectOptions {
+  url: string;
+  headers: Record<string, string>;
+  /** Longest message taken from the provider, in bytes. */
+  maxPayload: number;
+}
 
 export interface WsClientHandlers {
   /** One whole text message. */
@@ -78,6 +79,13 @@ function parseHead(head: string): { status: number; headers: Map<string, string>
   return { status: Number(m[1]), headers };
 }
 
+/**
+ * One connection. No extensions, no subprotocols, no redirects; text answers come up, binary ones are read and dropped
+ * (no provider sends any the engine uses). A general client copies every audio message into a fresh buffer while
+ * masking it and allocates a buffer for every read; here a frame is built and masked in one buffer per thread, reused
+ * while the kernel takes each write whole (socket.writableLength stays 0), and a plain-TCP socket reads into one
+ * buffer per thread (net's `onread`); only a frame split across reads is copied. TLS sockets read as streams do.
+ */
 export class WsClient {
   readonly #socket: net.Socket;
   readonly #maxPayload: number;
@@ -95,7 +103,7 @@ export class WsClient {
 
   /**
    * Starts the attempt; `settled` is called once, synchronously from the socket's own event (so nothing the provider
-   * sends right after the upgrade comes before it), with the outcome ws-connect.ts describes. `ca`: certificates
+   * sends right after the upgrade comes before it), with its status, Retry-After and request id when refused. `ca`: certificates
    * trusted for wss: instead of the system's (tests).
    */
   constructor(o: ConnectOptions & { ca?: string | Buffer }, settled: (outcome: ConnectOutcome) => void) {

@@ -1,7 +1,5 @@
-// How much audio one encoded listen message holds, read from its bytes alone (PCM size, Opus TOC, ADTS headers, LC3 frames); pure.
-//
-// Rationale: the custom transcription client forwards the app's bytes without decoding them, yet must time segments
-// its server leaves untimed. Every codec the listen route takes states its duration in the packet or its size.
+// How much audio one encoded listen message holds, read from its bytes alone (PCM size, Opus TOC, ADTS headers, LC3
+// frames): every codec the listen route takes states it in the packet or its size, so nothing needs decoding.
 import { LC3_FRAME_US, LC3_FS1030_FRAME_BYTES } from '../../workers/messages.js';
 import { splitAdts } from '../../native/adts.js';
 

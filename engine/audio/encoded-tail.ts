@@ -1,23 +1,18 @@
-// The encoded audio of one channel that its speech provider has not yet answered for, as the device sent it.
-//
-// Rationale: a remote provider may fail before it finalises what it was sent, and that audio must not be lost (it is
-// kept and transcribed later). Keeping it as the 16 kHz PCM that went out cost ~64 KiB per streaming session (some
-// 2 s between final results); kept encoded (Opus at ~16 kb/s) it is ~4 KiB, and it is decoded again only when a
-// provider actually fails. Messages are copied into one growing byte array per channel (no object per message), each
-// with its place on the stream's 16 kHz timeline, from its duration (engine/audio/encoded-duration.ts reads it from the
-// bytes). Places are the running total of seconds, rounded, so frames of a fractional sample count (AAC at 48 kHz:
-// 341 1/3 samples of 16 kHz) do not drift.
+// The encoded audio of one channel that its speech provider has not yet answered for, as the device sent it: a
+// provider may fail before it finalises what it was sent, and that audio is kept and transcribed later.
 
-/** Audio kept before the first unanswered sample, so that a fresh decoder has settled by then (codecs overlap frames). */
+/**
+ * Audio kept before the first unanswered sample, so that a fresh decoder has settled by then (codecs overlap frames):
+ * 60 ms at 16 kHz, three 20 ms Opus or AAC-at-48-kHz frames, six LC3 frames.
+ */
 export const WARM_UP_SAMPLES = 960;
 
-const SAMPLE_RATE_HZ = 16000; // 60 ms at 16 kHz: three 20 ms Opus or AAC-at-48-kHz frames, six LC3 frames
+const SAMPLE_RATE_HZ = 16000;
 
 /**
  * Room kept beyond the live bytes and entries when the storage is resized: a quarter. Between resizes the live part
- * moves to the front when the end is reached, so each byte pushed is moved about four times (~8 KB/s per Opus
- * session, nothing beside decoding it); doubling left half of every session's storage empty (~4 KiB of the ~10 it held
- * at 400 fleet sessions).
+ * moves to the front when the end is reached, so each byte pushed is moved about four times; doubling would leave half
+ * of every session's storage empty.
  */
 const SLACK = 1.25;
 const MIN_BYTES = 2048;
@@ -30,6 +25,13 @@ export interface EncodedSlice {
   messages: Uint8Array[];
 }
 
+/**
+ * Kept encoded rather than as the 16 kHz PCM that went out, it is a small fraction of the memory, and it is decoded
+ * again only when a provider actually fails. Messages are copied into one growing byte array per channel (no object
+ * per message), each with its place on the stream's 16 kHz timeline, from its duration (engine/audio/encoded-duration.ts
+ * reads it from the bytes). Places are the running total of seconds, rounded, so frames of a fractional sample count
+ * (AAC at 48 kHz: 341 1/3 samples of 16 kHz) do not drift.
+ */
 export class EncodedTail {
   #maxSamples: number;
   /** Live bytes are `#bytes[#from, #to)`. */
@@ -38,8 +40,8 @@ export class EncodedTail {
   #to = 0;
   /**
    * Live messages are entries [#head, #count): each one's length in bytes and the stream sample where it starts.
-   * Typed arrays, moved and grown like the bytes: a JS array per channel grew and was sliced every second, and those
-   * copies outlived the young generation (23 full collections in a 30 s, 250-session fleet run instead of ~3).
+   * Typed arrays, moved and grown like the bytes: a JS array per channel, grown and sliced every second, made copies
+   * that outlived the young generation.
    */
   #lengths = new Int32Array(MIN_ENTRIES);
   #starts = new Float64Array(MIN_ENTRIES);
@@ -49,10 +51,10 @@ export class EncodedTail {
    * Most live bytes and messages since the storage was last resized or moved to the front: a resize is sized by them,
    * not by what is live at that moment.
    *
-   * Rationale: live audio rises from the warm-up to a provider's next final result (2 s or more) and falls back at
-   * each answer. Sized by the moment, storage that filled up just after an answer shrank to the minimum and grew back
-   * before the next: at 800 streaming sessions these arrays were a fifth of the main thread's bytes that outlived the
-   * young generation. Sized by the peak, it shrinks only after a backlog (a stalled provider's) was answered.
+   * Live audio rises from the warm-up to a provider's next final result and falls back at each answer. Sized by the
+   * moment, storage that filled up just after an answer shrank to the minimum and grew back before the next, each
+   * time as garbage that outlived the young generation; sized by the peak, it shrinks only after a backlog (a stalled
+   * provider's) was answered.
    */
   #peakBytes = 0;
   #peakMessages = 0;

@@ -1,5 +1,5 @@
 // A session's inbound audio: held until the session is READY, bounded in bytes, then handed to its codec stream.
-import type { CodecStream, PcmInfo, ShardUplink } from '../codec/pool.js';
+import type { CodecStream, PcmInfo } from '../codec/stream.js';
 
 export interface AudioInletOptions {
   codec: CodecStream;
@@ -9,11 +9,6 @@ export interface AudioInletOptions {
   onPcm: (pcm: Int16Array[], info: PcmInfo) => void;
   /** PCM of a channel the codec shard sent on a provider socket it holds (CodecStream 'uplinked'), in order with onPcm. */
   onUplinked?: (channel: number, samples: number) => void;
-  /**
-   * Each message as it leaves for the decoder, in order (lent for the call: copy what is kept): a few at a time, as the
-   * codec stream puts a task together (CodecStream.onSend), not as they arrive.
-   */
-  onDecode?: (message: Uint8Array) => void;
 }
 
 export class AudioInlet {
@@ -30,8 +25,12 @@ export class AudioInlet {
     this.#codec = opts.codec;
     this.#maxBytes = opts.maxBytes;
     opts.codec.on('pcm', opts.onPcm);
-    opts.codec.onSend = opts.onDecode;
     if (opts.onUplinked) opts.codec.on('uplinked', opts.onUplinked);
+  }
+
+  /** The session's codec stream (its speech side opens provider sockets in its shard: SessionSttOptions.codec). */
+  get codec(): CodecStream {
+    return this.#codec;
   }
 
   /** Bytes received and not yet decoded. */
@@ -53,16 +52,6 @@ export class AudioInlet {
       this.#heldBytes += message.byteLength;
     }
     return true;
-  }
-
-  /** A provider socket for `channel` in the codec stream's shard, when the pool allows it (CodecStream.uplink()). */
-  uplink(channel: number): ShardUplink | undefined {
-    return this.#codec.uplink(channel);
-  }
-
-  /** Lets the decoder gather audio until it decodes to `samples` samples (CodecStream.holdUntil()). */
-  holdUntil(samples: number): void {
-    if (!this.#finished) this.#codec.holdUntil(samples);
   }
 
   /** Starts decoding (the session is READY); audio accepted before goes first. */
@@ -89,7 +78,6 @@ export class AudioInlet {
     this.#heldBytes = 0;
     this.#codec.removeAllListeners('pcm');
     this.#codec.removeAllListeners('uplinked');
-    this.#codec.onSend = undefined;
     void this.#codec.close({ flush: false }).catch(() => undefined);
   }
 }

@@ -149,7 +149,7 @@ export class SessionActor {
     try {
       if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
       const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
-      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames), onUplinked: (ch, n) => this.#onUplinked(ch, n), onDecode: (m) => this.#speech?.retain(m) });
+      this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames), onUplinked: (ch, n) => this.#onUplinked(ch, n) });
     } catch (err) {
       const reason = bad ?? (isEngineError(err) ? err.message : 'unsupported audio format');
       this.#close(CloseCode.UNSUPPORTED_DATA, reason);
@@ -174,7 +174,6 @@ export class SessionActor {
     const { scheduler } = this.#o;
     this.#timers.push(scheduler.every(LISTEN.heartbeatIntervalMs, () => this.#heartbeat()));
     this.#timers.push(scheduler.every(LISTEN.bufferWindowMs, () => this.#tick()));
-    this.#holdForSpeech();
     this.#inlet?.start();
   }
 
@@ -339,8 +338,8 @@ export class SessionActor {
       scheduler: this.#o.scheduler,
       logger: this.#o.logger,
       ...(this.#o.usage ? { usage: { recorder: this.#o.usage, uid: this.uid, now: () => this.#clock.now() } } : {}),
-      audio: { codec: p.codec, sampleRate: p.sampleRate, decode: (messages) => this.#decodeKept(messages) },
-      uplink: (channel) => this.#inlet?.uplink(channel),
+      codec: this.#inlet?.codec,
+      decodeKept: (messages) => this.#decodeKept(messages),
       onSegments: (segs, provider, ch) => this.#loop.add(segs.map((x) => this.#raw(x, provider, ch))),
       onFailure: (f, provider) => {
         // A provider failing while the session drains (its client left) is kept by the drain itself, after finalize.
@@ -454,7 +453,6 @@ export class SessionActor {
       stats.pcmSamples += channel.length;
       if (channel.length > 0) this.#speech?.write(i, channel);
     }
-    this.#holdForSpeech();
   }
 
   /** PCM the codec shard sent on a provider socket it holds. */
@@ -462,12 +460,6 @@ export class SessionActor {
     this.stats.pcmSamples += samples;
     this.stats.uplinkedSamples += samples;
     this.#speech?.uplinked(channel, samples);
-    this.#holdForSpeech();
-  }
-
-  /** The decoder gathers what the provider's next message lacks and decodes it in one batch when it is there. */
-  #holdForSpeech(): void {
-    this.#inlet?.holdUntil(this.#speech?.samplesUntilSend() ?? 0);
   }
 
   #heartbeat(): void {

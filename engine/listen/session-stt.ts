@@ -1,17 +1,21 @@
-// A session's speech side: opens one stream per channel with fail-over, routes PCM to them, and when a stream fails
-// keeps every sample no engine acknowledged: the audio after the provider's last final result, held encoded as the
-// device sent it (engine/audio/encoded-tail.ts) and decoded again on failure, plus whatever was still being decoded.
+// A session's speech side: one stream per channel with fail-over, PCM routed to them, and when a stream fails every
+// sample no engine acknowledged kept (held encoded as the device sent it, decoded again only then).
 import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
 import { Outcome } from '../protocol.js';
 import type { SttRegistry } from '../stt/registry.js';
 import { openStreams } from '../stt/failover.js';
 import type { SttFailure, SttSegment, SttStream } from '../stt/types.js';
-import type { ShardUplink } from '../codec/pool.js';
+import type { CodecStream } from '../codec/stream.js';
 import type { KeptAudioMeta } from '../stt/kept-audio.js';
 import { countWords, type UsageRecorder } from '../stt/usage.js';
 import { EncodedTail, type EncodedSlice } from '../audio/encoded-tail.js';
-import { encodedDurationS } from '../audio/encoded-duration.js';
+
+/**
+ * What the speech side asks of the session's codec stream: its provider sockets in the stream's shard (each opened
+ * with its send plan), and the encoded audio it keeps per channel as each message leaves for the decoder.
+ */
+export type SessionCodec = Pick<CodecStream, 'socket' | 'keepEncoded'>;
 
 export interface SessionSttOptions {
   registry: SttRegistry;
@@ -24,12 +28,12 @@ export interface SessionSttOptions {
   /** Seconds of audio and words transcribed are recorded here (per user, provider, day) when the streams close. */
   usage?: { recorder: UsageRecorder; uid: string; now: () => number };
   /**
-   * The session's audio as it arrives (retain() is given each message) and a fresh decoder for it: with a remote
-   * engine, the audio its final results have not yet covered is kept encoded and decoded again only if it fails.
+   * The session's codec stream: remote engines open their sockets in its shard (their PCM is then reported by
+   * uplinked()), and with one, the audio their final results have not yet covered is kept encoded.
    */
-  audio?: { codec: string; sampleRate: number; decode: (messages: readonly Uint8Array[]) => Promise<Int16Array> };
-  /** Provider sockets in the session's codec shard (SttStreamOptions.uplink): their PCM is reported by uplinked(). */
-  uplink?: (channel: number) => ShardUplink | undefined;
+  codec?: SessionCodec | undefined;
+  /** A fresh decoder for kept encoded audio, used only when a remote engine fails. */
+  decodeKept?: (messages: readonly Uint8Array[]) => Promise<Int16Array>;
   /** Unanswered audio kept per channel at most, in seconds (a provider that never answers). @defaultValue 120 */
   maxKeptS?: number;
   onSegments(segments: SttSegment[], provider: string, channel: number): void;
@@ -78,7 +82,7 @@ export class SessionStt {
 
   /**
    * Opens the streams. Resolves 'ok', 'cancelled' (the client left first), or the failure to report (stt_failed):
-   * no eligible engine is a config_error (fail closed, SPEC Errors rule 2).
+   * no eligible engine is a config_error (fail closed: docs/protocol.md, Rejections and close codes).
    */
   async open(signal: AbortSignal): Promise<'ok' | 'cancelled' | { failure: SttFailure; provider: string }> {
     const o = this.#o;
@@ -87,7 +91,7 @@ export class SessionStt {
     const r = await openStreams({
       engines,
       channels: o.channels,
-      stream: { language: o.language, sampleRateHz: SAMPLE_RATE, sessionId: o.sessionId, ...(o.uplink ? { uplink: o.uplink } : {}) },
+      stream: { language: o.language, sampleRateHz: SAMPLE_RATE, sessionId: o.sessionId, ...(o.codec ? { shard: o.codec } : {}) },
       scheduler: o.scheduler,
       signal,
       onAttemptFailed: (engine, attempt, f) => o.logger.warn({ sessionId: o.sessionId, engine, attempt, reason: f.reason }, 'speech provider did not open'),
@@ -96,9 +100,12 @@ export class SessionStt {
     this.provider = r.engine.name;
     this.fallbackFrom = r.fallbackFrom;
     this.#streams = r.streams;
-    if (o.audio && r.streams.some((s) => s.acknowledgedSamples !== undefined)) {
+    if (o.codec && r.streams.some((s) => s.acknowledgedSamples !== undefined)) {
       const max = Math.round((o.maxKeptS ?? 120) * SAMPLE_RATE);
       this.#tails = r.streams.map(() => new EncodedTail(max));
+      // Kept as each message leaves for the decoder; after a failure too, until the tails are read: the shard may
+      // still send the PCM of audio that left for it then on the failed socket.
+      o.codec.keepEncoded(this.#tails);
     }
     r.streams.forEach((s, ch) => {
       s.on('segments', (segs) => {
@@ -112,27 +119,7 @@ export class SessionStt {
   }
 
   /**
-   * One audio message as the device sent it (two channels: channel-id byte first), as it leaves for the decoder, in
-   * order; copied. Kept until the provider's final results cover it (remote engines only). After a failure too, until
-   * the tails are read: a codec shard may still send the PCM of audio that left for it then on the failed socket.
-   */
-  retain(message: Uint8Array): void {
-    const tails = this.#tails;
-    const a = this.#o.audio;
-    if (tails === undefined || a === undefined) return;
-    let ch = 0;
-    let payload = message;
-    if (this.#o.channels === 2) {
-      const id = message[0];
-      if (id !== 0x01 && id !== 0x02) return;
-      ch = id - 1;
-      payload = message.subarray(1);
-    }
-    tails[ch]!.push(payload, encodedDurationS(a.codec, a.sampleRate, 1, payload));
-  }
-
-  /**
-   * PCM of `channel` the codec shard sent on the channel's provider socket itself (SessionSttOptions.uplink). After a
+   * PCM of `channel` the codec shard sent on the channel's provider socket itself (SessionSttOptions.codec). After a
    * failure it still counts: it went to a socket that failed, so it is decoded again from the kept encoded tail.
    */
   uplinked(channel: number, samples: number): void {
@@ -169,14 +156,6 @@ export class SessionStt {
     this.#written[ch]! += pcm.length;
     s.write(pcm);
     this.#release(ch, s);
-  }
-
-  /** Samples the engines' next messages still lack, the least over channels; 0 when audio should not wait (failed, local engine). */
-  samplesUntilSend(): number {
-    if (this.#kept || this.#streams.length === 0) return 0;
-    let least = Infinity;
-    for (const s of this.#streams) least = Math.min(least, s.samplesUntilSend?.() ?? 0);
-    return least;
   }
 
   /** Flushes what the engines hold (nothing to do after a failure: the audio is kept). */
@@ -217,7 +196,7 @@ export class SessionStt {
    */
   async #replay(k: KeptChannel): Promise<void> {
     const r = k.replay;
-    const decode = this.#o.audio?.decode;
+    const decode = this.#o.decodeKept;
     k.replay = undefined;
     if (r === undefined) return;
     k.startS = r.to / SAMPLE_RATE;
@@ -273,6 +252,7 @@ export class SessionStt {
     const tails = this.#tails;
     if (tails === undefined || this.#kept === undefined) return;
     this.#tails = undefined;
+    this.#o.codec?.keepEncoded(undefined);
     for (const k of this.#kept) {
       const acked = Math.round(k.startS * SAMPLE_RATE);
       const written = this.#written[k.channel]!;

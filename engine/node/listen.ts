@@ -13,7 +13,7 @@ import type { Tuning } from './tuning.js';
 import { ActorRegistry } from '../listen/actor-registry.js';
 import { SessionActor } from '../listen/session-actor.js';
 import { attachListen } from '../listen/uws-server.js';
-import { CodecPool } from '../codec/pool.js';
+import { BATCH_WINDOW_MS, CodecPool, INLINE_BUSY_PCT } from '../codec/pool.js';
 import { DecodeOverload } from '../codec/overload.js';
 import { MainLoad, type LoopTimes } from '../runtime/main-load.js';
 import { LOOP_PACE_MS, LoopPacer, PACER_LOOK_MS } from '../runtime/loop-pacer.js';
@@ -108,12 +108,11 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
     const slept = pacer?.sleptMs ?? 0;
     return { idle: u.idle + slept, active: Math.max(0, u.active - slept) };
   };
-  const inlineBusyPct = tuning.inlineBusyPct ?? config.codecInlineBusyPct;
+  const inlineBusyPct = tuning.inlineBusyPct ?? INLINE_BUSY_PCT;
   const mainLoad = inlineBusyPct > 0 ? new MainLoad({ limit: inlineBusyPct / 100, clock, read: loopTimes }) : undefined;
   const pool = new CodecPool({
     ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}),
-    batchWindowMs: tuning.codecBatchMs ?? config.codecBatchMs,
-    uplinks: config.sttSockets === 'codec',
+    batchWindowMs: tuning.codecBatchMs ?? BATCH_WINDOW_MS,
     onTaskDelay: (delayS) => {
       metrics.decodeDelay.observe(delayS);
       o.sessions.overload.observe(delayS);

@@ -12,17 +12,21 @@ export interface EngineDeps {
   clock: Clock;
   scheduler: Scheduler;
   logger: Logger;
+  /** Audio per provider message, in ms (a test's tuning). @defaultValue SEND_MS (engine/stt/remote/plan.ts) */
+  sendMs?: number | undefined;
 }
 
 export function createSttEngines(config: Config, deps: EngineDeps): SttEngine[] {
+  const { sendMs, ...clocks } = deps;
+  const remote = { ...clocks, ...(sendMs !== undefined ? { sendMs } : {}), staggerFirst: Math.random };
   return config.sttProviders.map((name): SttEngine => {
     switch (name) {
       case 'provider_b':
-        return new ProviderBEngine({ url: config.providerBUrl, apiKey: config.providerBApiKey!, sendMs: config.sttSendMs, staggerFirst: Math.random, ...deps });
+        return new ProviderBEngine({ url: config.providerBUrl, apiKey: config.providerBApiKey!, ...remote });
       case 'local':
         return new LocalGatedEngine({ vadGate: config.vadGate });
       case 'provider_a':
-        return new ProviderAEngine({ url: config.providerAUrl, apiKey: config.providerAApiKey!, sendMs: config.sttSendMs, staggerFirst: Math.random, ...deps });
+        return new ProviderAEngine({ url: config.providerAUrl, apiKey: config.providerAApiKey!, ...remote });
     }
   });
 }

@@ -1,5 +1,5 @@
 // The speech-to-text contract every engine implements (local, provider_a, provider_b, custom): PCM in, timed words/segments out.
-import type { ShardUplink } from '../codec/pool.js';
+import type { ProviderSocket, SendPlan } from '../codec/uplink.js';
 import type { Outcome } from '../protocol.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
@@ -52,12 +52,26 @@ export interface SttStreamOptions {
   /** The session's channel this stream serves (0, or 1 for a two-channel call's second). @defaultValue 0 */
   channel?: number;
   /**
-   * A provider socket in the codec shard that decodes the session, for a channel (STT_SOCKETS=codec; engine/codec/pool.ts
-   * CodecStream.uplink()): an engine that can use it sends nothing through write() but what still reaches the main
-   * thread, and learns of the rest from taken(). Absent, or answering undefined: the socket is the engine's own.
+   * The codec stream that decodes the session (engine/codec/stream.ts CodecStream): a remote engine opens the stream's
+   * socket there, with its send plan, and the session's PCM goes onto it from the shard; through write() comes only
+   * what still reaches this thread (the decoders' tail), and taken() tells the rest. Absent (audio written, not decoded:
+   * the kept-audio job): the socket lives on this thread, and each write() goes out as one message.
    */
-  uplink?: (channel: number) => ShardUplink | undefined;
+  shard?: SocketHost;
 }
+
+/**
+ * Where a remote stream's provider socket lives. The contract between a session's codec stream and its speech
+ * stream: the speech stream opens its socket there with a SendPlan (ProviderSocket.open()), and from then on the
+ * codec stream holds audio back until it completes the plan's next message, the shard sends each decoded batch on
+ * the socket as one message, and the session hears of it as counts (SttStream.taken()).
+ */
+export interface SocketHost {
+  /** A provider socket for `channel`, not yet open, in the shard that decodes the session. */
+  socket(channel: number): ProviderSocket;
+}
+
+export type { ProviderSocket, SendPlan };
 
 /**
  * One per session (per channel for two-channel calls). write() never blocks; finalize() flushes what the engine
@@ -78,12 +92,7 @@ export interface SttStream {
    * engines, which cannot lose audio to a network, leave it out.
    */
   acknowledgedSamples?(): number;
-  /**
-   * Engines that send audio on in messages: samples the message being gathered still lacks (0 once the stream is not
-   * open). The session's decoder holds audio back until that much is there (engine/codec/pool.ts CodecStream.holdUntil()).
-   */
-  samplesUntilSend?(): number;
-  /** PCM of this stream's channel the codec shard sent on the stream's socket (one opened through `uplink`). */
+  /** Remote engines: PCM of this stream's channel the codec shard sent on the stream's socket itself. */
   taken?(samples: number): void;
   finalize(): Promise<void>;
   close(): Promise<void>;
@@ -112,15 +121,14 @@ export interface RemoteEngineOptions {
   /** Provider model name; each engine has its default. */
   model?: string;
   /**
-   * Audio per message on the provider socket, in milliseconds (20–250, STT_SEND_MS): a steady stream sends this much
-   * at once; a rest left by a pause goes out within two such periods. @defaultValue 100
+   * Audio per message on the provider socket, in milliseconds (20–250): the session's codec stream decodes its audio
+   * in batches of this much (SendPlan.messageSamples). @defaultValue SEND_MS (engine/stt/remote/plan.ts)
    */
   sendMs?: number;
   /**
    * Random source (as Math.random) for the length of each stream's first message, drawn between 20 ms and sendMs:
    * streams that start together then do not complete their messages together for as long as they run (the codec
-   * shards decode a session's audio when its next message is complete: engine/codec/pool.ts CodecStream.holdUntil()).
-   * Omitted: every message is sendMs long.
+   * shards decode a session's audio when its next message is complete). Omitted: every message is sendMs long.
    */
   staggerFirst?: () => number;
 }

@@ -1,7 +1,6 @@
 // Configuration: every setting's default, a value it takes and a value it refuses naming the variable; a frozen result.
 import t from 'tap';
 import path from 'node:path';
-import { availableParallelism } from 'node:os';
 import { loadConfig, CONFIG_VARIABLES, LOCAL_AUDIENCE, LOCAL_ISSUER, type Config } from '../../engine/config.js';
 
 type Variable = (typeof CONFIG_VARIABLES)[number];
@@ -20,8 +19,6 @@ interface Setting {
   with?: Env;
 }
 
-/** Settings whose rows are in the block at the end of this file. */
-type CodecRows = 'CODEC_BATCH_MS' | 'CODEC_INLINE_BUSY_PCT' | 'STT_SEND_MS' | 'STT_SOCKETS';
 
 const MiB = 1024 * 1024;
 
@@ -88,7 +85,7 @@ const SETTINGS = {
     set: ['wss://stt.example.org/stream?key=1', 'wss://stt.example.org/stream?key=1'],
     bad: ['https://stt.example.org/stream', 'not a url', ' ws://127.0.0.1:9000/'],
   },
-} satisfies Record<Exclude<Variable, CodecRows>, Setting>;
+} satisfies Record<Variable, Setting>;
 
 for (const [variable, s] of Object.entries(SETTINGS) as [Variable, Setting][]) {
   t.test(variable, async (t) => {
@@ -130,27 +127,3 @@ t.test('every variable has a row in the README configuration table', async (t) =
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
   for (const v of CONFIG_VARIABLES) t.match(readme, new RegExp(`\\| \`${v}\` \\|`), v);
 });
-
-// CODEC_BATCH_MS, CODEC_INLINE_BUSY_PCT and STT_SOCKETS.
-t.test('codec and provider-socket settings', async (t) => {
-  const c = loadConfig({});
-  t.equal(c.codecBatchMs, 5);
-  t.equal(c.codecInlineBusyPct, availableParallelism() === 1 ? 100 : 0, 'every session on the main thread only on one CPU');
-  t.equal(loadConfig({ CODEC_BATCH_MS: '0' }).codecBatchMs, 0, '0: a task as soon as the last one is back');
-  t.equal(loadConfig({ CODEC_INLINE_BUSY_PCT: '40' }).codecInlineBusyPct, 40);
-  t.equal(loadConfig({}).sttSockets, 'codec', 'provider sockets in the codec shards by default');
-  t.equal(loadConfig({ STT_SOCKETS: 'main' }).sttSockets, 'main');
-});
-
-const codecBad: [Record<string, string>, string][] = [
-  [{ CODEC_BATCH_MS: '101' }, 'CODEC_BATCH_MS'],
-  [{ CODEC_INLINE_BUSY_PCT: '0.5' }, 'CODEC_INLINE_BUSY_PCT'],
-  [{ CODEC_INLINE_BUSY_PCT: '101' }, 'CODEC_INLINE_BUSY_PCT'],
-  [{ STT_SOCKETS: 'worker' }, 'STT_SOCKETS'],
-];
-
-for (const [env, variable] of codecBad) {
-  t.test(`bad ${variable}=${Object.values(env).join(',')}`, async (t) => {
-    t.throws(() => loadConfig(env), { code: 'ENG_ERR_CONFIG_INVALID', variable });
-  });
-}

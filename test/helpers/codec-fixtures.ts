@@ -118,7 +118,7 @@ export function sine(hz: number, rate: number, seconds: number, amplitude: numbe
   return out;
 }
 
-/** Minimal shape of engine/codec/pool.ts's CodecStream the helpers need (kept structural to avoid a cycle). */
+/** Minimal shape of engine/codec/stream.ts's CodecStream the helpers need (kept structural to avoid a cycle). */
 interface StreamLike {
   push(m: Uint8Array): void;
   close(): Promise<void>;

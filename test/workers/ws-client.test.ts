@@ -1,6 +1,5 @@
-// The codec shards' provider socket client (workers/ws-client.ts) against a real WebSocket server (`ws`, over TCP
-// and TLS) and against a raw TCP server that writes frames byte by byte where the test needs what a library would not
-// send: fragments, pings, split frames, protocol violations, refused and forged handshakes.
+// The codec shards' provider socket client (workers/ws-client.ts) against `ws` (TCP and TLS), and against a raw TCP
+// server for what a library would not send: fragments, pings, split frames, violations, refused and forged handshakes.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -9,8 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { WsClient, type WsClientHandlers } from '../../workers/ws-client.js';
-import type { ConnectOutcome } from '../../workers/ws-connect.js';
+import { WsClient, type ConnectOutcome, type WsClientHandlers } from '../../workers/ws-client.js';
 
 interface Seen {
   texts: string[];

@@ -1,19 +1,11 @@
-// provider_a: speech-to-text over Deepgram's live streaming protocol (`wss://api.deepgram.com/v1/listen` or a compatible URL).
-//
-// Rationale: a plain `ws` client rather than @deepgram/sdk. open() is exactly one connection attempt whose refusal
-// must be seen with its HTTP status and Retry-After (the SDK reports only "Unexpected server response"), sockets must
-// never reconnect or queue audio behind the fail-over layer's back (the SDK reconnects by default and queues sends
-// while it does), and every timer goes through the injected Scheduler (the SDK arms its own per-connection timers).
-// The fake in test/fakes/deepgram-server.ts is checked against the SDK, so the protocol stays Deepgram's.
+// provider_a: speech-to-text over Deepgram's live streaming protocol (`wss://api.deepgram.com/v1/listen` or a compatible URL),
+// over the codec shard's own socket client (engine/codec/uplink.ts) rather than @deepgram/sdk.
 import { Outcome } from '../../protocol.js';
 import { NOVA3_LANGUAGES } from './languages.js';
 import { SAMPLE_RATE_HZ, cleanKeyterms, listenUrl, openFailure, retryAfterMs } from './protocol.js';
-import { PcmChunkPool } from '../remote/chunk-pool.js';
-import { firstMessageSamples, MIN_SEND_SAMPLES, sendSamplesOf } from '../remote/pcm-batcher.js';
-import { LocalSocket, type ProviderSocket } from '../remote/socket.js';
-import { connectWs, type ConnectOutcome } from '../../../workers/ws-connect.js';
+import { SEND_MS, sendPlan, sendSamplesOf } from '../remote/plan.js';
+import { socketHere, type ProviderSocket } from '../../codec/uplink.js';
 import { ProviderAStream } from './stream.js';
-import { StaleFlusher } from '../remote/stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttStreamOptions } from '../types.js';
 
 /** apiKey is sent as `Authorization: Token <key>`; model defaults to 'nova-3'. */
@@ -35,14 +27,18 @@ export interface ProviderAEngineOptions extends RemoteEngineOptions {
 /** Longest message taken from provider_a, in bytes. */
 const MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
 
+/**
+ * One per process. open() is exactly one connection attempt whose refusal must be seen with its HTTP status and
+ * Retry-After (the SDK reports only "Unexpected server response"); sockets never reconnect or queue audio behind the
+ * fail-over layer's back (the SDK reconnects by default and queues sends while it does); every timer goes through the
+ * injected Scheduler. The fake in test/fakes/deepgram-server.ts is checked against the SDK, so the protocol stays
+ * Deepgram's.
+ */
 export class ProviderAEngine implements SttEngine {
   readonly name = 'provider_a';
   readonly #o: Required<Omit<ProviderAEngineOptions, 'keyterms' | 'staggerFirst'>> & { keyterms: string[]; staggerFirst?: () => number };
   readonly #sendSamples: number;
   readonly #streams = new Set<ProviderAStream>();
-  readonly #flusher: StaleFlusher;
-  /** Message arrays every stream of this engine takes and gives back (engine/stt/remote/chunk-pool.ts says why). */
-  readonly #chunks: PcmChunkPool;
   #closed = false;
 
   constructor(options: ProviderAEngineOptions) {
@@ -56,22 +52,12 @@ export class ProviderAEngine implements SttEngine {
       finalizeTimeoutMs: 5000,
       closeTimeoutMs: 3000,
       maxBufferedS: 15,
-      sendMs: 100,
+      sendMs: SEND_MS,
       ...options,
       keyterms: cleanKeyterms(options.keyterms),
     };
     if (!(this.#o.keepAliveMs > 0 && this.#o.keepAliveMs <= 5000)) throw new RangeError('keepAliveMs must be in (0, 5000] so a pause outlives the 10 s idle rule');
     this.#sendSamples = sendSamplesOf(this.#o.sendMs);
-    this.#flusher = new StaleFlusher(this.#o.scheduler, this.#o.sendMs);
-    this.#chunks = new PcmChunkPool(this.#sendSamples, 1);
-  }
-
-  /**
-   * The pool's cap follows the open streams: one spare each (a stream gives its message back as it sends it and takes
-   * one for the next), at least one so a lone session recycles too.
-   */
-  #fitPool(): void {
-    this.#chunks.maxFree = Math.max(1, this.#streams.size);
   }
 
   /** Nova-3's streaming languages and `multi`. */
@@ -82,11 +68,6 @@ export class ProviderAEngine implements SttEngine {
   /** Open streams (for metrics and tests). */
   get load(): number {
     return this.#streams.size;
-  }
-
-  /** Message arrays waiting for reuse (tests). */
-  get spareChunks(): number {
-    return this.#chunks.free;
   }
 
   /** One connection attempt: resolves once the socket is open, or rejects with an SttOpenError saying why. */
@@ -103,47 +84,36 @@ export class ProviderAEngine implements SttEngine {
     const maxBufferedBytes = Math.round(o.maxBufferedS * SAMPLE_RATE_HZ * 2);
     return new Promise<ProviderAStream>((resolve, reject) => {
       let settled = false;
-      let socket: { terminate(): void } | undefined;
+      // In the shard that decodes the session, or here when the audio is written rather than decoded.
+      const socket = opts.shard?.socket(opts.channel ?? 0) ?? socketHere();
       const fail = (status: number | undefined, retryAfter: string | undefined, why: string): void => {
         if (settled) return;
         settled = true;
         o.scheduler.cancel(timer);
-        socket?.terminate();
+        socket.terminate();
         const failure = openFailure(status);
         const waitMs = status === 429 || status === 503 ? retryAfterMs(retryAfter, o.clock.now()) : undefined;
         o.logger.warn({ ...log, status, reason: failure.reason, why, retryAfterMs: waitMs }, 'provider_a connect failed');
         reject(new SttOpenError(failure, `provider_a ${why}`, waitMs));
       };
-      /** The handshake's outcome, wherever the socket lives. */
-      const outcome = (a: ConnectOutcome, open: () => ProviderSocket): void => {
-        if (!a.ok) {
-          if (a.status !== undefined) o.logger.debug({ ...log, status: a.status, requestId: a.requestId }, 'provider_a handshake refused');
-          return fail(a.status, a.retryAfter, a.why);
-        }
-        const s = open();
-        if (settled) return s.terminate();
-        settled = true;
-        o.scheduler.cancel(timer);
-        resolve(this.#stream(s, opts.sessionId, maxBufferedBytes));
-      };
       const timer = o.scheduler.after(o.connectTimeoutMs, () => fail(undefined, undefined, 'connect timeout'));
-      const connect = { url, headers, maxPayload: MAX_PAYLOAD_BYTES };
-      const uplink = opts.uplink?.(opts.channel ?? 0);
-      if (uplink) {
-        // The socket lives in the session's codec shard: the same handshake there, its outcome answered here.
-        socket = uplink;
-        uplink.open({ ...connect, maxBufferedBytes, minSamples: MIN_SEND_SAMPLES }).then(
-          (a) => outcome(a, () => uplink),
-          (err: unknown) => fail(undefined, undefined, `codec thread ${(err as Error)?.name ?? 'error'}`),
-        );
-        return;
-      }
-      const ws = connectWs(connect, (a) => outcome(a, () => new LocalSocket(ws, (err) => o.logger.debug({ ...log, err: { name: err.name } }, 'provider_a socket error'))));
-      socket = ws;
+      socket.open({ url, headers, maxPayload: MAX_PAYLOAD_BYTES, maxBufferedBytes }, sendPlan(this.#sendSamples, o.staggerFirst)).then(
+        (a) => {
+          if (!a.ok) {
+            if (a.status !== undefined) o.logger.debug({ ...log, status: a.status, requestId: a.requestId }, 'provider_a handshake refused');
+            return fail(a.status, a.retryAfter, a.why);
+          }
+          if (settled) return socket.terminate();
+          settled = true;
+          o.scheduler.cancel(timer);
+          resolve(this.#stream(socket, opts.sessionId));
+        },
+        (err: unknown) => fail(undefined, undefined, `codec thread ${(err as Error)?.name ?? 'error'}`),
+      );
     });
   }
 
-  #stream(socket: ProviderSocket, sessionId: string, maxBufferedBytes: number): ProviderAStream {
+  #stream(socket: ProviderSocket, sessionId: string): ProviderAStream {
     const o = this.#o;
     const stream: ProviderAStream = new ProviderAStream(socket, {
       sessionId,
@@ -152,19 +122,10 @@ export class ProviderAEngine implements SttEngine {
       keepAliveMs: o.keepAliveMs,
       finalizeTimeoutMs: o.finalizeTimeoutMs,
       closeTimeoutMs: o.closeTimeoutMs,
-      maxBufferedBytes,
-      sendSamples: this.#sendSamples,
-      firstSamples: firstMessageSamples(this.#sendSamples, o.staggerFirst),
-      chunks: this.#chunks,
-      flusher: this.#flusher,
-      onClosed: () => {
-        this.#streams.delete(stream);
-        this.#fitPool();
-      },
+      onClosed: () => this.#streams.delete(stream),
     });
     this.#streams.add(stream);
-    this.#fitPool();
-    o.logger.debug({ provider: this.name, sessionId, inShard: socket.inShard }, 'provider_a stream open');
+    o.logger.debug({ provider: this.name, sessionId }, 'provider_a stream open');
     return stream;
   }
 

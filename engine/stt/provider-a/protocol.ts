@@ -4,11 +4,11 @@ import type { SttFailure, SttSegment } from '../types.js';
 
 export const SAMPLE_RATE_HZ = 16000;
 
-/** Most vocabulary terms sent (REFERENCE §2.1: user vocabulary up to 100 terms). */
+/** Most vocabulary terms sent: a user's vocabulary holds up to 100. */
 export const MAX_KEYTERMS = 100;
 
 /**
- * The listen URL with REFERENCE §2.2's options. Built by hand so spaces in key terms are `%20`, never `+`.
+ * The listen URL with the options the compatible system streams with. Built by hand so spaces in key terms are `%20`, never `+`.
  * Parameters already on `base` (a self-hosted deployment's own) are kept unless they are ones set here.
  */
 export function listenUrl(base: string, model: string, language: string, keyterms: readonly string[]): string {
@@ -67,7 +67,7 @@ export interface DgResults {
   channel?: { alternatives?: { transcript?: string; words?: DgWord[] }[] };
 }
 
-/** Words grouped by consecutive speaker (REFERENCE §2.2); an empty transcript gives no segments. */
+/** Words grouped by consecutive speaker, as the compatible system groups them; an empty transcript gives no segments. */
 export function segmentsOf(r: DgResults): SttSegment[] {
   const alt = r.channel?.alternatives?.[0];
   if (!alt || !alt.transcript?.trim() || !alt.words?.length) return [];

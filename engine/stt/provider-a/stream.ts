@@ -1,20 +1,12 @@
-// One provider_a session: PCM out on a Deepgram live socket in 20–250 ms messages, final Results in as segments.
-//
-// Rationale: write() goes through a PcmBatcher (100 ms messages by default, no timer per stream). One repeating scheduler entry per stream sends KeepAlive when no audio went out during the last period, so
-// a long pause outlives Deepgram's 10 s idle rule. How far final results (Deepgram's `start + duration`) have covered
-// the audio is told by acknowledgedSamples(); the audio itself is kept, encoded, by the session (engine/audio/
-// encoded-tail.ts), so a message goes back to the pool as soon as the socket has it. A failure is reported once.
-import type { ProviderSocket } from '../remote/socket.js';
+// One provider_a session: PCM out on a Deepgram live socket, final Results in as segments, KeepAlive over pauses, and
+// how far the results have covered the audio.
+import type { ProviderSocket } from '../../codec/uplink.js';
 import type { Logger } from '../../logger.js';
 import type { Scheduler, TimerId } from '../../scheduler.js';
 import { SAMPLE_RATE_HZ, segmentsOf, streamFailure, type DgResults } from './protocol.js';
-import type { PcmChunkPool } from '../remote/chunk-pool.js';
-import { MIN_SEND_SAMPLES, PcmBatcher } from '../remote/pcm-batcher.js';
-import type { StaleFlusher } from '../remote/stale-flusher.js';
 import { SttEmitter } from '../stt-emitter.js';
 import type { SttFailure, SttStream } from '../types.js';
 import { Outcome } from '../../protocol.js';
-
 
 export interface ProviderAStreamOptions {
   sessionId: string;
@@ -23,16 +15,6 @@ export interface ProviderAStreamOptions {
   keepAliveMs: number;
   finalizeTimeoutMs: number;
   closeTimeoutMs: number;
-  /** Bytes queued on the socket beyond which the provider is deemed stuck (reason send_failed). */
-  maxBufferedBytes: number;
-  /** Audio buffered before a message goes out, in samples: 320 (20 ms) to 4000 (250 ms). */
-  sendSamples: number;
-  /** Samples of the first message (sendSamples, or fewer to stagger streams that start together); with a socket in the shard, the first hold. */
-  firstSamples: number;
-  /** The engine's message arrays (`samples` = sendSamples): a message goes back once the socket has it. */
-  chunks: PcmChunkPool;
-  /** Sends a rest left by a pause. */
-  flusher: StaleFlusher;
   onClosed: () => void;
 }
 
@@ -42,12 +24,18 @@ interface Waiter {
   timer: TimerId;
 }
 
+/**
+ * The session's codec shard sends the decoded audio on the socket itself, in messages of the stream's send plan; this
+ * side learns what went out from taken(). One repeating scheduler entry per stream sends KeepAlive when no audio went
+ * out during the last period, so a long pause outlives Deepgram's 10 s idle rule. How far final results (Deepgram's
+ * `start + duration`) have covered the audio is told by acknowledgedSamples(); the audio itself is kept, encoded, by
+ * the session (engine/audio/encoded-tail.ts). A failure is reported once.
+ */
 export class ProviderAStream extends SttEmitter implements SttStream {
   readonly provider = 'provider_a';
   readonly #ws: ProviderSocket;
   readonly #o: ProviderAStreamOptions;
   #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
-  readonly #batcher: PcmBatcher;
   /** Samples handed to the socket, and samples covered by final results. */
   #sent = 0;
   #acked = 0;
@@ -67,22 +55,19 @@ export class ProviderAStream extends SttEmitter implements SttStream {
       stuck: () => this.#fail({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'send_failed' }),
     });
     this.#keepAlive = o.scheduler.every(o.keepAliveMs, () => this.#tick());
-    this.#batcher = new PcmBatcher({ sendSamples: o.sendSamples, minSamples: MIN_SEND_SAMPLES, firstSamples: o.firstSamples, pool: o.chunks, flusher: o.flusher, send: (pcm) => this.#sendAudio(pcm) });
   }
 
   /**
-   * Takes 16 kHz mono PCM; sends a message once `sendSamples` are buffered (the bytes are copied, the caller keeps its
-   * array). Ignored once the stream closed or failed.
+   * PCM that reached this thread (the decoders' tail, or a job's audio): one message, after what the shard sent itself
+   * (copied, the caller keeps its array). Ignored once the stream closed or failed.
    */
   write(pcm: Int16Array): void {
     if (this.#state !== 'open' || pcm.length === 0) return;
-    if (!this.#ws.inShard) return this.#batcher.write(pcm);
-    // What still reaches this thread with the socket in the shard (the decoders' tail): after the shard's own audio.
     this.#ws.sendAudio(pcm);
     this.taken(pcm.length);
   }
 
-  /** PCM the session's codec shard sent on this stream's socket (a socket in the shard). */
+  /** PCM the session's codec shard sent on this stream's socket. */
   taken(samples: number): void {
     if (this.#state !== 'open') return;
     this.#sent += samples;
@@ -94,19 +79,14 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     return this.#acked;
   }
 
-  samplesUntilSend(): number {
-    if (this.#state !== 'open') return 0;
-    // In the shard every decoded batch is one message: the hold is a message's worth each time.
-    if (this.#ws.inShard) return this.#sent === 0 ? this.#o.firstSamples : this.#o.sendSamples;
-    return this.#batcher.samplesUntilSend;
-  }
-
-  /** Sends what is buffered and Finalize; resolves once Deepgram answered for it (from_finalize) or after finalizeTimeoutMs. */
+  /**
+   * Sends Finalize, after a rest the shard still holds; resolves once Deepgram answered for it (from_finalize) or
+   * after finalizeTimeoutMs.
+   */
   finalize(): Promise<void> {
     if (this.#state !== 'open') return Promise.resolve();
-    this.#batcher.flush();
     const target = this.#sent;
-    if (this.#acked >= target || this.#state !== 'open') return Promise.resolve();
+    if (this.#acked >= target) return Promise.resolve();
     this.#ws.sendText('{"type":"Finalize"}', true);
     return new Promise<void>((resolve) => {
       const waiter: Waiter = { target, resolve, timer: this.#o.scheduler.after(this.#o.finalizeTimeoutMs, () => this.#settle((w) => w === waiter)) };
@@ -114,7 +94,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     });
   }
 
-  /** Sends what is buffered and CloseStream, waits (bounded) for Deepgram to close, then frees the socket; idempotent. */
+  /** Sends CloseStream (after a rest the shard holds), waits (bounded) for Deepgram to close, then frees the socket; idempotent. */
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
@@ -123,34 +103,20 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   async #close(): Promise<void> {
     this.#o.scheduler.cancel(this.#keepAlive);
     if (this.#state === 'open') {
-      this.#batcher.flush();
-      if (this.#state === 'open') {
-        this.#state = 'closing';
-        this.#ws.sendText('{"type":"CloseStream"}', true);
-        await new Promise<void>((resolve) => {
-          const timer = this.#o.scheduler.after(this.#o.closeTimeoutMs, () => resolve());
-          this.#socketClosed = () => {
-            this.#o.scheduler.cancel(timer);
-            resolve();
-          };
-        });
-      }
+      this.#state = 'closing';
+      this.#ws.sendText('{"type":"CloseStream"}', true);
+      await new Promise<void>((resolve) => {
+        const timer = this.#o.scheduler.after(this.#o.closeTimeoutMs, () => resolve());
+        this.#socketClosed = () => {
+          this.#o.scheduler.cancel(timer);
+          resolve();
+        };
+      });
     }
     this.#state = 'closed';
-    this.#batcher.stop();
     this.#ws.terminate();
     this.#settle(() => true);
     this.#o.onClosed();
-  }
-
-  #sendAudio(pcm: Int16Array): void {
-    if (this.#state !== 'open') return;
-    this.#sent += pcm.length;
-    this.#sentSinceTick = true;
-    // ws masks a client frame into its own buffer, so the array is free again once send() returns.
-    this.#ws.sendAudio(pcm);
-    this.#o.chunks.give(pcm);
-    if (this.#ws.bufferedAmount > this.#o.maxBufferedBytes) this.#fail({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'send_failed' });
   }
 
   #tick(): void {
@@ -203,7 +169,6 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   #fail(failure: SttFailure, code?: number): void {
     if (this.#state !== 'open') return;
     this.#state = 'failed';
-    this.#batcher.stop();
     this.#o.scheduler.cancel(this.#keepAlive);
     this.#ws.terminate();
     this.#settle(() => true);

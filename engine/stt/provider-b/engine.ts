@@ -1,18 +1,9 @@
-// The provider_b speech engine: the Soniox realtime WebSocket protocol over `ws`, one connection per stream.
-//
-// Rationale: open() makes exactly one connection attempt and maps every refusal onto an SttOpenError; retries,
-// backoff and fail-over belong to the layer above. The key goes both as `Authorization: Bearer` on the upgrade (the
-// provider's current way; config-only keys are refused from 2027-01-15) and as `api_key` in the config frame (what
-// its official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key.
-// With a socket offered in the session's codec shard (SttStreamOptions.uplink, STT_SOCKETS=codec) the connection is
-// made there, the config frame goes first from the shard, and the shard sends the decoded PCM itself.
-import { connectWs } from '../../../workers/ws-connect.js';
-import type { ShardUplink } from '../../codec/pool.js';
+// The provider_b speech engine: the Soniox realtime WebSocket protocol, one connection per stream, made where the
+// stream's socket lives (the session's codec shard).
+import { socketHere, type ProviderSocket } from '../../codec/uplink.js';
 import { ProviderBReason, PROVIDER_B_LANGUAGES, baseLanguage, configFrame, failureFor, failureFromStatus, retryAfterMs, type ProviderBConfigFrame } from './protocol.js';
-import { MIN_SEND_SAMPLES, firstMessageSamples, sendSamplesOf } from '../remote/pcm-batcher.js';
-import { LocalSocket, type ProviderSocket } from '../remote/socket.js';
+import { SEND_MS, sendPlan, sendSamplesOf } from '../remote/plan.js';
 import { PROVIDER, ProviderBStream, SAMPLE_RATE_HZ, type StreamDeps } from './stream.js';
-import { StaleFlusher } from '../remote/stale-flusher.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttFailure, type SttStreamOptions } from '../types.js';
 
 export { ProviderBStream } from './stream.js';
@@ -31,16 +22,23 @@ export interface ProviderBEngineOptions extends RemoteEngineOptions {
   maxBufferedBytes?: number;
 }
 
-/** Longest message taken from the provider over a socket in a codec shard, in bytes (its token messages are small). */
+/** Longest message taken from the provider, in bytes (its token messages are small). */
 const MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
 
-/** One per process; each open() is one connection attempt. */
+/**
+ * One per process; each open() is one connection attempt, every refusal mapped onto an SttOpenError (retries, backoff
+ * and fail-over belong to the layer above). The key goes both as `Authorization: Bearer` on the upgrade (the
+ * provider's current way; config-only keys are refused from 2027-01-15) and as `api_key` in the config frame (what its
+ * official Node SDK still sends). Logs carry ids, reasons and codes: never audio, transcript text or the key.
+ */
 export class ProviderBEngine implements SttEngine {
   readonly name = PROVIDER;
   readonly #url: string;
   readonly #apiKey: string;
   readonly #model: string;
   readonly #connectTimeoutMs: number;
+  readonly #sendSamples: number;
+  readonly #maxBufferedBytes: number;
   readonly #deps: StreamDeps;
   readonly #staggerFirst: (() => number) | undefined;
   readonly #streams = new Set<ProviderBStream>();
@@ -52,6 +50,8 @@ export class ProviderBEngine implements SttEngine {
     this.#model = options.model ?? 'stt-rt-v5';
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 10000;
     this.#staggerFirst = options.staggerFirst;
+    this.#sendSamples = sendSamplesOf(options.sendMs ?? SEND_MS);
+    this.#maxBufferedBytes = options.maxBufferedBytes ?? 1024 * 1024;
     const keepaliveMs = options.keepaliveMs ?? 10000;
     if (!(keepaliveMs >= 1000 && keepaliveMs <= 15000)) throw new RangeError('keepaliveMs must be between 1000 and 15000 (the provider drops a stream silent for 20 s)');
     this.#deps = {
@@ -61,9 +61,6 @@ export class ProviderBEngine implements SttEngine {
       keepaliveMs,
       finalizeTimeoutMs: options.finalizeTimeoutMs ?? 5000,
       finishTimeoutMs: options.finishTimeoutMs ?? 10000,
-      maxBufferedBytes: options.maxBufferedBytes ?? 1024 * 1024,
-      sendSamples: sendSamplesOf(options.sendMs ?? 100),
-      flusher: new StaleFlusher(options.scheduler, options.sendMs ?? 100),
     };
   }
 
@@ -72,34 +69,12 @@ export class ProviderBEngine implements SttEngine {
     return language === 'multi' || PROVIDER_B_LANGUAGES.has(baseLanguage(language));
   }
 
-  /** Resolves once the socket is open and the config frame was sent; rejects with SttOpenError. */
+  /** Resolves once the socket is open (the config frame goes first on it); rejects with SttOpenError. */
   open(opts: SttStreamOptions): Promise<ProviderBStream> {
     if (this.#closed) return Promise.reject(new SttOpenError(failureFor(ProviderBReason.INITIALIZATION_FAILED), 'engine closed'));
     if (!this.supports(opts.language)) return Promise.reject(new SttOpenError(failureFor(ProviderBReason.LANGUAGE_UNSUPPORTED)));
     if (opts.sampleRateHz !== SAMPLE_RATE_HZ) return Promise.reject(new RangeError('sampleRateHz must be 16000'));
-    const uplink = opts.uplink?.(opts.channel ?? 0);
-    if (uplink) return this.#openInShard(uplink, opts);
-    return new Promise<ProviderBStream>((resolve, reject) => {
-      const attempt = this.#attempt(opts.sessionId, () => ws.terminate(), reject);
-      const ws = connectWs({ url: this.#url, headers: this.#headers(), maxPayload: MAX_PAYLOAD_BYTES }, (a) => {
-        if (!a.ok) {
-          if (a.status !== undefined) return attempt.refuse(failureFromStatus(a.status), retryAfterMs(a.retryAfter, this.#deps.clock.now()));
-          return attempt.refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
-        }
-        const stream = this.#stream(new LocalSocket(ws, () => undefined), opts.sessionId);
-        ws.send(JSON.stringify(this.#configFrame(opts)), (err) => {
-          const failure = stream.failure;
-          if (err || failure) {
-            // Lost before the config went out, or answered at once with an error frame (e.g. a bad key).
-            const reason = !failure || failure.reason === ProviderBReason.CONNECTION_LOST ? failureFor(ProviderBReason.INITIALIZATION_FAILED) : failure;
-            return attempt.refuse(reason);
-          }
-          if (!this.#closed && attempt.succeed()) return resolve(this.#opened(stream, false));
-          void stream.close(); // timed out meanwhile, or the engine is closing
-          attempt.refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
-        });
-      });
-    });
+    return this.#connect(opts.shard?.socket(opts.channel ?? 0) ?? socketHere(), opts);
   }
 
   #headers(): Record<string, string> {
@@ -107,19 +82,19 @@ export class ProviderBEngine implements SttEngine {
   }
 
   /**
-   * The same attempt over a socket in the session's codec shard: the shard connects, sends the config frame before
-   * any audio, and answers how the upgrade went. An error frame answering the config (a bad key) arrives after this
-   * resolved and fails the stream then, as it does over the network from a remote provider.
+   * The attempt over the stream's socket: where it lives (the session's codec shard, or this thread), it connects, sends the config
+   * frame before any audio, and answers how the upgrade went. An error frame answering the config (a bad key)
+   * arrives after this resolved and fails the stream then, as it would from a remote provider over the network.
    */
-  #openInShard(uplink: ShardUplink, opts: SttStreamOptions): Promise<ProviderBStream> {
+  #connect(socket: ProviderSocket, opts: SttStreamOptions): Promise<ProviderBStream> {
     return new Promise<ProviderBStream>((resolve, reject) => {
-      const attempt = this.#attempt(opts.sessionId, () => uplink.terminate(), reject);
-      const spec = { url: this.#url, headers: this.#headers(), maxPayload: MAX_PAYLOAD_BYTES, maxBufferedBytes: this.#deps.maxBufferedBytes, minSamples: MIN_SEND_SAMPLES };
-      uplink.open({ ...spec, firstText: JSON.stringify(this.#configFrame(opts)) }).then(
+      const attempt = this.#attempt(opts.sessionId, () => socket.terminate(), reject);
+      const spec = { url: this.#url, headers: this.#headers(), maxPayload: MAX_PAYLOAD_BYTES, maxBufferedBytes: this.#maxBufferedBytes, firstText: JSON.stringify(this.#configFrame(opts)) };
+      socket.open(spec, sendPlan(this.#sendSamples, this.#staggerFirst)).then(
         (a) => {
           if (!a.ok && a.status !== undefined) return attempt.refuse(failureFromStatus(a.status), retryAfterMs(a.retryAfter, this.#deps.clock.now()));
-          if (a.ok && !this.#closed && attempt.succeed()) return resolve(this.#opened(this.#stream(uplink, opts.sessionId), true));
-          uplink.terminate(); // refused without a status, timed out meanwhile, or the engine is closing
+          if (a.ok && !this.#closed && attempt.succeed()) return resolve(this.#opened(new ProviderBStream(socket, opts.sessionId, this.#deps, (s) => this.#streams.delete(s))));
+          socket.terminate(); // refused without a status, timed out meanwhile, or the engine is closing
           attempt.refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED));
         },
         () => attempt.refuse(failureFor(ProviderBReason.INITIALIZATION_FAILED)),
@@ -131,15 +106,9 @@ export class ProviderBEngine implements SttEngine {
     return configFrame(this.#apiKey, this.#model, opts.language, SAMPLE_RATE_HZ);
   }
 
-  #stream(socket: ProviderSocket, sessionId: string): ProviderBStream {
-    const first = firstMessageSamples(this.#deps.sendSamples, this.#staggerFirst);
-    const stream: ProviderBStream = new ProviderBStream(socket, sessionId, this.#deps, () => this.#streams.delete(stream), first);
-    return stream;
-  }
-
-  #opened(stream: ProviderBStream, inShard: boolean): ProviderBStream {
+  #opened(stream: ProviderBStream): ProviderBStream {
     this.#streams.add(stream);
-    this.#deps.logger.info({ sessionId: stream.sessionId, provider: PROVIDER, model: this.#model, inShard }, 'stt provider stream opened');
+    this.#deps.logger.info({ sessionId: stream.sessionId, provider: PROVIDER, model: this.#model }, 'stt provider stream opened');
     return stream;
   }
 

@@ -1,9 +1,5 @@
 // The provider_b wire protocol (Soniox realtime WebSocket API): config frame, server messages, languages, errors → failures.
-//
-// Rationale: the provider answers every problem with one JSON error frame `{error_code, error_type, error_message}`
-// followed by a close, and refuses some connections at the HTTP upgrade (e.g. 429). Both are mapped here, once, onto
-// the bounded reason vocabulary of `stt_failed` (REFERENCE §1.8); provider text is only read to tell the idle
-// watchdog's 400 ("No audio received") from other 400s, and is never logged or passed on.
+// Refusals and error frames are mapped here, once, onto the bounded reason vocabulary of `stt_failed`.
 import { Outcome } from '../../protocol.js';
 import type { SttFailure } from '../types.js';
 
@@ -71,7 +67,7 @@ export interface ProviderBMessage {
   error_message?: unknown;
 }
 
-/** The reasons this engine reports (REFERENCE §1.8 vocabulary). */
+/** The reasons this engine reports (the `stt_failed` reason vocabulary, docs/protocol.md). */
 export const ProviderBReason = {
   AUTH: 'provider_auth',
   BUDGET: 'provider_budget',
@@ -113,7 +109,11 @@ export function failureFromStatus(status: number): SttFailure {
   return failure(ProviderBReason.INITIALIZATION_FAILED);
 }
 
-/** An error frame received on an open stream. */
+/**
+ * An error frame received on an open stream: the provider answers every problem with one JSON frame
+ * `{error_code, error_type, error_message}` and a close. Its text is only read to tell the idle watchdog's 400
+ * ("No audio received") from other 400s, and is never logged or passed on.
+ */
 export function failureFromErrorFrame(msg: ProviderBMessage): SttFailure {
   const code = typeof msg.error_code === 'number' ? msg.error_code : Number(msg.error_code);
   const type = typeof msg.error_type === 'string' ? msg.error_type.toLowerCase() : '';

@@ -1,10 +1,4 @@
 // Turns provider_b final tokens into segments: speaker labels, cuts on speaker change, a 3 s gap, endpoints and size.
-//
-// Tokens are sub-word pieces ("fan", "tastic"; a leading space starts a word). Only final tokens count: non-final
-// ones may still change. A segment stays open until something cuts it — a different speaker, a gap of 3 s or more,
-// an `<end>`/`<fin>` marker, 4096 characters, or a message whose final tokens end a sentence (. ? !) more than
-// 0.3 s after the segment began (REFERENCE §2.3, so a speaker who never pauses is still heard sentence by
-// sentence) — or the stream ends (flush()), so a word is never split across segments. Speakers arrive numbered from 1 ("1", "2"); labels count from 0 (REFERENCE §2.3): "1" → SPEAKER_00.
 import type { ProviderBToken } from './protocol.js';
 import type { SttSegment } from '../types.js';
 
@@ -28,12 +22,20 @@ export interface PushResult {
   fins: number;
 }
 
+/** Speakers arrive numbered from 1 ("1", "2"); labels count from 0, as the compatible system's do: "1" → SPEAKER_00. */
 export function speakerLabel(speaker: unknown): string {
   const n = typeof speaker === 'string' || typeof speaker === 'number' ? Number.parseInt(String(speaker), 10) : Number.NaN;
   const index = Number.isFinite(n) ? Math.max(n - 1, 0) : 0;
   return `SPEAKER_${String(index).padStart(2, '0')}`;
 }
 
+/**
+ * Tokens are sub-word pieces ("fan", "tastic"; a leading space starts a word). Only final tokens count: non-final ones
+ * may still change. A segment stays open until something cuts it: a different speaker, a gap of 3 s or more, an
+ * `<end>`/`<fin>` marker, 4096 characters, or a message whose final tokens end a sentence (. ? !) more than 0.3 s after
+ * the segment began (so a speaker who never pauses is still heard sentence by sentence), or the stream ends (flush()).
+ * A word is never split across segments.
+ */
 export class TokenSegmenter {
   #pending: Pending | null = null;
 

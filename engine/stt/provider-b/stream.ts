@@ -1,21 +1,10 @@
 // One provider_b stream: config sent, PCM out, final tokens in as segments, keepalive, finalize, end of audio, failures.
-//
-// Rationale: a keepalive goes out when no audio was sent for `keepaliveMs` (the provider drops a stream silent for
-// 20 s), from one scheduler entry per stream, never one timer per write. Only final tokens become segments. Audio
-// covered by the provider's `final_audio_proc_ms` is told by acknowledgedSamples() (the session keeps the rest,
-// encoded: engine/audio/encoded-tail.ts). A stream fails at
-// most once; the words already final are emitted before the failure. Logs carry ids, reasons and codes only. Audio
-// goes out through a PcmBatcher (100 ms messages by default) rather than a socket write per decoded batch; with the
-// socket in the session's codec shard (engine/stt/remote/socket.ts), the shard sends each decoded batch itself and
-// the stream learns what went out from taken().
-import type { ProviderSocket } from '../remote/socket.js';
+import type { ProviderSocket } from '../../codec/uplink.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../logger.js';
 import type { Scheduler, TimerId } from '../../scheduler.js';
 import { ProviderBReason, failureFor, failureFromErrorFrame, type ProviderBMessage, type ProviderBToken } from './protocol.js';
-import { MIN_SEND_SAMPLES, PcmBatcher } from '../remote/pcm-batcher.js';
 import { TokenSegmenter } from './segments.js';
-import type { StaleFlusher } from '../remote/stale-flusher.js';
 import { SttEmitter } from '../stt-emitter.js';
 import type { SttFailure, SttStream } from '../types.js';
 
@@ -30,10 +19,6 @@ export interface StreamDeps {
   keepaliveMs: number;
   finalizeTimeoutMs: number;
   finishTimeoutMs: number;
-  maxBufferedBytes: number;
-  /** Samples per audio message, and the engine's flusher for rests left by pauses. */
-  sendSamples: number;
-  flusher: StaleFlusher;
 }
 
 interface FinalizeWaiter {
@@ -42,20 +27,24 @@ interface FinalizeWaiter {
   timer: TimerId;
 }
 
-/** One session's stream. Create with `ProviderBEngine.open()`. */
+/**
+ * One session's stream. Create with `ProviderBEngine.open()`. The session's codec shard sends the decoded audio on the
+ * socket itself, in messages of the stream's send plan; this side learns what went out from taken(). A keepalive goes
+ * out when no audio was sent for `keepaliveMs` (the provider drops a stream silent for 20 s), from one scheduler entry
+ * per stream. Only final tokens become segments; audio covered by the provider's `final_audio_proc_ms` is told by
+ * acknowledgedSamples() (the session keeps the rest, encoded). A stream fails at most once; the words already final
+ * are emitted before the failure. Logs carry ids, reasons and codes only.
+ */
 export class ProviderBStream extends SttEmitter implements SttStream {
   readonly provider = PROVIDER;
   readonly sessionId: string;
   readonly #ws: ProviderSocket;
   readonly #deps: StreamDeps;
-  readonly #onGone: () => void;
+  readonly #onGone: (stream: ProviderBStream) => void;
   readonly #segmenter = new TokenSegmenter();
   /** Samples written, and samples covered by final tokens. */
   #written = 0;
   #acked = 0;
-  /** Samples of the first message (with a socket in the shard: the first hold). */
-  readonly #firstSamples: number;
-  readonly #batcher: PcmBatcher;
   #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
   #failure: SttFailure | undefined;
   #lastActivityMs: number;
@@ -64,16 +53,13 @@ export class ProviderBStream extends SttEmitter implements SttStream {
   #finished: (() => void) | undefined;
   #closing: Promise<void> | undefined;
 
-  /** @internal built by ProviderBEngine.open() once the upgrade succeeded */
-  /** `firstSamples`: the first message's length (deps.sendSamples, or fewer to stagger streams that start together). */
-  constructor(ws: ProviderSocket, sessionId: string, deps: StreamDeps, onGone: () => void, firstSamples = deps.sendSamples) {
+  /** Built by ProviderBEngine.open() once the upgrade succeeded. */
+  constructor(ws: ProviderSocket, sessionId: string, deps: StreamDeps, onGone: (stream: ProviderBStream) => void) {
     super();
     this.#ws = ws;
     this.sessionId = sessionId;
     this.#deps = deps;
     this.#onGone = onGone;
-    this.#firstSamples = firstSamples;
-    this.#batcher = new PcmBatcher({ sendSamples: deps.sendSamples, minSamples: MIN_SEND_SAMPLES, firstSamples, flusher: deps.flusher, send: (pcm) => this.#sendAudio(pcm) });
     this.#lastActivityMs = deps.clock.now();
     ws.listen({
       text: (text) => this.#message(text),
@@ -91,29 +77,20 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     return this.#failure;
   }
 
-  /** Sends 16 kHz mono PCM (copied: the caller's array may be a shared view). Ignored unless the stream is open. */
+  /**
+   * PCM that reached this thread (the decoders' tail, or a job's audio): one message, after what the shard sent itself
+   * (copied: the caller's array may be a shared view). Ignored unless the stream is open.
+   */
   write(pcm: Int16Array): void {
     if (this.#state !== 'open' || pcm.length === 0) return;
-    if (this.#ws.inShard) {
-      // What still reaches this thread with the socket in the shard (the decoders' tail): after the shard's own audio.
-      this.#ws.sendAudio(pcm);
-      return this.taken(pcm.length);
-    }
-    this.#written += pcm.length;
-    this.#batcher.write(pcm);
+    this.#ws.sendAudio(pcm);
+    this.taken(pcm.length);
   }
 
-  /** PCM the session's codec shard sent on this stream's socket (a socket in the shard). */
+  /** PCM the session's codec shard sent on this stream's socket. */
   taken(samples: number): void {
     if (this.#state !== 'open') return;
     this.#written += samples;
-    this.#lastActivityMs = this.#deps.clock.now();
-  }
-
-  #sendAudio(pcm: Int16Array): void {
-    if (this.#state !== 'open') return;
-    if (this.#ws.bufferedAmount > this.#deps.maxBufferedBytes) return this.#fail(failureFor(ProviderBReason.SEND_FAILED));
-    this.#ws.sendAudio(pcm);
     this.#lastActivityMs = this.#deps.clock.now();
   }
 
@@ -122,21 +99,12 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     return this.#acked;
   }
 
-  samplesUntilSend(): number {
-    if (this.#state !== 'open') return 0;
-    // In the shard every decoded batch is one message: the hold is a message's worth each time.
-    if (this.#ws.inShard) return this.#written === 0 ? this.#firstSamples : this.#deps.sendSamples;
-    return this.#batcher.samplesUntilSend;
-  }
-
   #acknowledge(sample: number): void {
     this.#acked = Math.max(this.#acked, Math.min(sample, this.#written));
   }
 
   /** Asks the provider to finalize what it heard; resolves once `<fin>` arrived (and its segments were emitted), or after finalizeTimeoutMs. */
   finalize(): Promise<void> {
-    if (this.#state !== 'open') return Promise.resolve();
-    this.#batcher.flush();
     if (this.#state !== 'open') return Promise.resolve();
     return new Promise<void>((resolve) => {
       const waiter: FinalizeWaiter = { done: false, resolve, timer: 0 };
@@ -154,7 +122,6 @@ export class ProviderBStream extends SttEmitter implements SttStream {
 
   async #close(): Promise<void> {
     const { scheduler } = this.#deps;
-    if (this.#state === 'open') this.#batcher.flush();
     if (this.#state === 'open') {
       this.#state = 'closing';
       scheduler.cancel(this.#keepalive);
@@ -171,7 +138,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     this.#ws.close(1000);
     const left = this.#written - this.#acked;
     this.#deps.logger.info({ sessionId: this.sessionId, provider: PROVIDER, unacknowledgedMs: Math.round((left * 1000) / SAMPLE_RATE_HZ) }, 'stt provider stream closed');
-    this.#onGone();
+    this.#onGone(this);
   }
 
   #message(text: string): void {
@@ -236,7 +203,6 @@ export class ProviderBStream extends SttEmitter implements SttStream {
 
   /** Stops the keepalive and releases every finalize() waiting. */
   #stop(): void {
-    this.#batcher.stop();
     this.#deps.scheduler.cancel(this.#keepalive);
     this.#keepalive = undefined;
     for (const w of this.#finalizers.splice(0)) this.#settle(w);

@@ -5,6 +5,7 @@ import { isEngineError } from '../../../engine/errors.js';
 import { Lc3Encoder } from '../../../native/index.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
 import { aacAdts, drive, frames, onChannel, pcmMessages, sine, speech, tone } from '../../helpers/codec-fixtures.js';
+import { CRASH_WORKER, crashShardOf } from '../../helpers/crash-decode-worker.js';
 
 const pool = new CodecPool({ threads: 2 });
 t.teardown(() => pool.close());
@@ -142,13 +143,14 @@ t.test('two-channel pcm8 resamples each channel on its own', async (t) => {
 });
 
 t.test('a crashed codec thread is replaced and its sessions keep producing PCM', async (t) => {
-  const local = new CodecPool({ threads: 1 });
+  const local = new CodecPool({ threads: 1, filename: CRASH_WORKER });
   t.teardown(() => local.close());
   const enc = new OpusEncoderStream(16000);
   const packets = frames(sine(440, 16000, 2, 8000), 160).map((f) => enc.encode(f));
   const stream = local.open({ sessionId: 'crash', codec: 'opus', sampleRate: 16000, channels: 1 });
   const lc3 = local.open({ sessionId: 'crash-lc3', codec: 'lc3_fs1030', sampleRate: 16000, channels: 1 });
-  await Promise.all([stream.ready, lc3.ready]);
+  const crasher = local.open({ sessionId: 'crasher', codec: 'pcm16', sampleRate: 16000, channels: 1 });
+  await Promise.all([stream.ready, lc3.ready, crasher.ready]);
   let samples = 0;
   let recreated = false;
   const failures: string[] = [];
@@ -161,7 +163,7 @@ t.test('a crashed codec thread is replaced and its sessions keep producing PCM',
     stream.push(packets[i]!);
     await new Promise((r) => setImmediate(r));
   }
-  await local.crashShard(0);
+  await crashShardOf(crasher);
   for (let i = 100; i < 200; i++) stream.push(packets[i]!);
   await stream.close();
   t.ok(recreated, 'the decoder was re-created in the new thread');
@@ -213,11 +215,12 @@ t.test('tidyThreads() asks the threads whose streams closed since the last call,
 });
 
 t.test('each shard thread reports its own V8 heap, a replaced one too, a closed pool none', async (t) => {
-  const own = new CodecPool({ threads: 2 });
+  const own = new CodecPool({ threads: 2, filename: CRASH_WORKER });
   const heaps = await own.threadHeaps();
   t.same(heaps.map((h) => h.shard), [0, 1]);
   for (const h of heaps) t.ok(h.usedBytes > 100_000 && h.committedBytes >= h.usedBytes, `shard ${h.shard}: ${h.usedBytes} used, ${h.committedBytes} committed`);
-  await own.crashShard(1);
+  const streams = ['first', 'second'].map((sessionId) => own.open({ sessionId, codec: 'pcm16', sampleRate: 16000, channels: 1 }));
+  await crashShardOf(streams.find((s) => s.shard === 1)!);
   t.same((await own.threadHeaps()).map((h) => h.shard), [0, 1], 'the thread that replaced a crashed one answers');
   await own.close();
   t.same(await own.threadHeaps(), []);

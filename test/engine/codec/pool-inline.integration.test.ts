@@ -2,10 +2,14 @@
 // the shards' sessions in one pool, corrupt frames handled there too, and each session stays where it was opened.
 import t from 'tap';
 import { CodecPool, type Codec } from '../../../engine/codec/pool.js';
+import { listenUrl } from '../../../engine/stt/provider-a/protocol.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
+import { startFakeDeepgram } from '../../fakes/deepgram-server.js';
 import { aacAdts, concat, drive, elc3, frames, pcmMessages, sine, speech, tone } from '../../helpers/codec-fixtures.js';
 
 const dir = t.testdir();
+const fake = await startFakeDeepgram({ sweepEveryMs: 0 });
+t.teardown(() => fake.close());
 const threads = new CodecPool({ threads: 1 });
 const main = new CodecPool({ threads: 1, inline: () => true });
 t.teardown(async () => {
@@ -91,7 +95,11 @@ t.test('close without flush drops what is staged; a closed pool refuses more', a
   await stream.ready;
   let pcm = 0;
   stream.on('pcm', () => pcm++);
-  stream.holdUntil(1_000_000);
+  // A provider socket on the main thread whose plan holds audio back for longer than the test runs.
+  const socket = stream.socket(0);
+  socket.listen({ text: () => undefined, close: () => undefined, stuck: () => undefined });
+  const url = listenUrl(fake.url, 'nova-3', 'en', []);
+  t.same(await socket.open({ url, headers: { Authorization: 'Token test-key' }, maxPayload: 1 << 20, maxBufferedBytes: 1 << 20 }, { messageSamples: 1_000_000, firstSamples: 1_000_000, minSamples: 320 }), { ok: true });
   for (const m of opus(16000).slice(0, 10)) stream.push(m);
   t.equal(stream.pendingBytes > 0, true, 'held back');
   await stream.close({ flush: false });

@@ -1,31 +1,35 @@
-// Provider sockets held by the codec shard (CodecPoolOptions.uplinks, STT_SOCKETS=codec), against the Deepgram fake:
-// the provider gets the samples the main thread would have sent it, in order, the shard's socket's text and close come
-// back to the main thread, a refusal comes back with its status, and a socket lost with its thread is reported.
+// Provider sockets held by the codec shard that decodes the session (CodecStream.socket()), against the Deepgram fake:
+// the provider gets the decoded samples in order, text, close and refusals come back, a thread's crash is reported.
 import t from 'tap';
-import { CodecPool, type CodecStream, type ShardUplink, type UplinkHandlers, type UplinkSpec } from '../../../engine/codec/pool.js';
+import { CodecPool } from '../../../engine/codec/pool.js';
+import type { CodecStream } from '../../../engine/codec/stream.js';
+import { socketHere, type ProviderSocket, type SendPlan, type SocketHandlers, type SocketSpec } from '../../../engine/codec/uplink.js';
 import type { UplinkOpenAnswer } from '../../../workers/messages.js';
 import { listenUrl } from '../../../engine/stt/provider-a/protocol.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
 import { startFakeDeepgram } from '../../fakes/deepgram-server.js';
 import { drive, frames, speech } from '../../helpers/codec-fixtures.js';
+import { CRASH_WORKER, crashShardOf } from '../../helpers/crash-decode-worker.js';
+import { until } from '../../helpers/until.js';
 
 const dir = t.testdir();
 const fake = await startFakeDeepgram({ recordAudio: true, sweepEveryMs: 0 });
 const plain = new CodecPool({ threads: 1 });
-const threads = new CodecPool({ threads: 1, uplinks: true });
-const inline = new CodecPool({ threads: 1, uplinks: true, inline: () => true });
+const threads = new CodecPool({ threads: 1 });
+const inline = new CodecPool({ threads: 1, inline: () => true });
 t.teardown(async () => {
   await Promise.all([plain.close(), threads.close(), inline.close()]);
   await fake.close();
 });
 
-const spec: UplinkSpec = {
+const spec: SocketSpec = {
   url: listenUrl(fake.url, 'nova-3', 'en', []),
   headers: { Authorization: 'Token test-key' },
   maxPayload: 1 << 20,
   maxBufferedBytes: 1 << 20,
-  minSamples: 320,
 };
+/** 100 ms messages: the stream holds five 20 ms frames back for each. */
+const plan: SendPlan = { messageSamples: 1600, firstSamples: 1600, minSamples: 320 };
 
 const pcm = speech(dir, 16000);
 const enc = new OpusEncoderStream(16000);
@@ -40,12 +44,12 @@ interface Seen {
 }
 
 /** Listens, then opens: what a provider stream does. */
-function open(u: ShardUplink, h: UplinkHandlers, o: UplinkSpec = spec): Promise<UplinkOpenAnswer> {
+function open(u: ProviderSocket, h: SocketHandlers, o: SocketSpec = spec): Promise<UplinkOpenAnswer> {
   u.listen(h);
-  return u.open(o);
+  return u.open(o, plan);
 }
 
-function handlers(): UplinkHandlers & Seen {
+function handlers(): SocketHandlers & Seen {
   const seen: Seen = { texts: [], closes: [], stuck: 0 };
   return Object.assign(seen, {
     text: (x: string) => void seen.texts.push(x),
@@ -62,7 +66,6 @@ async function stream(s: CodecStream, messages: readonly Uint8Array[]): Promise<
     if (ch === 0) uplinked += n;
   });
   s.on('pcm', (p) => (answered += p[0]?.length ?? 0));
-  s.holdUntil(1600);
   for (let i = 0; i < messages.length; i++) {
     s.push(messages[i]!.slice());
     if (i % 5 === 4) await new Promise((r) => setTimeout(r, 2));
@@ -77,8 +80,7 @@ for (const [name, pool] of [
 ] as const) {
   t.test(`a socket held by ${name}: the provider gets the samples, its text and close come back`, async (t) => {
     const s = pool.open({ sessionId: `up-${name}`, codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
-    const uplink = s.uplink(0)!;
-    t.ok(uplink, 'the pool lets sockets live in its shards');
+    const uplink = s.socket(0);
     const h = handlers();
     const before = fake.streams.length;
     t.same(await open(uplink, h), { ok: true });
@@ -96,17 +98,11 @@ for (const [name, pool] of [
     t.equal(provider.oddChunks, 0, 'whole samples in every message');
     t.ok(provider.chunks <= Math.ceil(opus.length / 5), `${provider.chunks} messages for ${opus.length} frames`);
     // Its text comes back: the fake answers Finalize with a final Results.
-    await new Promise<void>((resolve) => {
-      const wait = (): void => void (h.texts.some((x) => x.includes('"from_finalize":true')) ? resolve() : setTimeout(wait, 5));
-      wait();
-    });
+    await until(() => h.texts.some((x) => x.includes('"from_finalize":true')), { what: 'the answer to Finalize' });
     t.ok(JSON.parse(h.texts.find((x) => x.includes('Results'))!).type === 'Results');
     // The provider drops the connection: one close, then the channel's PCM would come back to the main thread.
     provider.drop();
-    await new Promise<void>((resolve) => {
-      const wait = (): void => void (h.closes.length > 0 ? resolve() : setTimeout(wait, 5));
-      wait();
-    });
+    await until(() => h.closes.length > 0, { what: 'the close' });
     t.equal(h.closes.length, 1);
     t.equal(h.closes[0]![0], 1006, 'closed without a close frame');
   });
@@ -114,7 +110,7 @@ for (const [name, pool] of [
 
 t.test('once the socket is gone the shard answers with the PCM again', async (t) => {
   const s = threads.open({ sessionId: 'gone', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
-  const uplink = s.uplink(0)!;
+  const uplink = s.socket(0);
   const before = fake.streams.length;
   t.same(await open(uplink, handlers()), { ok: true });
   const half = opus.length >> 1;
@@ -122,11 +118,10 @@ t.test('once the socket is gone the shard answers with the PCM again', async (t)
   let uplinked = 0;
   s.on('pcm', (p) => (answered += p[0]!.length));
   s.on('uplinked', (_ch, n) => (uplinked += n));
-  s.holdUntil(1600);
   for (let i = 0; i < opus.length; i++) {
     if (i === half) {
       // Everything pushed so far has come back (as counts) before the socket goes.
-      while (uplinked + answered < half * 320) await new Promise((r) => setTimeout(r, 2));
+      await until(() => uplinked + answered >= half * 320, { what: 'the first half back' });
       uplink.terminate();
       await fake.until(() => !fake.streams[before]!.open, 'the provider sees the socket close');
     }
@@ -143,21 +138,21 @@ t.test('a refused handshake answers with its status and Retry-After; a bad key w
   const s = threads.open({ sessionId: 'refused', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
   t.teardown(() => s.close());
   fake.script({ kind: 'reject', status: 429, retryAfter: '7' });
-  const a = await open(s.uplink(0)!, handlers());
+  const a = await open(s.socket(0), handlers());
   t.match(a, { ok: false, status: 429, retryAfter: '7' });
-  const b = await open(s.uplink(0)!, handlers(), { ...spec, headers: { Authorization: 'Token wrong' } });
+  const b = await open(s.socket(0), handlers(), { ...spec, headers: { Authorization: 'Token wrong' } });
   t.match(b, { ok: false, status: 401 });
-  const c = await open(s.uplink(0)!, handlers(), { ...spec, url: 'ws://127.0.0.1:1/v1/listen' });
+  const c = await open(s.socket(0), handlers(), { ...spec, url: 'ws://127.0.0.1:1/v1/listen' });
   t.match(c, { ok: false, why: /socket error/ });
 });
 
 t.test('a socket lost with its codec thread is reported as a dropped connection', async (t) => {
-  const pool = new CodecPool({ threads: 1, uplinks: true });
+  const pool = new CodecPool({ threads: 1, filename: CRASH_WORKER });
   t.teardown(() => pool.close());
   const s = pool.open({ sessionId: 'crash', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
   const h = handlers();
-  t.same(await open(s.uplink(0)!, h), { ok: true });
-  await pool.crashShard(0);
+  t.same(await open(s.socket(0), h), { ok: true });
+  await crashShardOf(pool.open({ sessionId: 'crasher', codec: 'pcm16', sampleRate: 16000, channels: 1 }));
   t.same(h.closes, [[1006, 'codec thread exited']]);
   // The new thread re-creates the decoders and, with no socket there, answers with the PCM.
   const { uplinked, answered } = await stream(s, opus.slice(0, 50));
@@ -165,10 +160,22 @@ t.test('a socket lost with its codec thread is reported as a dropped connection'
   t.equal(answered, 50 * 320);
 });
 
-t.test('a pool that keeps sockets on the main thread offers none', async (t) => {
-  const s = plain.open({ sessionId: 'none', codec: 'opus_fs320', sampleRate: 16000, channels: 1 });
-  t.teardown(() => s.close());
-  t.equal(s.uplink(0), undefined);
+t.test('a socket for audio no shard decodes lives on this thread: each write is one message, text and close come back', async (t) => {
+  const u = socketHere();
+  const h = handlers();
+  const before = fake.streams.length;
+  t.same(await open(u, h), { ok: true });
+  const provider = fake.streams[before]!;
+  const pcm = expected[0]!.subarray(0, 4000);
+  u.sendAudio(pcm);
+  u.sendAudio(pcm.subarray(0, 100)); // under minSamples: it waits for the flush
+  await fake.until(() => provider.chunks === 1, 'the first message');
+  u.sendText('{"type":"Finalize"}', true);
+  await fake.until(() => provider.controls.includes('Finalize'), 'Finalize');
+  t.same([provider.chunks, provider.bytes], [2, 4100 * 2], 'one message per write, the short one flushed before Finalize');
+  provider.drop();
+  await until(() => h.closes.length > 0, { what: 'the close' });
+  t.same(h.closes.map((c) => c[0]), [1006]);
 });
 
 t.test('two channels: each channel’s socket gets that channel’s samples', async (t) => {
@@ -181,8 +188,8 @@ t.test('two channels: each channel’s socket gets that channel’s samples', as
   const want = await drive(plain.open({ sessionId: 'plain-2ch', codec: 'opus_fs320', sampleRate: 16000, channels: 2 }), messages, 10);
   const s = threads.open({ sessionId: 'up-2ch', codec: 'opus_fs320', sampleRate: 16000, channels: 2 });
   const before = fake.streams.length;
-  t.same(await open(s.uplink(0)!, handlers()), { ok: true });
-  t.same(await open(s.uplink(1)!, handlers()), { ok: true });
+  t.same(await open(s.socket(0), handlers()), { ok: true });
+  t.same(await open(s.socket(1), handlers()), { ok: true });
   const { uplinked, answered } = await stream(s, messages);
   t.equal(answered, 0);
   t.equal(uplinked, want[0]!.length, 'channel 0 counted');

@@ -187,9 +187,9 @@ t.test('corrupt frames are counted and skipped; the session stays open and later
   await closeAndDrain(uid, c, streams);
 });
 
-t.test('CODEC_INLINE_BUSY_PCT: sessions decoded on the main thread give STT the samples a codec shard gives', async (t) => {
+t.test('sessions decoded on the main thread (the inline shard) give STT the samples a codec shard gives', async (t) => {
   const inlineEngine = new RecordingSttEngine();
-  const inline = await startService(t, { sttEngines: [inlineEngine], env: { CODEC_INLINE_BUSY_PCT: '100' } });
+  const inline = await startService(t, { sttEngines: [inlineEngine], tuning: { inlineBusyPct: 100 } });
   for (const c of [cases.find((x) => x.codec === 'opus_fs320')!, cases.find((x) => x.codec === 'aac')!]) {
     const { messages } = c.make();
     const query = { codec: c.codec, sample_rate: String(c.rate) };

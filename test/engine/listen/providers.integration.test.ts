@@ -30,18 +30,17 @@ async function transcript(ts: TestService, id: string): Promise<{ text: string; 
 
 const words = (speaker: number, at: number, ...texts: string[]) => texts.map((text, i) => ({ text, start_ms: at + i * 300, end_ms: at + i * 300 + 250, speaker }));
 
-// Both places a provider_b socket can live (STT_SOCKETS): the codec shard that decodes the session connects, sends the
-// config frame before any audio and the decoded PCM itself; on the main thread the stream does all of it.
-for (const sockets of ['codec', 'main'] as const) {
-t.test(`provider_b, sockets on the ${sockets} thread: scripted words arrive as segments with their speakers; ready names the provider`, async (t) => {
+// The codec shard that decodes the session holds the provider_b socket: it connects, sends the config frame before any
+// audio, and the decoded PCM itself.
+t.test('provider_b: scripted words arrive as segments with their speakers; ready names the provider', async (t) => {
   const fake = await soniox(t);
   fake.script({ tokens: [...words(1, 100, 'Hello', ' there', '.'), ...words(2, 1200, ' Hi', ' back', '.')], finalLagMs: 500 });
-  const ts = await startService(t, { env: { ...providerB(fake), STT_SOCKETS: sockets } });
+  const ts = await startService(t, { env: providerB(fake) });
   const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
   t.same(await c.ready(), { type: 'service_status', status: 'ready', provider: 'provider_b' });
   stream(c, 3);
   // Each stream's first message has a length of its own (engine/stt/types.ts staggerFirst): the last rest goes out
-  // once the engine's clock has passed two send periods, unless it is under 20 ms (it waits for more audio).
+  // once its hold runs out, unless it is under 20 ms (it waits for more audio).
   await until(async () => {
     await advance(ts, 100);
     return (fake.sessions[0]?.audioBytes ?? 0) >= 96_000 - 640;
@@ -51,11 +50,9 @@ t.test(`provider_b, sockets on the ${sockets} thread: scripted words arrive as s
   const got = new Int16Array(new Uint8Array(Buffer.concat(fake.sessions[0]!.audio)).buffer);
   t.same(got, sine(300, 16000, 3, 3000).subarray(0, got.length), 'the device’s samples, in order');
   const { stats } = ts.service.sessions.sessionsOf('u1')[0]!;
-  if (sockets === 'codec') {
-    // The shard sends before it answers: the main thread may learn of the last batch after the fake has it.
-    await until(() => stats.uplinkedSamples >= 48_000 - 640, 10_000, 'the shard’s answers');
-    t.ok(stats.uplinkedSamples >= 48_000 - 640, `the codec shard sent the PCM itself (${stats.uplinkedSamples} samples)`);
-  } else t.equal(stats.uplinkedSamples, 0, 'the PCM went out from the main thread');
+  // The shard sends before it answers: the main thread may learn of the last batch after the fake has it.
+  await until(() => stats.uplinkedSamples >= 48_000 - 640, 10_000, 'the shard’s answers');
+  t.ok(stats.uplinkedSamples >= 48_000 - 640, `the codec shard sent the PCM itself (${stats.uplinkedSamples} samples)`);
   const seen: any[] = [];
   await until(async () => {
     await advance(ts, 600);
@@ -81,7 +78,6 @@ t.test(`provider_b, sockets on the ${sockets} thread: scripted words arrive as s
   t.match(usage.days, [{ provider: 'provider_b', words: 4 }]);
   t.ok(Math.abs(usage.days[0].audio_seconds - 3) < 0.05, `3 s of audio billed (${usage.days[0].audio_seconds})`);
 });
-}
 
 t.test('custom_stt=enabled with CUSTOM_STT_URL: the app codec bytes go to the custom server unchanged, its segments come back', async (t) => {
   const custom = await startFakeCustomStt();
@@ -201,39 +197,37 @@ t.test('provider_a: a 12 s pause is bridged by KeepAlive, then 429 at connect is
   }, 20_000, 'both sessions drained');
 });
 
-// Both places a provider_a socket can live (STT_SOCKETS): in the codec shard the session's PCM goes onto it from that
-// thread, and a drop must still keep exactly the audio the provider never answered for, no sample twice or missing.
-for (const sockets of ['codec', 'main'] as const) {
-  t.test(`provider_a, sockets on the ${sockets} thread: the provider gets the device's samples; a drop keeps exactly the unanswered rest`, async (t) => {
-    const { startFakeDeepgram } = await import('../../fakes/deepgram-server.js');
-    const fake = await startFakeDeepgram({ recordAudio: true, sweepEveryMs: 0 });
-    t.teardown(() => fake.close());
-    const say = { afterS: 0.95, words: [{ word: 'before', punctuated_word: 'Before.', speaker: 0, start: 0.2, end: 0.6 }] };
-    // Final results up to 0.95 s, then the connection drops once 2.5 s arrived; the job's stream takes the rest.
-    fake.script({ kind: 'accept', results: [say], dropAfterBytes: 2.5 * 32_000 }, { kind: 'accept', results: [] });
-    const ts = await startService(t, { env: { STT_PROVIDERS: 'provider_a', PROVIDER_A_URL: fake.url, PROVIDER_A_API_KEY: 'test-key', STT_SOCKETS: sockets } });
-    const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
-    await c.ready();
-    // Noise, not a tone: a tail shifted by whole periods of a tone would still compare equal.
-    const pcm = new Int16Array(4 * 16_000);
-    let seed = 7;
-    for (let i = 0; i < pcm.length; i++) pcm[i] = ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 16) - 32768;
-    const send = (from: number, to: number): void => {
-      for (let i = from; i < to; i += 1600) c.ws.send(new Uint8Array(pcm.buffer, i * 2, 3200).slice());
-    };
-    send(0, 32_000);
-    await until(async () => {
-      await advance(ts, 100);
-      return (fake.streams[0]?.resultsSent ?? 0) >= 1 && (fake.streams[0]?.bytes ?? 0) >= 64_000 - 3200;
-    }, 10_000, 'the first two seconds and the final result');
-    const live = fake.streams[0]!;
-    t.same(new Int16Array(new Uint8Array(Buffer.concat(live.audio)).buffer), pcm.subarray(0, live.bytes / 2), 'the live stream got the device’s samples in order');
-    send(32_000, 64_000);
-    t.match(await c.json((m) => m.status === 'stt_failed', 10_000), { provider: 'provider_a', reason: 'connection_lost' });
-    t.same(await c.closed, { code: 1011, reason: 'transcription_service_unavailable' });
-    await until(() => fake.streams.length === 2 && !fake.streams[1]!.open, 20_000, 'the kept audio streamed by the job');
-    const kept = new Int16Array(new Uint8Array(Buffer.concat(fake.streams[1]!.audio)).buffer);
-    t.equal(kept.length, pcm.length - 0.95 * 16_000, 'everything after the last final result, once');
-    t.same(kept, pcm.subarray(0.95 * 16_000), 'the same samples, in order');
-  });
-}
+// The session's PCM goes onto the provider_a socket from the codec shard, and a drop must still keep exactly the audio
+// the provider never answered for, no sample twice or missing.
+t.test("provider_a: the provider gets the device's samples; a drop keeps exactly the unanswered rest", async (t) => {
+  const { startFakeDeepgram } = await import('../../fakes/deepgram-server.js');
+  const fake = await startFakeDeepgram({ recordAudio: true, sweepEveryMs: 0 });
+  t.teardown(() => fake.close());
+  const say = { afterS: 0.95, words: [{ word: 'before', punctuated_word: 'Before.', speaker: 0, start: 0.2, end: 0.6 }] };
+  // Final results up to 0.95 s, then the connection drops once 2.5 s arrived; the job's stream takes the rest.
+  fake.script({ kind: 'accept', results: [say], dropAfterBytes: 2.5 * 32_000 }, { kind: 'accept', results: [] });
+  const ts = await startService(t, { env: { STT_PROVIDERS: 'provider_a', PROVIDER_A_URL: fake.url, PROVIDER_A_API_KEY: 'test-key' } });
+  const c = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
+  await c.ready();
+  // Noise, not a tone: a tail shifted by whole periods of a tone would still compare equal.
+  const pcm = new Int16Array(4 * 16_000);
+  let seed = 7;
+  for (let i = 0; i < pcm.length; i++) pcm[i] = ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 16) - 32768;
+  const send = (from: number, to: number): void => {
+    for (let i = from; i < to; i += 1600) c.ws.send(new Uint8Array(pcm.buffer, i * 2, 3200).slice());
+  };
+  send(0, 32_000);
+  await until(async () => {
+    await advance(ts, 100);
+    return (fake.streams[0]?.resultsSent ?? 0) >= 1 && (fake.streams[0]?.bytes ?? 0) >= 64_000 - 3200;
+  }, 10_000, 'the first two seconds and the final result');
+  const live = fake.streams[0]!;
+  t.same(new Int16Array(new Uint8Array(Buffer.concat(live.audio)).buffer), pcm.subarray(0, live.bytes / 2), 'the live stream got the device’s samples in order');
+  send(32_000, 64_000);
+  t.match(await c.json((m) => m.status === 'stt_failed', 10_000), { provider: 'provider_a', reason: 'connection_lost' });
+  t.same(await c.closed, { code: 1011, reason: 'transcription_service_unavailable' });
+  await until(() => fake.streams.length === 2 && !fake.streams[1]!.open, 20_000, 'the kept audio streamed by the job');
+  const kept = new Int16Array(new Uint8Array(Buffer.concat(fake.streams[1]!.audio)).buffer);
+  t.equal(kept.length, pcm.length - 0.95 * 16_000, 'everything after the last final result, once');
+  t.same(kept, pcm.subarray(0.95 * 16_000), 'the same samples, in order');
+});

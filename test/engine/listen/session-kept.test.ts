@@ -1,7 +1,8 @@
 // A session's speech side keeps what a remote provider never answered for: encoded while it streams, decoded again
 // when the provider fails, cut to exactly the unanswered samples and placed at their stream time.
 import t, { type Test } from 'tap';
-import { SessionStt } from '../../../engine/listen/session-stt.js';
+import { SessionStt, type SessionCodec } from '../../../engine/listen/session-stt.js';
+import type { EncodedTail } from '../../../engine/audio/encoded-tail.js';
 import { ManualClock } from '../../../engine/clock.js';
 import { createLogger } from '../../../engine/logger.js';
 import { Scheduler } from '../../../engine/scheduler.js';
@@ -20,29 +21,39 @@ async function setup(t: Test, opts: { maxKeptS?: number; channels?: 1 | 2 } = {}
   t.teardown(() => scheduler.close());
   const decodes: number[] = [];
   const channels = opts.channels ?? 1;
+  // The session's codec stream keeps each message in its channel's tail as it leaves for the decoder.
+  let tails: readonly EncodedTail[] | undefined;
+  const codec: SessionCodec = {
+    socket: () => {
+      throw new Error('the recording engine opens no socket');
+    },
+    keepEncoded: (given) => void (tails = given),
+  };
+  /** One message as the codec stream keeps it: pcm16 "encoded" is the samples themselves. */
+  const retain = (channel: number, pcm: Int16Array): void => tails?.[channel]?.push(new Uint8Array(pcm.slice().buffer), pcm.length / RATE);
   const stt = new SessionStt({
     registry: new SttRegistry([engine]), language: 'en', sttService: null, channels, sessionId: 's1', scheduler, logger: createLogger('silent'),
-    // pcm16 "encoded" is the samples themselves: decoding reads them back.
-    audio: { codec: 'pcm16', sampleRate: RATE, decode: async (ms) => (decodes.push(ms.length), concat(ms.map((m) => new Int16Array(m.slice().buffer)))) },
+    codec,
+    // Decoding pcm16 reads the samples back.
+    decodeKept: async (ms) => (decodes.push(ms.length), concat(ms.map((m) => new Int16Array(m.slice().buffer)))),
     ...(opts.maxKeptS !== undefined ? { maxKeptS: opts.maxKeptS } : {}),
     onSegments: () => undefined,
     onFailure: () => undefined,
   });
   t.equal(await stt.open(new AbortController().signal), 'ok');
-  /** Streams `seconds` more on `channel` as the session would: each 20 ms message retained, then its PCM written. */
+  /** Streams `seconds` more on `channel` as the session would: each 20 ms message kept, then its PCM written. */
   const at = [0, 0];
   const stream = (seconds: number, channel = 0): void => {
     for (let n = 0; n < seconds * 50; n++) {
       const pcm = ramp(at[channel]!, 320);
-      const bytes = new Uint8Array(pcm.buffer);
-      stt.retain(channels === 2 ? new Uint8Array([channel + 1, ...bytes]) : bytes);
+      retain(channel, pcm);
       stt.write(channel, pcm);
       at[channel]! += 320;
     }
   };
   const kept: { meta: KeptAudioMeta; pcm: Int16Array }[] = [];
   const keep = () => stt.keep(async () => ({ conversationId: 'c1', offsetS: 10 }), async (meta, chunks) => void kept.push({ meta, pcm: concat([...chunks]) }), { uid: 'u1', sessionId: 's1', createdAtMs: 0 });
-  return { live: engine.streams as RecordingSttStream[], stt, stream, decodes, kept, keep };
+  return { live: engine.streams as RecordingSttStream[], stt, stream, retain, decodes, kept, keep, tails: () => tails };
 }
 
 t.test('only the audio after the last final is kept, decoded again from a little before it, exactly', async (t) => {
@@ -70,17 +81,18 @@ t.test('a provider that never answers: the bound drops the oldest audio, and wha
 });
 
 t.test('audio that left for the decoder after the failure and went out on the failed socket is replayed too, whatever the bound', async (t) => {
-  const { live, stt, stream, kept, keep } = await setup(t, { maxKeptS: 1 });
+  const { live, stt, stream, retain, kept, keep, tails } = await setup(t, { maxKeptS: 1 });
   stream(2);
   live[0]!.acknowledged = 1.5 * RATE;
   stream(0.02);
   live[0]!.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
   // A codec shard holding the socket sent this PCM before it knew: the session is told only the count (uplinked).
   for (let n = 0; n < 100; n++) {
-    stt.retain(new Uint8Array(ramp(2.02 * RATE + n * 320, 320).buffer));
+    retain(0, ramp(2.02 * RATE + n * 320, 320));
     stt.uplinked(0, 320);
   }
   t.equal(await keep(), 2.52, 'seconds kept: from the last final to the last sample sent');
+  t.equal(tails(), undefined, 'the codec stream was told to stop keeping once the tails were read');
   t.equal(kept[0]!.meta.offsetS, 10 + 1.5);
   t.same(kept[0]!.pcm, ramp(1.5 * RATE, 2.52 * RATE), 'every sample from 1.5 s on, though more than the 1 s bound came after it');
 });

@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import { Outbox } from '../../../engine/listen/outbox.js';
 import { AudioInlet } from '../../../engine/listen/audio-inlet.js';
 import type { SendResult, SessionSocket } from '../../../engine/listen/session-actor.js';
-import type { CodecStream } from '../../../engine/codec/pool.js';
+import type { CodecStream } from '../../../engine/codec/stream.js';
 
 class FakeSocket implements SessionSocket {
   sent: string[] = [];

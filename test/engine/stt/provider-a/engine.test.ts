@@ -5,8 +5,9 @@ import { ManualClock } from '../../../../engine/clock.js';
 import { createLogger } from '../../../../engine/logger.js';
 import { Scheduler } from '../../../../engine/scheduler.js';
 import { ProviderAEngine, type ProviderAEngineOptions } from '../../../../engine/stt/provider-a/engine.js';
-import type { SttFailure, SttSegment, SttStream } from '../../../../engine/stt/types.js';
+import type { SendPlan, SocketHost, SttFailure, SttSegment, SttStream } from '../../../../engine/stt/types.js';
 import { SttOpenError } from '../../../../engine/stt/types.js';
+import { socketHere } from '../../../../engine/codec/uplink.js';
 import { startFakeDeepgram, type ScriptedWord } from '../../../fakes/deepgram-server.js';
 import { freePort } from '../../../helpers/ports.js';
 
@@ -53,7 +54,7 @@ function collect(stream: SttStream) {
   return { segments, failures };
 }
 
-t.test('scripted words come back as segments grouped by speaker; the query carries the REFERENCE §2.2 options', async (t) => {
+t.test('scripted words come back as segments grouped by speaker; the query carries the live options Deepgram is asked for', async (t) => {
   const { fake, engine, lines } = await setup(t);
   fake.script({
     kind: 'accept',
@@ -65,7 +66,7 @@ t.test('scripted words come back as segments grouped by speaker; the query carri
   });
   const stream = await engine.open(opts);
   const { segments, failures } = collect(stream);
-  for (const f of frames(ramp(2.5))) stream.write(f);
+  for (const f of frames(ramp(2.5), 100)) stream.write(f);
   await fake.until(() => segments.length === 3, 'three segments');
   t.same(segments, [
     { speaker: 'SPEAKER_00', text: 'Hello, there.', start: 0.1, end: 0.8, words: [{ word: 'Hello,', start: 0.1, end: 0.4 }, { word: 'there.', start: 0.45, end: 0.8 }] },
@@ -80,45 +81,48 @@ t.test('scripted words come back as segments grouped by speaker; the query carri
     smart_format: 'true', diarize: 'true', no_delay: 'true', endpointing: '300', interim_results: 'false', profanity_filter: 'false', filler_words: 'false',
   });
   t.same(s.query.getAll('keyterm'), ['Omi', 'two words'], 'key terms trimmed and de-duplicated');
-  t.same([s.bytes, s.chunks, s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [2.5 * RATE * 2, 25, 3200, 3200, 0], 'one 100 ms message per five 20 ms frames (sendMs default)');
+  t.same([s.bytes, s.chunks, s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [2.5 * RATE * 2, 25, 3200, 3200, 0], 'one message per write, whole samples');
   t.equal(stream.acknowledgedSamples!(), 2.5 * RATE, 'all audio acknowledged');
   t.same(failures, []);
   const logged = lines.join('');
   for (const secret of ['test-key', 'Hello', 'there', 'Bye']) t.notOk(logged.includes(secret), `logs do not contain ${secret}`);
 });
 
-t.test('messages are one send period long: 10 ms frames pair up, a long write is split, a short rest waits for more', async (t) => {
-  const { fake, engine } = await setup(t, { sendMs: 20 });
+t.test('each write is one message; one under 20 ms waits for the next write or for finalize', async (t) => {
+  const { fake, engine } = await setup(t);
   const stream = await engine.open(opts);
   for (const f of frames(ramp(0.5), 10)) stream.write(f);
-  stream.write(ramp(1));
+  stream.write(ramp(0.25));
   stream.write(ramp(0.005));
-  await fake.until(() => fake.streams[0]?.chunks === 25 + 50, 'audio');
+  await fake.until(() => fake.streams[0]?.chunks === 25 + 1, 'audio');
   const s = fake.streams[0]!;
-  t.same([s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [640, 640, 0], 'every message 20 ms of whole samples');
-  t.equal(s.bytes, 1.5 * RATE * 2, 'the 5 ms rest waits in the client');
+  t.same([s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [640, 8000, 0], '10 ms writes pair up into 20 ms messages; the 250 ms write is one');
+  t.equal(s.bytes, 0.75 * RATE * 2, 'the 5 ms rest waits');
   await stream.finalize();
-  t.same([s.chunks, s.bytes], [25 + 50 + 1, 1.505 * RATE * 2], 'finalize flushes the rest');
+  t.same([s.chunks, s.bytes], [25 + 1 + 1, 0.755 * RATE * 2], 'finalize sends the rest first');
 });
 
-t.test('with staggerFirst the first message has a length of its own, then every one is a send period; samplesUntilSend says what the next lacks', async (t) => {
+t.test('the send plan handed with the socket: messages of sendMs, the first of its own length with staggerFirst', async (t) => {
   // 0.5 draws 320 + floor(0.5 * 1281) = 960 samples: 60 ms.
-  const { fake, engine } = await setup(t, { staggerFirst: () => 0.5 });
-  const stream = await engine.open(opts);
-  t.equal(stream.samplesUntilSend!(), 960, 'the first message lacks all of its 960 samples');
-  const audio = frames(ramp(1.06));
-  for (const f of audio.slice(0, 2)) stream.write(f);
-  t.equal(stream.samplesUntilSend!(), 320);
-  for (const f of audio.slice(2)) stream.write(f);
-  t.equal(stream.samplesUntilSend!(), 1600, 'after 60 ms + ten 100 ms messages nothing is left over');
-  await fake.until(() => fake.streams[0]?.chunks === 11, 'eleven messages');
-  const s = fake.streams[0]!;
-  t.same([s.bytes, s.minChunkBytes, s.maxChunkBytes], [1.06 * RATE * 2, 1920, 3200], 'one 60 ms message, then 100 ms ones');
+  const { engine } = await setup(t, { staggerFirst: () => 0.5 });
+  const plans: SendPlan[] = [];
+  const shard: SocketHost = {
+    socket: () => {
+      const socket = socketHere();
+      const open = socket.open.bind(socket);
+      socket.open = (spec, plan) => (plans.push(plan), open(spec, plan));
+      return socket;
+    },
+  };
+  const stream = await engine.open({ ...opts, shard });
+  t.same(plans, [{ messageSamples: 1600, firstSamples: 960, minSamples: 320 }], '100 ms messages, the first 60 ms');
   await stream.close();
-  t.equal(stream.samplesUntilSend!(), 0, 'a closed stream holds nothing back');
+  const { engine: steady } = await setup(t, { sendMs: 20 });
+  await (await steady.open({ ...opts, shard })).close();
+  t.same(plans[1], { messageSamples: 320, firstSamples: 320, minSamples: 320 }, 'without staggerFirst every message is sendMs long');
 });
 
-t.test('a message array is reused as soon as it is sent, the provider still hears every sample, and acknowledgedSamples() follows the results', async (t) => {
+t.test('the provider hears every sample as written, and acknowledgedSamples() follows the results', async (t) => {
   const clock = new ManualClock();
   const scheduler = new Scheduler({ clock, resolutionMs: 0 });
   const fake = await startFakeDeepgram({ clock, sweepEveryMs: 0, recordAudio: true });
@@ -135,51 +139,12 @@ t.test('a message array is reused as soon as it is sent, the provider still hear
   for (const f of frames(audio.subarray(0, 1.5 * RATE))) stream.write(f);
   await fake.until(() => segments.length === 1, 'the first result');
   t.equal(stream.acknowledgedSamples!(), RATE, 'the first result covers the first second');
-  t.equal(engine.spareChunks, 1, 'one array carried all fifteen messages: each went back as it was sent');
   for (const f of frames(audio.subarray(1.5 * RATE))) stream.write(f);
   await fake.until(() => segments.length === 2 && fake.streams[0]!.bytes === 3 * RATE * 2, 'all audio and the second result');
   const received = Buffer.concat(fake.streams[0]!.audio);
-  t.ok(received.equals(Buffer.from(audio.buffer)), 'the provider heard every sample as sent, reused arrays included');
+  t.ok(received.equals(Buffer.from(audio.buffer)), 'the provider heard every sample as written');
   t.equal(stream.acknowledgedSamples!(), 2 * RATE, 'the second result covers two seconds');
   await stream.close();
-  t.equal(engine.spareChunks, 1, 'still the one array');
-});
-
-t.test('spare message arrays: none while every open stream fills one, one kept once the engine is quiet', async (t) => {
-  const { fake, engine } = await setup(t);
-  const streams = await Promise.all(['a', 'b', 'c'].map((id) => engine.open({ ...opts, sessionId: id })));
-  for (const s of streams) s.write(ramp(0.05));
-  t.equal(engine.spareChunks, 0, 'three half-filled messages, three arrays in use');
-  for (const s of streams) await s.close();
-  await fake.until(() => fake.streams.length === 3 && fake.streams.every((s) => s.bytes === 0.05 * RATE * 2), 'the rests flushed');
-  t.equal(engine.spareChunks, 1, 'the cap follows the open streams down to one');
-});
-
-t.test('a rest left by a pause goes out within two send periods; under 20 ms it waits; no timer is left behind', async (t) => {
-  const { clock, scheduler, fake, engine } = await setup(t);
-  const stream = await engine.open(opts);
-  const timers = scheduler.size;
-  for (const f of frames(ramp(0.26))) stream.write(f);
-  await fake.until(() => fake.streams[0]?.chunks === 2, 'two full messages');
-  t.equal(scheduler.size, timers + 1, 'one flusher entry while a rest waits');
-  const step = async () => {
-    clock.advance(100);
-    await scheduler.tick();
-    await new Promise((r) => setTimeout(r, 5));
-  };
-  await step();
-  t.equal(fake.streams[0]!.chunks, 2, 'the 60 ms rest waits one period for more audio');
-  await step();
-  await fake.until(() => fake.streams[0]!.chunks === 3, 'the rest');
-  t.same([fake.streams[0]!.maxChunkBytes, fake.streams[0]!.minChunkBytes, fake.streams[0]!.bytes], [3200, 1920, 0.26 * RATE * 2], 'the rest went out alone');
-  t.equal(scheduler.size, timers, 'no flusher entry once nothing waits');
-  stream.write(ramp(0.01));
-  await step();
-  await step();
-  t.equal(fake.streams[0]!.chunks, 3, 'a 10 ms rest is below the 20 ms message floor: it waits for more audio');
-  t.equal(scheduler.size, timers, 'and holds no timer meanwhile');
-  await stream.finalize();
-  await fake.until(() => fake.streams[0]!.chunks === 4, 'finalize sends it');
 });
 
 t.test('a 12 s pause survives: KeepAlive goes out while no audio does', async (t) => {
@@ -187,7 +152,7 @@ t.test('a 12 s pause survives: KeepAlive goes out while no audio does', async (t
   fake.script({ kind: 'accept', results: [{ afterS: 1.5, words: [word('again', 0, 1.1, 1.4)] }] });
   const stream = await engine.open(opts);
   const { segments, failures } = collect(stream);
-  for (const f of frames(ramp(1))) stream.write(f);
+  for (const f of frames(ramp(1), 100)) stream.write(f);
   await fake.until(() => fake.streams[0]?.chunks === 10, 'audio');
   for (let s = 1; s <= 12; s++) {
     clock.advance(1000);

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { SttOpenError } from '../../../../engine/stt/types.js';
 import { FAKE_SONIOX_KEY } from '../../../fakes/soniox-server.js';
-import { collect, feed, openOpts, rig, until } from '../../../helpers/provider-b.js';
+import { collect, feed, openOpts, ramp, rig, until } from '../../../helpers/provider-b.js';
 
 t.test('the config frame and the upgrade carry what the provider needs; languages follow its list', async (t) => {
   const { fake, engine } = await rig(t);
@@ -158,19 +158,16 @@ t.test('close ends the audio with an empty frame, flushes, is idempotent, and ig
   t.same(got.failures, []);
 });
 
-t.test('20 ms writes leave as 100 ms messages; a rest left by a pause goes out within two periods', async (t) => {
-  const { fake, engine, advance } = await rig(t);
+t.test('the config frame goes first, then each write as one message; one under 20 ms waits for finalize', async (t) => {
+  const { fake, engine } = await rig(t);
   const stream = await engine.open(openOpts());
-  await fake.waitFor(() => fake.sessions[0]?.config !== undefined);
-  feed(stream, 1060, 0, 20);
-  await fake.waitFor(() => fake.sessions[0]!.audio.length === 10);
-  t.same(fake.sessions[0]!.audio.map((b) => b.length), new Array(10).fill(3200), 'ten 100 ms messages, the 60 ms rest waits');
-  await advance(100);
-  await new Promise((r) => setTimeout(r, 5));
-  t.equal(fake.sessions[0]!.audio.length, 10, 'one period: the rest waits for more audio');
-  await advance(100);
-  await fake.waitFor(() => fake.sessions[0]!.audio.length === 11);
-  t.equal(fake.sessions[0]!.audio[10]!.length, 1920, 'two periods: the 60 ms rest goes alone');
+  const at = feed(stream, 1000, 0, 20);
+  stream.write(ramp(10, at));
+  await fake.waitFor(() => fake.sessions[0]?.audio.length === 50);
+  t.ok(fake.sessions[0]!.config !== undefined, 'the config came before the audio');
+  t.same(fake.sessions[0]!.audio.map((b) => b.length), new Array(50).fill(640), 'fifty 20 ms messages; the 10 ms rest waits');
+  await stream.finalize();
+  t.equal(fake.sessions[0]!.audio.at(-1)!.length, 320, 'finalize sent the rest first');
   await stream.close();
 });
 
