@@ -177,9 +177,7 @@ t.test('standalone: prints its port, auto-answers and serves /stats', async (t) 
   socket.connect();
   await socket.waitForOpen();
   for (const c of chunks(silence(4.1), 20)) socket.sendMedia(c);
-  await new Promise<void>((resolve) => {
-    const poll = setInterval(() => results.length >= 2 && (clearInterval(poll), resolve()), 10);
-  });
+  await until(() => results.length >= 2, { what: 'two Results' });
   t.same(results.map((r) => [r.start, r.duration]), [[0, 2], [2, 2]], 'one Results per 2 s of audio');
   t.equal(results[0].channel.alternatives[0].words[0].speaker, 0);
   const stats = (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as any;
