@@ -51,7 +51,7 @@ t.test('npm run bench -- fleet --sessions 5 --seconds 5 writes its result and re
   t.match(cmp.stdout, /server CPU µs per session-s\s+\S+\s+\S+\s+1\.000\s+≈/);
 });
 
-// One run covers both options (each run starts a service and a fake: ~25 s of the suite).
+// One run covers both options: each run starts a service and a fake.
 t.test('fleet --stt provider_b --open-rate: devices arrive over time and stream to the provider_b fake, which measures the PCM as provider_a’s does', async (t) => {
   const out = path.join(t.testdir(), 'fleet.json');
   const run = await runBench(['fleet', '--stt', 'provider_b', '--sessions', '4', '--open-rate', '8', '--seconds', '3', '--baseline-seconds', '0', '--idle-settle', '2', '--out', out]);

@@ -41,7 +41,7 @@ t.test('the largest N both passed', async (t) => {
 });
 
 t.test("no N both passed: the service's capacity against the bare server's next passing step up", async (t) => {
-  // 2026-11-27's ramp: the service failed 500 (which the bare server passed) and held 475.
+  // A real ramp's steps: the service failed 500 (which the bare server passed) and held 475.
   const fleet = { capacity: 475, steps: [step(500, false, 2290), step(250, true, 2648), step(375, true, 2293), step(450, true, 2449), step(475, true, 2074)] };
   const limit = { capacity: 825, steps: [step(500, true, 1630), step(750, true, 1295), step(1150, false, 780), step(950, false, 963), step(850, false, 1132), step(800, true, 1244), step(825, true, 1185)] };
   const at = cpuComparison(fleet, limit);

@@ -57,8 +57,9 @@ t.test('tick awaits async entries; errors go to onError and never stop the wheel
   const errors: unknown[] = [];
   const s = new Scheduler({ clock, resolutionMs: 0, onError: (e) => errors.push(e) });
   let done = false;
+  // Finishes a macrotask later: a tick that did not await it would resolve first.
   s.after(10, async () => {
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setImmediate(r));
     done = true;
   });
   s.after(10, () => {

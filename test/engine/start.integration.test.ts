@@ -86,7 +86,7 @@ t.test('starts, answers /health and stops cleanly on SIGTERM', async (t) => {
 t.test('a bad variable stops start-up and is named', async (t) => {
   const res = spawnSync(process.execPath, [ENTRY], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...baseEnv(t), PORT: 'http' }, encoding: 'utf8' });
   t.equal(res.status, 2);
-  t.match(res.stderr, /^configuration error: PORT: must be an integer/);
+  t.match(res.stderr, /^configuration error: PORT: /, 'the variable is named');
 });
 
 t.test('with nothing at REDIS_URL it runs its own redis-server and stops it on shutdown', async (t) => {

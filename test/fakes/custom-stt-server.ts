@@ -1,6 +1,5 @@
-// A reference external custom transcription server (SPEC "External custom transcription service") on 127.0.0.1:0 for
-// tests: records each connection's query, audio frames and text frames; answers as scripted (objects, raw arrays,
-// foreign types, broken JSON, binary), or holds, closes or vanishes when the test says so.
+// An external custom transcription server on 127.0.0.1:0 for tests: records each connection's query, audio and text
+// frames; answers as scripted (objects, raw arrays, foreign types, broken JSON, binary), or holds, closes or vanishes.
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 

@@ -6,6 +6,7 @@ import WebSocket from 'ws';
 import { DeepgramClient, DeepgramEnvironment } from '@deepgram/sdk';
 import { ManualClock } from '../../engine/clock.js';
 import { chunks, silence } from '../helpers/speech.js';
+import { until } from '../helpers/until.js';
 import { startFakeDeepgram, type FakeDeepgram } from './deepgram-server.js';
 
 const OPTIONS = {
@@ -48,7 +49,7 @@ t.test('the SDK streams audio and gets scripted Results, Finalize and CloseStrea
   await socket.waitForOpen();
   for (const c of chunks(silence(2.5), 100)) socket.sendMedia(c);
   socket.sendKeepAlive({ type: 'KeepAlive' });
-  await fake.until(() => messages.length >= 1 && fake.streams[0]?.keepAlives === 1, 'first Results');
+  await until(() => messages.length >= 1 && fake.streams[0]?.keepAlives === 1, { what: 'first Results' });
   const first = messages[0];
   t.equal(first.type, 'Results');
   t.same([first.start, first.duration, first.is_final, first.from_finalize], [0, 1, true, false], 'covers the first second');
@@ -56,7 +57,7 @@ t.test('the SDK streams audio and gets scripted Results, Finalize and CloseStrea
   t.equal(first.channel.alternatives[0].transcript, 'Hello, there.');
 
   socket.sendFinalize({ type: 'Finalize' });
-  await fake.until(() => messages.length >= 2, 'the Finalize answer');
+  await until(() => messages.length >= 2, { what: 'the Finalize answer' });
   t.same([messages[1].from_finalize, messages[1].start, messages[1].duration], [true, 1, 1.5], 'Finalize answers the rest of the audio');
   t.equal(messages[1].channel.alternatives[0].words[0].punctuated_word, 'Later.', 'words spoken in the received audio are flushed');
 
@@ -120,7 +121,7 @@ t.test('scripted connect errors carry status and Retry-After; held upgrades neve
     t.match(JSON.parse(res.body), { err_code: String, err_msg: String, request_id: String });
   }
   const held = await sdkSocket(fake);
-  await fake.until(() => fake.attempts.length === 3, 'the held attempt');
+  await until(() => fake.attempts.length === 3, { what: 'the held attempt' });
   t.equal(held.socket.readyState, 0, 'still connecting');
   held.socket.close();
   await fake.close();
@@ -132,13 +133,13 @@ t.test('a stream idle for 10 s (by the injected clock) closes 1011 NET-0001; Kee
   t.teardown(() => fake.close());
   const { socket, closed } = await sdkSocket(fake);
   await socket.waitForOpen();
-  await fake.until(() => fake.streams.length === 1, 'open');
+  await until(() => fake.streams.length === 1, { what: 'open' });
   clock.advance(6000);
   socket.sendKeepAlive({ type: 'KeepAlive' });
-  await fake.until(() => fake.streams[0]!.keepAlives === 1, 'keepalive');
+  await until(() => fake.streams[0]!.keepAlives === 1, { what: 'keepalive' });
   clock.advance(6000);
   socket.sendMedia(new Int16Array(320));
-  await fake.until(() => fake.streams[0]!.chunks === 1, 'audio');
+  await until(() => fake.streams[0]!.chunks === 1, { what: 'audio' });
   clock.advance(9000);
   fake.sweep();
   t.equal(fake.streams[0]!.open, true, '21 s after open but never 10 s idle');
@@ -176,9 +177,7 @@ t.test('standalone: prints its port, auto-answers and serves /stats', async (t) 
   socket.connect();
   await socket.waitForOpen();
   for (const c of chunks(silence(4.1), 20)) socket.sendMedia(c);
-  await new Promise<void>((resolve) => {
-    const poll = setInterval(() => results.length >= 2 && (clearInterval(poll), resolve()), 10);
-  });
+  await until(() => results.length >= 2, { what: 'two Results' });
   t.same(results.map((r) => [r.start, r.duration]), [[0, 2], [2, 2]], 'one Results per 2 s of audio');
   t.equal(results[0].channel.alternatives[0].words[0].speaker, 0);
   const stats = (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as any;

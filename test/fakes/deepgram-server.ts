@@ -66,8 +66,6 @@ export interface FakeDeepgram {
   script(...steps: ConnectStep[]): void;
   /** Closes every open stream idle for longer than the idle window, by the injected clock. */
   sweep(): void;
-  /** Resolves once `cond()` holds (checked after every fake event and every 5 ms); rejects after `timeoutMs` real ms. */
-  until(cond: () => boolean, what?: string, timeoutMs?: number): Promise<void>;
   stats(): FakeStats;
   resetStats(): void;
   close(): Promise<void>;
@@ -87,12 +85,11 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
   const open = new Set<FakeStream>();
   const attempts: UpgradeAttempt[] = [];
   const held = new Set<uWS.HttpResponse>();
-  const waiters = new Set<() => void>();
   const lag = new LagHistogram();
   const totals = { bytes: 0, chunks: 0 };
   let streamsOpened = 0;
   let nextId = 1;
-  const ctx: StreamContext = { clock, lag, totals, changed: () => waiters.forEach((w) => w()) };
+  const ctx: StreamContext = { clock, lag, totals };
 
   function reject(res: uWS.HttpResponse, attempt: UpgradeAttempt, status: number, extra: { retryAfter?: string; errCode?: string; errMsg?: string } = {}): void {
     attempt.status = status;
@@ -103,7 +100,6 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
       for (const [k, v] of Object.entries(refusal.headers)) res.writeHeader(k, v);
       res.end(refusal.body);
     });
-    ctx.changed();
   }
 
   const app = uWS.App();
@@ -134,7 +130,6 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
       if (step.kind === 'hold') {
         held.add(res);
         attempts.push(attempt);
-        ctx.changed();
         return;
       }
       const upgrade = () => {
@@ -159,7 +154,6 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
       streams.push(stream);
       open.add(stream);
       streamsOpened++;
-      ctx.changed();
     },
     message: (ws, message, isBinary) => {
       const { stream } = ws.getUserData();
@@ -209,28 +203,6 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
     sweep() {
       const now = clock.now();
       for (const s of [...open]) if (now - s.lastActivityAt > idleTimeoutMs) s.idleClose();
-    },
-    until(cond, what = 'condition', timeoutMs = 5000) {
-      if (cond()) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const started = Date.now();
-        // Re-checked after every fake event and every 5 ms, for conditions on the client side of the socket.
-        const check = () => {
-          if (cond()) {
-            done();
-            resolve();
-          } else if (Date.now() - started > timeoutMs) {
-            done();
-            reject(new Error(`fake deepgram: timed out waiting for ${what}`));
-          }
-        };
-        const poll = setInterval(check, 5);
-        const done = () => {
-          clearInterval(poll);
-          waiters.delete(check);
-        };
-        waiters.add(check);
-      });
     },
     stats: () => ({ streamsOpened, streamsOpen: open.size, bytes: totals.bytes, chunks: totals.chunks, lagMs: lag.summary() }),
     resetStats() {

@@ -43,7 +43,6 @@ export interface StreamContext {
   clock: Clock;
   lag: LagHistogram;
   totals: { bytes: number; chunks: number };
-  changed: () => void;
 }
 
 const FILLER = ['so', 'this', 'is', 'filler', 'speech'];
@@ -147,7 +146,6 @@ export class FakeStream {
       if (b.dropCode === undefined) this.drop();
       else this.end(b.dropCode, b.dropReason ?? '');
     }
-    this.#ctx.changed();
   }
 
   onText(text: string): void {
@@ -164,7 +162,6 @@ export class FakeStream {
     if (type === 'KeepAlive') this.keepAlives++;
     else if (type === 'Finalize' && !this.#ending) this.#flush(true);
     else if (type === 'CloseStream') this.#closeStream();
-    this.#ctx.changed();
   }
 
   /** Called by the server when uWS reports the socket closed (by either side). */
@@ -176,7 +173,6 @@ export class FakeStream {
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
     this.ws = undefined;
-    this.#ctx.changed();
   }
 
   /** Closes the stream as Deepgram does after the idle window. */
@@ -265,7 +261,6 @@ export class FakeStream {
     this.#later(() => {
       this.ws?.send(message, false);
       this.resultsSent++;
-      this.#ctx.changed();
     });
   }
 

@@ -4,6 +4,7 @@ import { WebSocket } from 'ws';
 import { AuthError, BadRequestError, ConnectionError, NetworkError, QuotaError, SonioxNodeClient, type RealtimeToken, type SttSessionConfig } from '@soniox/node';
 import { ManualClock } from '../../engine/clock.js';
 import { Scheduler } from '../../engine/scheduler.js';
+import { until } from '../helpers/until.js';
 import { FAKE_SONIOX_KEY, startFakeSoniox, type FakeSoniox, type FakeSonioxOptions } from './soniox-server.js';
 
 // Node 20 has no global WebSocket; the SDK uses whatever is there, so give it ws (as its docs say for Node 20).
@@ -80,7 +81,7 @@ t.test('a stream with audio gets its tokens: non-final first, then final with sp
   const last = rec.answers[rec.answers.length - 1]!;
   t.equal(last.finished, true);
   t.equal(last.final_audio_proc_ms, 2000);
-  await fake.waitFor(() => rec.closed);
+  await until(() => rec.closed, { what: 'the fake to see the close' });
 });
 
 t.test('finalize answers the pending words as final and a <fin> marker; keepalive is accepted', async (t) => {
@@ -111,7 +112,7 @@ t.test('a bad key gets a 401 error frame and the connection closes', async (t) =
   const err = await error;
   t.type(err, AuthError);
   t.equal((err as AuthError).statusCode, 401);
-  await fake.waitFor(() => fake.sessions[0]!.closed);
+  await until(() => fake.sessions[0]!.closed, { what: 'the fake to see the close' });
   t.same(fake.sessions[0]!.error, { code: 401, type: 'unauthenticated' });
 });
 
@@ -179,11 +180,11 @@ t.test('a mid-stream drop is a lost connection for the SDK', async (t) => {
 t.test('the idle watchdog: 20 s without audio or keepalive closes the stream (408), keepalive postpones it', async (t) => {
   const { clock, scheduler, fake, session, error } = await clockedSession(t);
   session.sendAudio(audio(100));
-  await fake.waitFor(() => fake.sessions[0]?.audioBytes === 3200);
+  await until(() => fake.sessions[0]?.audioBytes === 3200, { what: 'the audio' });
   clock.advance(15000);
   await scheduler.tick();
   session.keepAlive();
-  await fake.waitFor(() => fake.sessions[0]!.keepalives.length === 1);
+  await until(() => fake.sessions[0]!.keepalives.length === 1, { what: 'the keepalive' });
   clock.advance(15000);
   await scheduler.tick();
   t.equal(fake.sessions[0]!.error, undefined, '30 s after the audio but 15 s after a keepalive: still open');
@@ -196,7 +197,7 @@ t.test('the idle watchdog: 20 s without audio or keepalive closes the stream (40
 
 t.test('a stream that never sends audio is closed with 400 "No audio received"', async (t) => {
   const { clock, scheduler, fake, error } = await clockedSession(t);
-  await fake.waitFor(() => fake.sessions[0]?.config !== undefined);
+  await until(() => fake.sessions[0]?.config !== undefined, { what: 'the start request' });
   clock.advance(21000);
   await scheduler.tick();
   const err = await error;
@@ -255,11 +256,11 @@ t.test("bench mode's lateness: each frame's arrival beyond its stream's least-de
   // A second of audio at once (each frame earlier than the one before: none late), then a frame 1 s of clock later
   // that carries only 100 ms more audio: 900 ms late.
   for (let i = 0; i < 10; i++) session.sendAudio(audio(100));
-  await fake.waitFor(() => fake.stats().chunks === 10);
+  await until(() => fake.stats().chunks === 10, { what: 'ten frames' });
   t.match(fake.stats().lagMs, { count: 10, max: 0 });
   clock.advance(1000);
   session.sendAudio(audio(100));
-  await fake.waitFor(() => fake.stats().chunks === 11);
+  await until(() => fake.stats().chunks === 11, { what: 'the late frame' });
   t.match(fake.stats().lagMs, { count: 11, max: 900 });
   await session.finish();
 });

@@ -9,7 +9,6 @@
 //   node dist/test/fakes/soniox-server.js --port 0 [--key K]
 // prints `{"port":N}`, answers a filler word every 2 s of audio, keeps counts instead of the audio, and serves
 // `GET /stats` / `POST /stats/reset` as the provider_a fake does (deepgram-server.ts).
-import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
@@ -66,8 +65,6 @@ export interface FakeSoniox {
   /** Queues scripts for the next connections; once the queue is empty, `fallback` is used. */
   script(...scripts: SessionScript[]): void;
   fallback: SessionScript;
-  /** Resolves once `predicate` holds (checked after every frame and answer); rejects after `timeoutMs` of real time. */
-  waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void>;
   /**
    * Connections opened and open now, audio bytes and frames, and how late frames arrived (each frame's arrival beyond
    * its stream's least-delayed one, ms), since the last resetStats() (the open count is always current).
@@ -96,8 +93,6 @@ export async function startFakeSoniox(opts: FakeSonioxOptions = {}): Promise<Fak
   const ownScheduler = opts.scheduler === undefined ? new Scheduler({ clock, resolutionMs: 200 }) : undefined;
   const scheduler = opts.scheduler ?? ownScheduler!;
   const idleTimeoutMs = opts.idleTimeoutMs ?? 20000;
-  const events = new EventEmitter();
-  events.setMaxListeners(0);
   const queue: SessionScript[] = [];
   const live = new Set<FakeSonioxSession>();
   const hung = new Set<Socket>();
@@ -111,7 +106,6 @@ export async function startFakeSoniox(opts: FakeSonioxOptions = {}): Promise<Fak
     models: opts.models ?? ['stt-rt-v5', 'stt-rt-v4', 'stt-rt-v3', 'stt-rt-preview'],
     languages: LANGUAGES,
     now: () => clock.now(),
-    changed: () => events.emit('changed'),
     record,
     // The injected clock in tests; else sub-millisecond real time, as the provider_a fake reads lateness.
     lagNow: opts.clock ? () => clock.now() : () => performance.now(),
@@ -143,7 +137,6 @@ export async function startFakeSoniox(opts: FakeSonioxOptions = {}): Promise<Fak
   server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
     const protocol = req.headers['sec-websocket-protocol'];
     upgrades.push({ authorization: req.headers.authorization, protocol });
-    ctx.changed();
     if (new URL(req.url ?? '/', 'http://x').pathname !== FAKE_SONIOX_PATH) return refuse(socket, 404);
     const script = queue.shift() ?? fake.fallback;
     if (script.refuse) return refuse(socket, script.refuse.status, script.refuse.retryAfterS);
@@ -161,7 +154,6 @@ export async function startFakeSoniox(opts: FakeSonioxOptions = {}): Promise<Fak
       totals.streamsOpened++;
       if (record) sessions.push(session.record);
       ws.on('close', () => live.delete(session));
-      ctx.changed();
     });
   });
   const sweep: TimerId = scheduler.every(1000, () => {
@@ -182,22 +174,6 @@ export async function startFakeSoniox(opts: FakeSonioxOptions = {}): Promise<Fak
       totals.bytes = 0;
       totals.chunks = 0;
       lag.reset();
-    },
-    waitFor(predicate, timeoutMs = 5000) {
-      if (predicate()) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          events.off('changed', check);
-          reject(new Error('fake soniox: condition not reached in time'));
-        }, timeoutMs);
-        function check(): void {
-          if (!predicate()) return;
-          clearTimeout(timer);
-          events.off('changed', check);
-          resolve();
-        }
-        events.on('changed', check);
-      });
     },
     async close() {
       scheduler.cancel(sweep);

@@ -71,7 +71,6 @@ export interface SessionContext {
   models: readonly string[];
   languages: ReadonlySet<string>;
   now: () => number;
-  changed: () => void;
   /** Keep every audio frame and answer in the record (tests); false keeps counts only (the load bench). */
   record: boolean;
   /** Told of each audio frame: its bytes and how late its end arrived beyond the stream's least-delayed frame, in ms. */
@@ -111,14 +110,10 @@ export class FakeSonioxSession {
       authorization, config: undefined, audioBytes: 0, audio: [], misalignedFrames: 0, keepalives: [], finalizes: 0,
       endOfAudio: undefined, answers: [], error: undefined, dropped: false, closed: false,
     };
-    ws.on('message', (data: Buffer, isBinary: boolean) => {
-      this.#receive(data, isBinary);
-      ctx.changed();
-    });
+    ws.on('message', (data: Buffer, isBinary: boolean) => this.#receive(data, isBinary));
     ws.on('close', () => {
       this.record.closed = true;
       this.#state = 'done';
-      ctx.changed();
     });
   }
 
@@ -285,7 +280,6 @@ export class FakeSonioxSession {
       if (this.#ctx.record) this.record.answers.push(msg);
       this.#ws.send(JSON.stringify(msg));
       then?.();
-      this.#ctx.changed();
     };
     const delayMs = this.#script.delayMs ?? 0;
     if (delayMs <= 0) return send();

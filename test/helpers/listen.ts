@@ -1,6 +1,7 @@
 // A /v4/listen client for tests: collects every frame, waits for matching ones, reports the close code and reason.
 import WebSocket from 'ws';
 import type { TestService } from './service.js';
+import { until } from './until.js';
 import type { SessionActor } from '../../engine/listen/session-actor.js';
 
 export interface Closed {
@@ -92,15 +93,6 @@ export async function open(ts: TestService, query: Record<string, string>, token
   return r.client;
 }
 
-/** Polls `cond` (real time, for async work such as decoding; never used to wait out protocol timeouts). */
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** Moves the service's clock and runs the timers that became due. */
 export async function advance(ts: TestService, ms: number): Promise<void> {
   ts.clock.advance(ms);
@@ -111,7 +103,7 @@ export async function advance(ts: TestService, ms: number): Promise<void> {
 export async function sendText(c: ListenClient, actor: SessionActor, frame: string): Promise<void> {
   const before = actor.stats.textMessages;
   c.ws.send(frame);
-  await until(() => actor.stats.textMessages > before, 5000, 'frame received');
+  await until(() => actor.stats.textMessages > before, { what: 'frame received' });
 }
 
 /** Sends a text frame, waits until `actor` has taken it, runs one 600 ms step and returns the segment array it sent. */

@@ -70,12 +70,3 @@ export function collect(stream: SttStream): { segments: SttSegment[]; failures: 
   });
   return out;
 }
-
-/** Waits for client-side state reached through real socket I/O; the real-time bound only guards against a hang. */
-export async function until(predicate: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}

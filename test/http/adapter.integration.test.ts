@@ -101,7 +101,6 @@ t.test('adapter', async (t) => {
     const declared = await s.req('/echo/x', { method: 'POST', body: JSON.stringify({ text: 'x'.repeat(2000) }) });
     t.equal(declared.status, 413);
     t.equal(declared.headers['x-error-code'], 'ENG_ERR_HTTP_BODY_TOO_LARGE');
-    t.match(declared.json.detail, /1024/);
     const chunked = await s.req('/echo/x', { method: 'POST', body: JSON.stringify({ text: 'x'.repeat(2000) }), chunked: true });
     t.equal(chunked.status, 413, 'also without a content-length');
 

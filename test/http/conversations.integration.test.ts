@@ -281,7 +281,6 @@ for (const store of STORES) {
     const bad = await s.req(`${BASE}?categories=technology,gossip`, { headers: h });
     t.equal(bad.status, 400);
     t.equal(bad.headers['x-error-code'], 'ENG_ERR_CATEGORY_INVALID');
-    t.match(bad.json.detail, /gossip/);
 
     for (const q of [`?limit=${MAX_CONVERSATIONS_PAGE + 1}`, '?limit=0', '?offset=-1', '?limit=abc', '?start_date=not-a-date', '?include_transcript=maybe']) {
       const res = await s.req(`${BASE}${q}`, { headers: h });

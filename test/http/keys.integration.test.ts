@@ -6,6 +6,7 @@ import { bearer } from '../helpers/http.js';
 import { STORES } from '../helpers/stores.js';
 import { hashKey } from '../../engine/identity/key-format.js';
 import type { AppRoute } from '../../http/routes/types.js';
+import { waitFor } from '../helpers/until.js';
 
 /** A developer route guarded like every /v1/dev/user/* route, so the bearer check can be exercised on its own. */
 const probeRoutes = (): AppRoute[] => [
@@ -146,16 +147,27 @@ for (const store of STORES) {
       const key = await s.devKey('carol');
       const id = (await s.service.services.apiKeys.findByHash(hashKey(key)))!.id;
       const lastUsed = async () => (await s.service.services.store.knex('api_keys').where({ id }).first('last_used_at')).last_used_at as string | null;
+      // The write is asked for before the request is answered, and lands later: counting the asks proves there was none.
+      const keys = s.service.services.apiKeys;
+      const touch = keys.touch;
+      let writes = 0;
+      keys.touch = function (this: typeof keys, keyId: string, now: number) {
+        if (keyId === id) writes++;
+        return touch.call(this, keyId, now);
+      };
+      t.teardown(() => void (keys.touch = touch));
       t.equal(await lastUsed(), null);
       await s.req('/v1/dev/user/probe', { headers: bearer(key) });
-      const first = await waitFor(lastUsed, (v) => v !== null);
+      t.equal(writes, 1, 'the first use is written');
+      const first = await waitFor(lastUsed, { what: 'the first write', done: (v) => v !== null });
       t.equal(first, new Date(s.clock.now()).toISOString());
       s.clock.advance(30_000);
       for (let i = 0; i < 5; i++) await s.req('/v1/dev/user/probe', { headers: bearer(key) });
-      t.equal(await lastUsed(), first, 'no write within the minute');
+      t.equal(writes, 1, 'no write within the minute');
       s.clock.advance(31_000);
       await s.req('/v1/dev/user/probe', { headers: bearer(key) });
-      const second = await waitFor(lastUsed, (v) => v !== first);
+      t.equal(writes, 2, 'the first use after the minute is written');
+      const second = await waitFor(lastUsed, { what: 'the second write', done: (v) => v !== first });
       t.equal(second, new Date(s.clock.now()).toISOString());
       const list = await s.req('/v1/dev/keys', { headers: bearer(await s.token('carol')) });
       t.equal(list.json[0].last_used_at, second, 'visible in the key list');
@@ -176,7 +188,7 @@ for (const store of STORES) {
       t.equal(del.status, 204);
       t.equal(del.text, '');
       t.equal((await s.req('/v1/dev/user/probe', { headers: bearer(key) })).status, 401, 'refused at once on this node');
-      const remote = await waitFor(() => other.req('/v1/dev/user/probe', { headers: bearer(key) }).then((r) => r.status), (st) => st === 401);
+      const remote = await waitFor(() => other.req('/v1/dev/user/probe', { headers: bearer(key) }).then((r) => r.status), { what: 'the revocation on the other node', done: (st) => st === 401 });
       t.equal(remote, 401, 'and on the other node');
       const again = await s.req(`/v1/dev/keys/${created.json.id}`, { method: 'DELETE', headers: bearer(alice) });
       t.equal(again.status, 404, 'revocation is permanent: the key is gone');
@@ -184,14 +196,4 @@ for (const store of STORES) {
       t.notOk(list.json.some((k: { id: string }) => k.id === created.json.id));
     });
   });
-}
-
-/** Polls `read` until `done` holds (writes behind a response land asynchronously); gives up after 2 s. */
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 2000;
-  for (;;) {
-    const v = await read();
-    if (done(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }

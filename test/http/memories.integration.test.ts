@@ -109,7 +109,6 @@ for (const store of STORES) {
       const bad = await s.req(`${BASE}?categories=work,bogus`, { headers: ro });
       t.equal(bad.status, 400);
       t.equal(bad.headers['x-error-code'], 'ENG_ERR_CATEGORY_INVALID');
-      t.match(bad.json.detail, /bogus/);
 
       for (const q of ['limit=0', 'limit=501', 'offset=-1', 'limit=abc']) {
         const r = await s.req(`${BASE}?${q}`, { headers: ro });

@@ -3,6 +3,7 @@ import t from 'tap';
 import { startService } from '../helpers/service.js';
 import { freePort, portAnswers, startRedisServer } from '../helpers/ports.js';
 import { bearer } from '../helpers/http.js';
+import { until } from '../helpers/until.js';
 import type { AppRoute } from '../../http/routes/types.js';
 
 const probe = (): AppRoute[] => [
@@ -81,10 +82,7 @@ t.test('without Redis, API-key traffic fails closed with 503', async (t) => {
   t.teardown(() => {
     if (redis.exitCode === null) redis.kill('SIGKILL');
   });
-  for (let i = 0; i < 100; i++) {
-    if (await portAnswers(port)) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until(() => portAnswers(port), { what: 'redis up' });
   const s = await startService(t, { extraRoutes: probe, env: { REDIS_URL: `redis://127.0.0.1:${port}` } });
   const key = await s.devKey('dave');
   t.equal((await s.req('/v1/dev/user/probe', { headers: bearer(key) })).status, 200);

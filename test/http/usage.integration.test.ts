@@ -54,7 +54,7 @@ for (const store of STORES) {
       t.match(reversed.json.detail[0], { loc: ['query', 'end_date'], type: 'value_error' });
       const tooLong = await get('?start_date=2025-11-23&end_date=2026-11-24');
       t.equal(tooLong.status, 422);
-      t.match(tooLong.json.detail[0], { loc: ['query', 'end_date'], type: 'value_error', msg: /366 days/ });
+      t.match(tooLong.json.detail[0], { loc: ['query', 'end_date'], type: 'value_error' }, 'one day past the longest range');
     });
 
     await t.test('only the signed-in ID token: developer keys and no credentials answer 401', async (t) => {

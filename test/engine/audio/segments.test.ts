@@ -1,4 +1,4 @@
-// combineSegments / mergeBatch: the §1.10 merge rules, table-driven after the compatible system's 22 conformance cases.
+// combineSegments / mergeBatch: the compatible system's merge rules, table-driven after its 22 conformance cases.
 import t from 'tap';
 import { combineSegments, mergeBatch } from '../../../engine/audio/segments.js';
 import { speakerIdOf, type TranscriptSegment } from '../../../engine/audio/segment.js';

@@ -2,7 +2,8 @@
 import t from 'tap';
 import { startService } from '../../helpers/service.js';
 import { bearer } from '../../helpers/http.js';
-import { advance, open, until } from '../../helpers/listen.js';
+import { advance, open } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 import { RecordingSttEngine } from '../../fakes/recording-stt.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
 import { frames, sine } from '../../helpers/codec-fixtures.js';
@@ -22,8 +23,8 @@ t.test('opus_fs320 audio reaches the engine; scripted segments reach the client 
   const packets = frames(sine(440, 16000, seconds, 8000), 320).map((f) => enc.encode(f));
   for (const p of packets) c.ws.send(p);
   const stream = engine.streams[0]!;
-  await until(() => stream.samples >= 16000 * seconds * 0.98, 20_000, 'decoded audio at the engine');
-  await until(() => actor.stats.audioMessages === packets.length, 5000, 'every packet counted');
+  await until(() => stream.samples >= 16000 * seconds * 0.98, { what: 'decoded audio at the engine', timeoutMs: 20_000 });
+  await until(() => actor.stats.audioMessages === packets.length, { what: 'every packet counted' });
   t.equal(actor.state, 'streaming', 'audio moved the session to STREAMING');
   const duration = stream.samples / 16000;
   t.ok(Math.abs(duration - seconds) / seconds <= 0.02, `engine received ${duration.toFixed(3)} s of ${seconds} s`);

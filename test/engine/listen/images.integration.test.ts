@@ -2,7 +2,8 @@
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { startService, type TestService } from '../../helpers/service.js';
-import { advance, open, until, type ListenClient } from '../../helpers/listen.js';
+import { advance, open, type ListenClient } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 import type { SessionActor } from '../../../engine/listen/session-actor.js';
 import { sniffImageType } from '../../../engine/db/conversations.js';
 
@@ -11,7 +12,7 @@ const chunk = (id: string, index: number, total: number, data: string): string =
 async function sendAll(c: ListenClient, actor: SessionActor, frames: string[]): Promise<void> {
   const before = actor.stats.textMessages;
   for (const f of frames) c.ws.send(f);
-  await until(() => actor.stats.textMessages >= before + frames.length, 5000, 'frames received');
+  await until(() => actor.stats.textMessages >= before + frames.length, { what: 'frames received' });
 }
 
 function png(size: number): Buffer {
@@ -57,14 +58,14 @@ t.test('chunks out of order complete an image stored on the conversation; a bad 
   await advance(ts, 60_000);
   const keepAlives = actor.stats.keepAlives;
   c.ws.send(Buffer.from([0x8a, 0x00]));
-  await until(() => actor.stats.keepAlives > keepAlives, 5000, 'keep-alive received');
+  await until(() => actor.stats.keepAlives > keepAlives, { what: 'keep-alive received' });
   await advance(ts, 60_000);
   const started = await c.json((m) => m.type === 'memory_processing_started');
   t.equal(started.memory.id, id);
   t.ok(await ts.service.services.conversations.getById(id!), 'not deleted');
   t.equal(await ts.service.services.conversations.photoCount(id!), 2);
   c.close();
-  await until(() => ts.service.sessions.size === 0, 5000, 'session closed');
+  await until(() => ts.service.sessions.size === 0, { what: 'session closed' });
 });
 
 t.test('the 51st pending image is refused; incomplete images expire after 60 s', async (t) => {
@@ -88,5 +89,5 @@ t.test('the 51st pending image is refused; incomplete images expire after 60 s',
   t.equal(actor.stats.imagesCompleted, 1);
   t.equal(actor.stats.rejectedImageChunks, 1);
   c.close();
-  await until(() => ts.service.sessions.size === 0, 5000, 'session closed');
+  await until(() => ts.service.sessions.size === 0, { what: 'session closed' });
 });

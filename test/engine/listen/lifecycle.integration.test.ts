@@ -2,7 +2,8 @@
 import t from 'tap';
 import { startService, type TestService } from '../../helpers/service.js';
 import { bearer } from '../../helpers/http.js';
-import { advance, open, sendAndStep, until, type ListenClient } from '../../helpers/listen.js';
+import { advance, open, sendAndStep, type ListenClient } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 import { ConversationStatus } from '../../../engine/protocol.js';
 
 const suggested = (segments: object[]): string => JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments });
@@ -52,12 +53,12 @@ t.test('custom_stt: suggested transcripts, silence timeout, processing job, memo
   await d.ready();
   d.ws.send(suggested(LINES));
   const other = ts.service.sessions.sessionsOf('u2')[0]!;
-  await until(() => other.stats.textMessages === 1, 5000, 'message received');
+  await until(() => other.stats.textMessages === 1, { what: 'message received' });
   await advance(ts, 600);
   t.equal(other.conversationId, undefined, 'ignored without custom_stt');
   c.close();
   d.close();
-  await until(() => ts.service.sessions.size === 0, 5000, 'sessions closed');
+  await until(() => ts.service.sessions.size === 0, { what: 'sessions closed' });
 });
 
 t.test('POST /v1/conversations ends the in-progress conversation; a reconnect resumes it', async (t) => {
@@ -70,7 +71,7 @@ t.test('POST /v1/conversations ends the in-progress conversation; a reconnect re
   await say(ts, c, [LINES[0]!]);
   const first = ts.service.sessions.sessionsOf('u1')[0]!.conversationId!;
   c.close();
-  await until(() => ts.service.sessions.size === 0, 5000, 'first session closed');
+  await until(() => ts.service.sessions.size === 0, { what: 'first session closed' });
   const queued = async (state: string): Promise<number> => Number(new RegExp(`^jobs_queued\\{queue="processing",state="${state}"\\} (\\d+)$`, 'm').exec((await ts.req('/metrics')).text)?.[1]);
   t.equal(await queued('delayed'), 1, "/metrics: the conversation's idle check waits on the processing queue");
 
@@ -94,7 +95,7 @@ t.test('POST /v1/conversations ends the in-progress conversation; a reconnect re
   t.equal((await c2.json((m) => m.type === 'memory_created', 20_000)).memory.id, first, 'and gets memory_created');
   t.equal(actor.conversationId, undefined, 'the session dropped the ended conversation');
   t.equal(actor.state, 'processing', 'PROCESSING until new audio');
-  await until(async () => (await queued('waiting')) + (await queued('active')) === 0, 10_000, 'the processing job done on /metrics');
+  await until(async () => (await queued('waiting')) + (await queued('active')) === 0, { what: 'the processing job done on /metrics' });
   t.pass('/metrics: nothing of the processing queue waits or runs once the conversation is processed');
   await say(ts, c2, [{ text: 'Something new.', speaker: 'SPEAKER_00', start: 0, end: 1 }]);
   t.not(actor.conversationId, first, 'new audio opens a new conversation');
@@ -109,7 +110,7 @@ t.test('a conversation without segments is deleted, not processed', async (t) =>
   await c.ready();
   const actor = ts.service.sessions.sessionsOf('u1')[0]!;
   c.ws.send(new Uint8Array(320)); // 20 ms of pcm8 silence: audio, but the null engine transcribes nothing
-  await until(() => actor.state === 'streaming', 5000, 'audio received');
+  await until(() => actor.state === 'streaming', { what: 'audio received' });
   await advance(ts, 600);
   const id = actor.conversationId!;
   t.ok(id, 'first audio opened a conversation');
@@ -181,6 +182,6 @@ t.test('an end whose enqueue failed after the status moved is tried again: the j
   t.ok(await conversations.transition(id, ConversationStatus.IN_PROGRESS, ConversationStatus.PROCESSING, ts.clock.now()));
   t.equal(await lifecycle.end(id, 'u1'), 'processing', 'the caller tries again: the job is enqueued');
   t.equal(await lifecycle.end(id, 'u1'), 'processing', 'and again (the job id is the conversation id: not added twice)');
-  await until(async () => (await conversations.getById(id))?.status === ConversationStatus.COMPLETED, 20_000, 'processed');
+  await until(async () => (await conversations.getById(id))?.status === ConversationStatus.COMPLETED, { what: 'processed', timeoutMs: 20_000 });
   t.equal(await lifecycle.end(id, 'u1'), 'gone', 'a processed conversation is not processed again');
 });

@@ -1,4 +1,4 @@
-// The /v4/listen query: defaults, rewrites and every refusal (SPEC "Real-time transcription WebSocket").
+// The /v4/listen query: defaults, rewrites and every refusal.
 import t from 'tap';
 import { parseListenQuery } from '../../../engine/listen/listen-query.js';
 

@@ -3,7 +3,8 @@
 import t from 'tap';
 import { startService } from '../../helpers/service.js';
 import { bearer } from '../../helpers/http.js';
-import { advance, open, sendAndStep, until } from '../../helpers/listen.js';
+import { advance, open, sendAndStep } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 import { RECENT_SEGMENTS } from '../../../engine/audio/buffer-loop.js';
 
 const suggested = (segments: object[]): string => JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments });
@@ -38,7 +39,7 @@ t.test(`a conversation of more than ${RECENT_SEGMENTS} segments: stored whole an
   t.match(after[total - 1], { id: sent[total - 1].id, personId: 'p-ana' });
   t.equal(after.filter((s) => s.personId === 'p-ana').length, 2, 'no other segment touched');
   c.close();
-  await until(() => ts.service.sessions.size === 0, 5000, 'first session closed');
+  await until(() => ts.service.sessions.size === 0, { what: 'first session closed' });
 
   // Reconnect: the session resumes with the stored tail; a continuation joins the last segment and keeps its id.
   await advance(ts, 2_000);
@@ -58,5 +59,5 @@ t.test(`a conversation of more than ${RECENT_SEGMENTS} segments: stored whole an
   t.same(segs.slice(0, total - 1).map((s) => s.id), sent.slice(0, total - 1).map((s) => s.id), 'earlier segments untouched');
   t.same(segs.slice(-2).map((s) => [s.id, s.text]), [[last.id, joined.text], [next.id, 'A new voice.']]);
   c2.close();
-  await until(() => ts.service.sessions.size === 0, 5000, 'second session closed');
+  await until(() => ts.service.sessions.size === 0, { what: 'second session closed' });
 });

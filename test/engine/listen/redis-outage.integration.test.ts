@@ -4,7 +4,8 @@
 import t from 'tap';
 import { startService } from '../../helpers/service.js';
 import { freePort, portAnswers, startRedisServer } from '../../helpers/ports.js';
-import { advance, open, sendAndStep, until } from '../../helpers/listen.js';
+import { advance, open, sendAndStep } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 import { ConversationStatus } from '../../../engine/protocol.js';
 
 const LINE = { text: 'Remember to water the plants on Friday.', speaker: 'SPEAKER_00', speaker_id: 0, is_user: true, person_id: null, start: 0, end: 2 };
@@ -15,7 +16,7 @@ t.test('Redis away at the silence timeout: the conversation is ended again once 
   t.teardown(() => {
     if (redis.exitCode === null) redis.kill('SIGKILL');
   });
-  await until(() => portAnswers(port), 5000, 'redis up');
+  await until(() => portAnswers(port), { what: 'redis up' });
   const ts = await startService(t, { env: { REDIS_URL: `redis://127.0.0.1:${port}` } });
   const c = await open(ts, { uid: 'u1', custom_stt: 'enabled', conversation_timeout: '30' });
   await c.ready();
@@ -33,15 +34,14 @@ t.test('Redis away at the silence timeout: the conversation is ended again once 
   t.match(/^listen_transcript_write_failures_total (\S+)/m.exec((await ts.req('/metrics')).text)?.[1], /^[1-9]/, 'the failed step is counted');
 
   redis = startRedisServer(port);
-  await until(() => portAnswers(port), 5000, 'redis up again');
+  await until(() => portAnswers(port), { what: 'redis up again' });
   // Each step tries again until the producer's connection is back; the worker's comes back too and processes it.
   // The device stays: a keep-alive each step keeps the 90 s inactivity close out of the picture.
   await until(async () => {
     c.ws.send(Buffer.from([0x8a, 0x00]));
     await advance(ts, 600);
-    await new Promise((r) => setTimeout(r, 100));
     return (await status()) === ConversationStatus.COMPLETED;
-  }, 30_000, 'the conversation processed');
+  }, { what: 'the conversation processed', timeoutMs: 30_000, everyMs: 100 });
   t.equal(actor.conversationId, undefined, 'the session let it go');
   c.close();
   await c.closed;

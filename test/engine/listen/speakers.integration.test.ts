@@ -2,7 +2,8 @@
 import t from 'tap';
 import { startService } from '../../helpers/service.js';
 import { bearer } from '../../helpers/http.js';
-import { open, sendAndStep, until } from '../../helpers/listen.js';
+import { open, sendAndStep } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 
 const suggested = (segments: object[]): string => JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments });
 const assigned = (m: object): string => JSON.stringify({ type: 'speaker_assigned', ...m });
@@ -32,7 +33,7 @@ t.test('speaker_assigned: later segments, device owner, stored segments updated 
 
   // person_id "user" → is_user, no person id.
   c.ws.send(assigned({ speaker_id: 2, person_id: 'user', person_name: 'Me', segment_ids: [] }));
-  await until(() => actor.stats.speakerAssignments === 2, 5000, 'assignment received');
+  await until(() => actor.stats.speakerAssignments === 2, { what: 'assignment received' });
   const [mine] = await send(ts, c, actor, suggested([{ text: 'Likewise.', speaker: 'SPEAKER_02', start: 20, end: 21 }]));
   t.match(mine, { speaker_id: 2, is_user: true, person_id: null });
 
@@ -40,7 +41,7 @@ t.test('speaker_assigned: later segments, device owner, stored segments updated 
   for (const bad of [{ speaker_id: 1, person_id: 'p-bob', segment_ids: [first.id] }, { speaker_id: -1, person_id: 'p-bob', person_name: 'Bob' }, { speaker_id: 1, person_id: '', person_name: 'Bob' }, { speaker_id: 1, person_id: 'p-bob', person_name: 'Bob', segment_ids: 'x' }]) {
     c.ws.send(assigned(bad));
   }
-  await until(() => actor.stats.invalidSpeakerAssignments === 4, 5000, 'invalid assignments counted');
+  await until(() => actor.stats.invalidSpeakerAssignments === 4, { what: 'invalid assignments counted' });
   const [again] = await send(ts, c, actor, suggested([{ text: 'Ana again here.', speaker: 'SPEAKER_01', start: 30, end: 31 }]));
   t.match(again, { person_id: 'p-ana' }, 'speaker 1 still maps to Ana');
 
@@ -53,5 +54,5 @@ t.test('speaker_assigned: later segments, device owner, stored segments updated 
   t.match((await ts.service.services.conversations.segments(convId))[0], { isUser: true, personId: null });
   t.equal(actor.state, 'streaming');
   c.close();
-  await until(() => ts.service.sessions.size === 0, 5000, 'session closed');
+  await until(() => ts.service.sessions.size === 0, { what: 'session closed' });
 });

@@ -4,7 +4,8 @@
 import t, { type Test } from 'tap';
 import { startService, type TestService } from '../../helpers/service.js';
 import { bearer } from '../../helpers/http.js';
-import { advance, open, sendText, suggestedLine, until } from '../../helpers/listen.js';
+import { advance, open, sendText, suggestedLine } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 import { sqliteWriteLock } from '../../helpers/sqlite-lock.js';
 
 const counter = async (ts: TestService, name: string): Promise<number> => Number(new RegExp(`^${name} (\\S+)`, 'm').exec((await ts.req('/metrics')).text)?.[1]);
@@ -18,7 +19,7 @@ async function setUp(t: Test) {
   const send = (text: string, start: number): Promise<void> => sendText(live, actor, suggestedLine(text, start));
   await send('Written first.', 0);
   await advance(ts, 600);
-  await until(() => actor.conversationId !== undefined, 5000, 'the conversation');
+  await until(() => actor.conversationId !== undefined, { what: 'the conversation' });
   const lock = sqliteWriteLock(t, ts.dataDir);
   const transcript = async (): Promise<string> => {
     const res = await ts.req(`/v1/dev/user/conversations/${actor.conversationId!}?include_transcript=true`, { headers: bearer(await ts.token('u1')) });
@@ -38,7 +39,7 @@ t.test('a live step whose write fails keeps its segments for the next step', asy
   const jpeg = Buffer.from([0xff, 0xd8, 0xff, 1, 2, 3]);
   const images = actor.stats.imagesCompleted;
   live.ws.send(JSON.stringify({ type: 'image_chunk', id: 'img-1', index: 0, total: 1, data: jpeg.toString('base64') }));
-  await until(() => actor.stats.imagesCompleted > images, 5000, 'the photo assembled');
+  await until(() => actor.stats.imagesCompleted > images, { what: 'the photo assembled' });
   await advance(ts, 600); // the step awaits its writes: the first fails after the busy timeout
   t.equal(await failures(), 1, 'the failed write is counted');
   await advance(ts, 600);
@@ -86,13 +87,13 @@ t.test('a closing session tries its last write again until the store takes it', 
   await lock.hold();
   await send('Said just before leaving.', 2);
   live.close();
-  await until(async () => (await failures()) === 1, 5000, 'the closing flush failed');
+  await until(async () => (await failures()) === 1, { what: 'the closing flush failed' });
   t.equal(actor.state, 'draining', 'the session waits to try again');
   await advance(ts, 500);
-  await until(async () => (await failures()) === 2, 5000, 'the first retry failed');
+  await until(async () => (await failures()) === 2, { what: 'the first retry failed' });
   await lock.release();
   await advance(ts, 1000);
-  await until(() => actor.state === 'closed', 5000, 'the session closed');
+  await until(() => actor.state === 'closed', { what: 'the session closed' });
   t.equal(await transcript(), 'Written first. Said just before leaving.', 'the last segment reached the store');
   t.equal(await failures(), 2);
   t.equal(await lost(), 0, 'nothing given up');
@@ -103,15 +104,15 @@ t.test('a closing session gives its segments up, counted, when the store fails a
   await lock.hold();
   await send('Never stored.', 2);
   live.close();
-  await until(async () => (await failures()) === 1, 5000, 'the closing flush failed');
+  await until(async () => (await failures()) === 1, { what: 'the closing flush failed' });
   let tries = 1;
   for (const waitMs of [500, 1000, 2000, 4000]) {
     t.equal(actor.state, 'draining');
     await advance(ts, waitMs);
     tries++;
-    await until(async () => (await failures()) === tries, 5000, `try ${tries} failed`);
+    await until(async () => (await failures()) === tries, { what: `try ${tries} failed` });
   }
-  await until(() => actor.state === 'closed', 5000, 'the session closed after its last try');
+  await until(() => actor.state === 'closed', { what: 'the session closed after its last try' });
   t.equal(await lost(), 1, 'the segment given up is counted');
   await lock.release();
 });

@@ -2,7 +2,8 @@
 import t from 'tap';
 import { startService } from '../../helpers/service.js';
 import { bearer } from '../../helpers/http.js';
-import { advance, open, until } from '../../helpers/listen.js';
+import { advance, open } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 import { RecordingSttEngine } from '../../fakes/recording-stt.js';
 import { sine } from '../../helpers/codec-fixtures.js';
 
@@ -17,9 +18,9 @@ t.test('stt_failed then 1011: no engine for the language, engine cannot start, e
   english.failOpen = true;
   const b = await open(ts, { uid: 'u1' });
   // Three attempts with backoff (1–2 s, then 2–3 s) before giving up.
-  await until(() => english.attempts === 1, 5000, 'first attempt');
+  await until(() => english.attempts === 1, { what: 'first attempt' });
   await advance(ts, 2000);
-  await until(() => english.attempts === 2, 5000, 'second attempt');
+  await until(() => english.attempts === 2, { what: 'second attempt' });
   await advance(ts, 3000);
   t.match(await b.json((m) => m.status === 'stt_failed'), { outcome: 'upstream_error', retryable: true, reason: 'initialization_failed', provider: 'english' });
   t.equal((await b.closed).code, 1011);
@@ -30,7 +31,7 @@ t.test('stt_failed then 1011: no engine for the language, engine cannot start, e
   english.streams.at(-1)!.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
   t.match(await c.json((m) => m.status === 'stt_failed'), { reason: 'connection_lost', provider: 'english' });
   t.equal((await c.closed).code, 1011);
-  await until(() => ts.service.sessions.size === 0, 5000, 'sessions gone');
+  await until(() => ts.service.sessions.size === 0, { what: 'sessions gone' });
 });
 
 t.test('stt_service picks a configured engine by name', async (t) => {
@@ -58,7 +59,7 @@ t.test('two channels: one STT stream per channel; channel 1 is the wearer', asyn
     m.set(new Uint8Array(pcm.buffer), 1);
     c.ws.send(m);
   }
-  await until(() => engine.streams.every((s) => s.samples >= 1600), 10_000, 'both channels decoded');
+  await until(() => engine.streams.every((s) => s.samples >= 1600), { what: 'both channels decoded' });
   engine.streams[0]!.emit([{ text: 'Mine.', speaker: 'SPEAKER_00', start: 0, end: 0.5 }]);
   engine.streams[1]!.emit([{ text: 'Theirs.', speaker: 'SPEAKER_00', start: 0.6, end: 1 }]);
   await advance(ts, 600);
@@ -76,7 +77,7 @@ t.test('a jobs node processes; the listen node hears memory_created over Redis',
   await c.ready();
   const actor = listenNode.service.sessions.sessionsOf('u1')[0]!;
   c.ws.send(JSON.stringify({ type: 'suggested_transcript', stt_provider: 'app', segments: [{ text: 'Plan the trip to Lisbon next month.', speaker: 'SPEAKER_00', start: 0, end: 2 }] }));
-  await until(() => actor.stats.textMessages === 1, 5000, 'message received');
+  await until(() => actor.stats.textMessages === 1, { what: 'message received' });
   await advance(listenNode, 600);
   await c.json((m) => Array.isArray(m));
   const id = actor.conversationId!;

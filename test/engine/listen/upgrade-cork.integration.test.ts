@@ -1,13 +1,11 @@
-// A listen socket that uWS closes while upgrading it never carries a session. uWS 20.30's HttpResponse.cork() reads
-// the socket it just upgraded as an HTTP response and closes it when that memory says "Connection: close": freed
-// memory in production (1–3 of ~150 sockets opened at once dropped with 1006 right after their first service_status),
-// the real flag here, since the handshake below sends `Connection: close`. Nothing may run inside that cork: the
-// session starts after it, so this socket is closed before any frame and no session is left behind.
+// A socket uWS closes while upgrading it carries no session: uWS 20.30's HttpResponse.cork() may read the upgraded
+// socket as an HTTP response and close it on "Connection: close" (sent below), so the session starts after that cork.
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import t from 'tap';
 import { startService } from '../../helpers/service.js';
 import { open } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 import { RecordingSttEngine } from '../../fakes/recording-stt.js';
 
 interface RawUpgrade {
@@ -72,8 +70,8 @@ function upgradeWithConnectionClose(port: number, path: string, token: string): 
 t.test('a socket closed while upgrading gets no session', async (t) => {
   const engine = new RecordingSttEngine();
   const ts = await startService(t, { sttEngines: [engine] });
-  // Whether uWS reads the flag depends on what the upgrade left in that memory: usually it does (alone, 10 of 10 runs),
-  // not always under a parallel test load. So several handshakes; each one uWS closes must carry no session frame.
+  // Whether uWS reads the flag depends on what the upgrade left in that memory: usually it does, not always
+  // under load. So several handshakes; each one uWS closes must carry no session frame.
   let closes = 0;
   for (let i = 0; i < 10 && closes < 3; i++) {
     const r = await upgradeWithConnectionClose(ts.service.port, '/v4/listen?uid=u1&language=en', await ts.token('u1'));
@@ -83,8 +81,7 @@ t.test('a socket closed while upgrading gets no session', async (t) => {
     t.same(r.frames, [], 'no session frame reached the socket uWS closed');
   }
   if (closes === 0) t.comment('uWS closed none of the sockets: a fixed uWS build? then the workaround in uws-server.ts can go');
-  const deadline = Date.now() + 5000;
-  while (ts.service.sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until(() => ts.service.sessions.size === 0, { what: 'every session gone with its socket' });
   t.equal(ts.service.sessions.size, 0, 'no session is left for any of those sockets');
 
   const c = await open(ts, { uid: 'u1', language: 'en' });
@@ -116,7 +113,6 @@ t.test('a device reconnecting with the token it used before is upgraded inside u
   ts.clock.advance(120_000 + 31_000); // past exp and the 30 s clock tolerance
   const expired = await upgradeWithConnectionClose(ts.service.port, '/v4/listen?uid=u1&language=en', token);
   t.match(expired.statusLine, /^HTTP\/1\.1 401 /, 'once the token expired it is refused');
-  const deadline = Date.now() + 5000;
-  while (ts.service.sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until(() => ts.service.sessions.size === 0, { what: 'every session gone with its socket' });
   t.equal(ts.service.sessions.size, 0, 'every session ended with its socket');
 });

@@ -1,7 +1,8 @@
 // /v4/listen admission and the idle protocol: rejections, service_status sequence, heartbeat, keep-alives, inactivity.
 import t from 'tap';
 import { startService } from '../../helpers/service.js';
-import { advance, connect, open, until } from '../../helpers/listen.js';
+import { advance, connect, open } from '../../helpers/listen.js';
+import { until } from '../../helpers/until.js';
 import { RecordingSttEngine } from '../../fakes/recording-stt.js';
 
 t.test('rejections before and after the upgrade', async (t) => {
@@ -31,7 +32,7 @@ t.test('rejections before and after the upgrade', async (t) => {
     t.equal(closed.code, 1003, `${JSON.stringify(q)}: close 1003`);
     t.ok(closed.reason.length > 0, `with a reason: ${closed.reason}`);
   }
-  await until(() => ts.service.sessions.size === 0, 5000, 'no sessions left');
+  await until(() => ts.service.sessions.size === 0, { what: 'no sessions left' });
 
   const first = await open(ts, { uid: 'u1' });
   await first.ready();
@@ -55,7 +56,7 @@ t.test('a session still draining after its client left does not count against th
   engine.streams[0]!.finalizeGate = new Promise<void>((resolve) => (release = resolve));
   first.close();
   await first.closed;
-  await until(() => engine.streams[0]!.finalized, 5000, 'the first session is finalizing');
+  await until(() => engine.streams[0]!.finalized, { what: 'the first session is finalizing' });
   t.equal(ts.service.sessions.size, 1, 'the first session is still draining');
   t.equal(ts.service.sessions.draining, 1, 'and counts as draining');
   const again = await open(ts, { uid: 'u1' });
@@ -64,7 +65,7 @@ t.test('a session still draining after its client left does not count against th
   const third = await open(ts, { uid: 'u1' });
   t.same(await third.closed, { code: 1013, reason: 'too many sessions for this user' }, 'a second connected session is still refused');
   release();
-  await until(() => ts.service.sessions.size === 1, 5000, 'the first session finished draining');
+  await until(() => ts.service.sessions.size === 1, { what: 'the first session finished draining' });
   again.close();
   await again.closed;
 });
@@ -94,7 +95,7 @@ t.test('service_status sequence, heartbeat, keep-alives and inactivity', async (
   c.ws.send(Buffer.from([0x8a, 0x00]));
   c.ws.send('{not json');
   const actor = ts.service.sessions.sessionsOf('u1')[0]!;
-  await until(() => actor.stats.keepAlives === 1 && actor.stats.malformed === 1, 5000, 'keep-alive and malformed frame');
+  await until(() => actor.stats.keepAlives === 1 && actor.stats.malformed === 1, { what: 'keep-alive and malformed frame' });
   t.equal(actor.stats.audioMessages, 0, 'keep-alive is not audio');
   t.equal(actor.state, 'ready', 'still READY: no audio yet');
   await advance(ts, 600);
@@ -105,7 +106,7 @@ t.test('service_status sequence, heartbeat, keep-alives and inactivity', async (
   t.equal(actor.state, 'ready', 'open 80 s after the last message');
   await advance(ts, 10_000);
   t.same(await c.closed, { code: 1001, reason: 'inactivity timeout' }, '90 s without a client message: 1001');
-  await until(() => ts.service.sessions.size === 0, 5000, 'session removed');
+  await until(() => ts.service.sessions.size === 0, { what: 'session removed' });
   t.ok(engine.streams[0]!.closed, 'STT stream closed');
   t.equal(ts.service.scheduler.size, serviceTimers, 'no timers left behind');
 });
