@@ -9,6 +9,7 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WsClient, type ConnectOutcome, type WsClientHandlers } from '../../workers/ws-client.js';
+import { until } from '../helpers/until.js';
 
 interface Seen {
   texts: string[];
@@ -23,13 +24,6 @@ function handlers(): WsClientHandlers & Seen {
   });
 }
 
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** Opens a client; answers it, its handlers and the outcome. */
 async function connect(url: string, o: { headers?: Record<string, string>; maxPayload?: number; ca?: string } = {}): Promise<{ c: WsClient; h: WsClientHandlers & Seen; outcome: ConnectOutcome }> {
@@ -69,22 +63,22 @@ t.test('against ws: headers go with the upgrade, text both ways, binary unmasked
   }
   c.sendText('{"type":"KeepAlive"}');
   c.sendText('héllo ✓');
-  await until(() => got.length === payloads.length + 2, 'every message');
+  await until(() => got.length === payloads.length + 2, { what: 'every message' });
   for (let i = 0; i < payloads.length; i++) t.same(got[i], Buffer.from(payloads[i]!), `${sizes[i]} bytes`);
   t.same(got.slice(-2), ['{"type":"KeepAlive"}', 'héllo ✓']);
   // PCM as the shard sends it: Int16Array views, read not changed.
   const pcm = Int16Array.from({ length: 1600 }, (_, i) => i - 800);
   const before = pcm.slice();
   c.sendBinary([pcm.subarray(0, 100), pcm.subarray(100)]);
-  await until(() => got.length === payloads.length + 3, 'the PCM');
+  await until(() => got.length === payloads.length + 3, { what: 'the PCM' });
   t.same(new Int16Array(new Uint8Array(got.at(-1) as Buffer).buffer), pcm);
   t.same(pcm, before, 'the caller’s samples are left as they were');
   peer.send('{"is_final":true}');
   peer.send('ünïcode ✓');
-  await until(() => h.texts.length === 2, 'the server’s text');
+  await until(() => h.texts.length === 2, { what: 'the server’s text' });
   t.same(h.texts, ['{"is_final":true}', 'ünïcode ✓']);
   peer.close(4000, 'bye');
-  await until(() => h.closes.length === 1, 'the close');
+  await until(() => h.closes.length === 1, { what: 'the close' });
   t.same(h.closes, [[4000, 'bye']]);
   t.notOk(c.open);
 });
@@ -94,12 +88,17 @@ t.test('close(code) sends a close frame with that code and calls no handler', as
   await new Promise((r) => wss.once('listening', r));
   t.teardown(() => new Promise<void>((r) => wss.close(() => r())));
   let closed: [number, string] | undefined;
-  wss.on('connection', (ws) => ws.on('close', (code, reason) => (closed = [code, reason.toString()])));
+  let tcpClosed = false;
+  wss.on('connection', (ws, req) => {
+    ws.on('close', (code, reason) => (closed = [code, reason.toString()]));
+    req.socket.on('close', () => (tcpClosed = true));
+  });
   const { c, h } = await connect(`ws://127.0.0.1:${(wss.address() as net.AddressInfo).port}/`);
   c.close(1000);
-  await until(() => closed !== undefined, 'the server to see the close');
+  await until(() => closed !== undefined, { what: 'the server to see the close' });
   t.same(closed, [1000, '']);
-  await new Promise((r) => setTimeout(r, 50));
+  // The server's end of the connection closes only after the client's socket has, so its handlers had their chance.
+  await until(() => tcpClosed, { what: 'the connection to close' });
   t.same(h.closes, []);
 });
 
@@ -120,10 +119,10 @@ t.test('wss: the same over TLS', async (t) => {
   t.same(outcome, { ok: true });
   c.sendBinary([new Uint8Array(3200)]);
   c.sendText('hi');
-  await until(() => h.texts.length === 2, 'the echoes');
+  await until(() => h.texts.length === 2, { what: 'the echoes' });
   t.same(h.texts, ['3200 bytes', 'echo hi']);
   for (const s of wss.clients) s.close(1000);
-  await until(() => h.closes.length === 1, 'the close');
+  await until(() => h.closes.length === 1, { what: 'the close' });
   t.same(h.closes, [[1000, '']]);
 });
 
@@ -242,9 +241,9 @@ t.test('fragments make one message; a ping between them is answered with its pay
     step();
   });
   const { h } = await connect(url);
-  await until(() => h.texts.length === 2, 'the texts');
+  await until(() => h.texts.length === 2, { what: 'the texts' });
   t.same(h.texts, ['{"a":"b"}', 'x'.repeat(300)], 'the binary message is dropped, the texts are whole');
-  await until(() => frames().length === 1, 'the pong');
+  await until(() => frames().length === 1, { what: 'the pong' });
   t.same(frames().map((f) => [f.opcode, f.masked, f.payload.toString()]), [[0xa, true, 'ping!']]);
 });
 
@@ -259,7 +258,7 @@ t.test('the handshake answer and the first frames in one read: the frames come a
     });
     c.listen({ text: (x) => void order.push(x), close: h.close });
   });
-  await until(() => order.length === 2, 'the text');
+  await until(() => order.length === 2, { what: 'the text' });
   t.same(order, ['open true', 'first']);
 });
 
@@ -279,10 +278,10 @@ for (const [name, bytes, code, why] of [
       socket.write(bytes);
     });
     const { h } = await connect(url, { maxPayload: 1024 });
-    await until(() => h.closes.length === 1, 'the close');
+    await until(() => h.closes.length === 1, { what: 'the close' });
     t.equal(h.closes[0]![0], 1006);
     t.match(h.closes[0]![1], why);
-    await until(() => frames().length === 1, 'the close frame');
+    await until(() => frames().length === 1, { what: 'the close frame' });
     t.equal(frames()[0]!.opcode, 0x8);
     t.equal(frames()[0]!.payload.readUInt16BE(0), code);
   });
@@ -295,7 +294,7 @@ t.test('a close frame from the provider: its code and reason, answered with the 
     socket.write(frame(0x8, closePayload(1011, 'internal')));
   });
   const { h } = await connect(url);
-  await until(() => h.closes.length === 1 && frames().length === 1, 'the exchange');
+  await until(() => h.closes.length === 1 && frames().length === 1, { what: 'the exchange' });
   t.same(h.closes, [[1011, 'internal']]);
   t.equal(frames()[0]!.payload.readUInt16BE(0), 1011);
 });
@@ -303,7 +302,7 @@ t.test('a close frame from the provider: its code and reason, answered with the 
 t.test('a connection dropped without a close frame is 1006', async (t) => {
   const url = await rawServer(t, (socket) => setTimeout(() => socket.destroy(), 5));
   const { h } = await connect(url);
-  await until(() => h.closes.length === 1, 'the close');
+  await until(() => h.closes.length === 1, { what: 'the close' });
   t.same(h.closes, [[1006, '']]);
 });
 
@@ -327,13 +326,25 @@ t.test('refused and forged handshakes', async (t) => {
 });
 
 t.test('terminate() before the upgrade settles the attempt as failed, and nothing follows', async (t) => {
-  const url = await rawServer(t, () => {}, () => '');
+  let accepted = 0;
+  let hungUp = 0;
+  const server = net.createServer((socket) => {
+    accepted++;
+    socket.on('error', () => {});
+    socket.on('close', () => hungUp++);
+    socket.resume();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const url = `ws://127.0.0.1:${(server.address() as net.AddressInfo).port}/`;
   const outcomes: ConnectOutcome[] = [];
   const c = new WsClient({ url, headers: {}, maxPayload: 1024 }, (o) => void outcomes.push(o));
   const h = handlers();
   c.listen(h);
+  await until(() => accepted === 1, { what: 'the connection' });
   c.terminate();
-  await new Promise((r) => setTimeout(r, 30));
+  // The server sees the hang-up only after the client's socket closed and its events ran.
+  await until(() => hungUp === 1, { what: 'the hang-up' });
   t.same(outcomes, [{ ok: false, why: 'terminated' }]);
   t.same(h.closes, []);
 });

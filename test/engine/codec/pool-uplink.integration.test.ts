@@ -91,7 +91,7 @@ for (const [name, pool] of [
     t.equal(answered, 0, 'none came back to the main thread');
     t.equal(s.stats.samples[0], expected[0]!.length);
     uplink.sendText('{"type":"Finalize"}', true);
-    await fake.until(() => provider.controls.includes('Finalize'), 'Finalize');
+    await until(() => provider.controls.includes('Finalize'), { what: 'Finalize' });
     const got = new Int16Array(new Uint8Array(Buffer.concat(provider.audio)).buffer);
     t.same(got, expected[0], 'the provider has the same samples, in order');
     // One message per decoded batch (here faster than real time, so some batches hold more than five frames).
@@ -123,7 +123,7 @@ t.test('once the socket is gone the shard answers with the PCM again', async (t)
       // Everything pushed so far has come back (as counts) before the socket goes.
       await until(() => uplinked + answered >= half * 320, { what: 'the first half back' });
       uplink.terminate();
-      await fake.until(() => !fake.streams[before]!.open, 'the provider sees the socket close');
+      await until(() => !fake.streams[before]!.open, { what: 'the provider sees the socket close' });
     }
     s.push(opus[i]!.slice());
     if (i % 5 === 4) await new Promise((r) => setTimeout(r, 2));
@@ -169,9 +169,9 @@ t.test('a socket for audio no shard decodes lives on this thread: each write is 
   const pcm = expected[0]!.subarray(0, 4000);
   u.sendAudio(pcm);
   u.sendAudio(pcm.subarray(0, 100)); // under minSamples: it waits for the flush
-  await fake.until(() => provider.chunks === 1, 'the first message');
+  await until(() => provider.chunks === 1, { what: 'the first message' });
   u.sendText('{"type":"Finalize"}', true);
-  await fake.until(() => provider.controls.includes('Finalize'), 'Finalize');
+  await until(() => provider.controls.includes('Finalize'), { what: 'Finalize' });
   t.same([provider.chunks, provider.bytes], [2, 4100 * 2], 'one message per write, the short one flushed before Finalize');
   provider.drop();
   await until(() => h.closes.length > 0, { what: 'the close' });
@@ -194,7 +194,7 @@ t.test('two channels: each channel’s socket gets that channel’s samples', as
   t.equal(answered, 0);
   t.equal(uplinked, want[0]!.length, 'channel 0 counted');
   t.same(s.stats.samples, [want[0]!.length, want[1]!.length]);
-  await fake.until(() => fake.streams[before]!.bytes === want[0]!.length * 2 && fake.streams[before + 1]!.bytes === want[1]!.length * 2, 'both channels');
+  await until(() => fake.streams[before]!.bytes === want[0]!.length * 2 && fake.streams[before + 1]!.bytes === want[1]!.length * 2, { what: 'both channels' });
   const got = [0, 1].map((i) => new Int16Array(new Uint8Array(Buffer.concat(fake.streams[before + i]!.audio)).buffer));
   t.same(got, want, 'each socket has its channel, in order');
 });

@@ -1,7 +1,8 @@
 // Every codec over a real /v4/listen socket: real encoded speech in device-sized messages reaches the STT stage as 16 kHz PCM of the same duration.
+import { until } from '../../helpers/until.js';
 import t from 'tap';
 import { startService } from '../../helpers/service.js';
-import { open, until, type ListenClient } from '../../helpers/listen.js';
+import { open, type ListenClient } from '../../helpers/listen.js';
 import { RecordingSttEngine, type RecordingSttStream } from '../../fakes/recording-stt.js';
 import { Lc3Encoder } from '../../../native/index.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
@@ -114,8 +115,8 @@ async function session(uid: string, query: Record<string, string>): Promise<{ c:
 async function closeAndDrain(uid: string, c: ListenClient, streams: RecordingSttStream[]): Promise<void> {
   c.close();
   await c.closed;
-  await until(() => streams.every((s) => s.finalized && s.closed), 20_000, 'STT finalised and closed');
-  await until(() => ts.service.sessions.sessionsOf(uid).length === 0, 5000, 'session gone');
+  await until(() => streams.every((s) => s.finalized && s.closed), { what: 'STT finalised and closed', timeoutMs: 20_000 });
+  await until(() => ts.service.sessions.sessionsOf(uid).length === 0, { what: 'session gone', timeoutMs: 5000 });
 }
 
 const check16k = (s: RecordingSttStream): boolean => s.options.sampleRateHz === 16000 && s.chunks.every((ch) => ch instanceof Int16Array);
@@ -128,7 +129,7 @@ for (const c of cases) {
     t.equal(streams.length, 1, 'one STT stream');
     const actor = ts.service.sessions.sessionsOf(uid)[0]!;
     for (const m of messages) client.ws.send(m);
-    await until(() => actor.stats.audioMessages === messages.length, 10_000, 'every message received');
+    await until(() => actor.stats.audioMessages === messages.length, { what: 'every message received', timeoutMs: 10_000 });
     await closeAndDrain(uid, client, streams);
     const s = streams[0]!;
     t.ok(check16k(s), '16 kHz Int16 PCM');
@@ -171,15 +172,15 @@ t.test('corrupt frames are counted and skipped; the session stays open and later
   for (const m of before) c.ws.send(m);
   c.ws.send(garbage(40, 1));
   c.ws.send(garbage(3, 2));
-  await until(() => actor.stats.corruptFrames === 2, 10_000, 'both garbage messages counted as corrupt');
-  await until(() => s.samples >= 16000, 10_000, 'the good second decoded');
+  await until(() => actor.stats.corruptFrames === 2, { what: 'both garbage messages counted as corrupt', timeoutMs: 10_000 });
+  await until(() => s.samples >= 16000, { what: 'the good second decoded', timeoutMs: 10_000 });
   t.equal(actor.stats.audioMessages, before.length + 2, 'garbage arrived as audio messages');
   t.equal(c.ws.readyState, c.ws.OPEN, 'the socket is still open');
   t.equal(actor.state, 'streaming', 'the session is still streaming');
   const samplesBefore = s.samples;
 
   for (const m of after) c.ws.send(m);
-  await until(() => s.samples >= samplesBefore + 16000, 10_000, 'audio after the garbage decoded');
+  await until(() => s.samples >= samplesBefore + 16000, { what: 'audio after the garbage decoded', timeoutMs: 10_000 });
   t.equal(actor.stats.corruptFrames, 2, 'good packets after the garbage are not corrupt');
   // Concealment may add at most one frame per corrupt packet.
   t.ok(s.samples <= 2 * 16000 + 2 * 320, `${s.samples} samples: the garbage was skipped (or concealed), not decoded as audio`);
@@ -212,7 +213,7 @@ t.test('sessions decoded on the main thread (the inline shard) give STT the samp
     await closeAndDrain(shardUid, onShard.c, onShard.streams);
     client.close();
     await client.closed;
-    await until(() => mainStreams.every((s) => s.finalized && s.closed), 20_000, 'STT finalised and closed');
+    await until(() => mainStreams.every((s) => s.finalized && s.closed), { what: 'STT finalised and closed', timeoutMs: 20_000 });
     t.ok(mainStreams[0]!.samples > 16000 * 3, `${c.codec}: ${mainStreams[0]!.samples} samples`);
     t.same(concat(mainStreams[0]!.chunks), concat(onShard.streams[0]!.chunks), `${c.codec}: the same samples`);
   }

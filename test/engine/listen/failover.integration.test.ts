@@ -1,11 +1,12 @@
 // Opening speech streams with retries and fail-over, and audio kept when a provider dies mid-session, over a real socket.
+import { until } from '../../helpers/until.js';
 import t from 'tap';
 import { readdirSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startService } from '../../helpers/service.js';
 import { bearer } from '../../helpers/http.js';
-import { advance, open, until } from '../../helpers/listen.js';
+import { advance, open } from '../../helpers/listen.js';
 import { RecordingSttEngine } from '../../fakes/recording-stt.js';
 import { concat, frames, onChannel, sine, speech } from '../../helpers/codec-fixtures.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
@@ -51,11 +52,11 @@ t.test('429 at connect is retried with backoff; every engine failing ends in stt
   a.openErrors.push(rateLimited(), rateLimited(3000));
   const ts = await startService(t, { sttEngines: [a] });
   const c = await open(ts, { uid: 'u1' });
-  await until(() => a.attempts === 1, 5000, 'first attempt');
+  await until(() => a.attempts === 1, { what: 'first attempt', timeoutMs: 5000 });
   await advance(ts, 999);
   t.equal(a.attempts, 1, 'no retry before the first backoff');
   await advance(ts, 1001);
-  await until(() => a.attempts === 2, 5000, 'second attempt after 1–2 s');
+  await until(() => a.attempts === 2, { what: 'second attempt after 1–2 s', timeoutMs: 5000 });
   await advance(ts, 2999);
   t.equal(a.attempts, 2, 'Retry-After (3 s) is honoured');
   await advance(ts, 1);
@@ -67,7 +68,7 @@ t.test('429 at connect is retried with backoff; every engine failing ends in stt
   a.openErrors.push(rateLimited(), rateLimited(), rateLimited());
   const d = await open(ts, { uid: 'u1' });
   for (let i = 0; i < 4 && a.attempts < 6; i++) {
-    await until(() => a.attempts >= 4 + i || a.attempts === 6, 5000, `attempt ${4 + i}`);
+    await until(() => a.attempts >= 4 + i || a.attempts === 6, { what: `attempt ${4 + i}`, timeoutMs: 5000 });
     await advance(ts, 5000);
   }
   t.match(await d.json((m) => m.status === 'stt_failed'), { outcome: 'upstream_error', provider: 'provider_a', retryable: true, reason: 'provider_rate_limited' });
@@ -80,10 +81,10 @@ t.test('the client leaving during backoff stops further attempts', async (t) => 
   a.openErrors.push(rateLimited(), rateLimited());
   const ts = await startService(t, { sttEngines: [a] });
   const c = await open(ts, { uid: 'u1' });
-  await until(() => a.attempts === 1, 5000, 'first attempt');
+  await until(() => a.attempts === 1, { what: 'first attempt', timeoutMs: 5000 });
   c.close();
   await c.closed;
-  await until(() => ts.service.sessions.size === 0, 5000, 'session gone');
+  await until(() => ts.service.sessions.size === 0, { what: 'session gone', timeoutMs: 5000 });
   await advance(ts, 40_000);
   await advance(ts, 40_000);
   t.equal(a.attempts, 1, 'no attempt after the client left');
@@ -98,7 +99,7 @@ t.test('a provider lost mid-session: stt_failed, 1011, and the unanswered audio 
   await c.ready();
   for (let i = 0; i < 3; i++) c.ws.send(second);
   const live = a.streams[0]!;
-  await until(() => live.samples === 48_000, 10_000, 'three seconds decoded');
+  await until(() => live.samples === 48_000, { what: 'three seconds decoded', timeoutMs: 10_000 });
   live.emit([{ text: 'Before the drop.', speaker: 'SPEAKER_00', start: 0.2, end: 1.4 }]);
   live.acknowledged = 24_000; // the provider answered for the first 1.5 s only
   await advance(ts, 600);
@@ -115,18 +116,18 @@ t.test('a provider lost mid-session: stt_failed, 1011, and the unanswered audio 
   t.match(await c.json((m) => m.status === 'stt_failed'), { type: 'service_status', status_text: 'Transcription service unavailable', outcome: 'upstream_error', provider: 'provider_a', retryable: true, reason: 'connection_lost' });
   t.same(await c.closed, { code: 1011, reason: 'transcription_service_unavailable' });
 
-  await until(() => keptSamples > 0, 20_000, 'kept audio transcribed by the job');
+  await until(() => keptSamples > 0, { what: 'kept audio transcribed by the job', timeoutMs: 20_000 });
   t.equal(keptSamples, 24_000, 'exactly the 1.5 s the provider never answered for');
   const metrics = (await ts.req('/metrics')).text;
   t.match(metrics, /^stt_stream_failures_total\{provider="provider_a",reason="connection_lost"\} 1$/m, 'the failure is counted by provider and reason');
   t.match(metrics, /^stt_kept_audio_seconds_total\{provider="provider_a"\} 1\.5$/m, 'and the seconds kept for later');
   const keptDir = path.join(ts.dataDir, 'kept-audio');
-  await until(() => !existsSync(keptDir) || readdirSync(keptDir).length === 0, 10_000, 'kept files removed');
+  await until(() => !existsSync(keptDir) || readdirSync(keptDir).length === 0, { what: 'kept files removed', timeoutMs: 10_000 });
   const token = await ts.token('u1');
   await until(async () => {
     const r = await ts.req(`/v1/dev/user/conversations/${conversationId}?include_transcript=true`, { headers: bearer(token) });
     return r.status === 200 && (r.json as any).transcript_segments?.length === 2;
-  }, 10_000, 'both segments stored');
+  }, { what: 'both segments stored', timeoutMs: 10_000 });
   const r = await ts.req(`/v1/dev/user/conversations/${conversationId}?include_transcript=true`, { headers: bearer(token) });
   const segs = (r.json as any).transcript_segments;
   t.match(segs, [{ text: 'Before the drop.', speaker_id: 0, start: 0.2 }, { text: 'After the drop.', speaker_id: 1 }]);
@@ -140,7 +141,7 @@ t.test('a provider lost while the session drains (its client left) still has its
   await c.ready();
   for (let i = 0; i < 3; i++) c.ws.send(second);
   const live = a.streams[0]!;
-  await until(() => live.samples === 48_000, 10_000, 'three seconds decoded');
+  await until(() => live.samples === 48_000, { what: 'three seconds decoded', timeoutMs: 10_000 });
   live.acknowledged = 16_000; // the provider answered for the first second only
   let release!: () => void;
   live.finalizeGate = new Promise((r) => (release = r));
@@ -150,11 +151,11 @@ t.test('a provider lost while the session drains (its client left) still has its
     return [];
   };
   c.close();
-  await until(() => live.finalized, 10_000, 'the drain asked the provider to finalize');
+  await until(() => live.finalized, { what: 'the drain asked the provider to finalize', timeoutMs: 10_000 });
   // The provider drops while it finalizes: the last two seconds were never answered for.
   live.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
   release();
-  await until(() => keptSamples > 0, 20_000, 'kept audio transcribed by the job');
+  await until(() => keptSamples > 0, { what: 'kept audio transcribed by the job', timeoutMs: 20_000 });
   t.equal(keptSamples, 32_000, 'exactly the 2 s the provider never answered for');
   const metrics = (await ts.req('/metrics')).text;
   t.match(metrics, /^stt_kept_audio_seconds_total\{provider="provider_a"\} 2$/m, 'counted as kept');
@@ -179,7 +180,7 @@ t.test('unanswered audio is kept encoded and decoded again on failure: the same 
     c.ws.send(ch2[i]!);
   });
   const [live1, live2] = a.streams;
-  await until(() => live1!.samples === 48_000 && live2!.samples === 48_000, 10_000, 'three seconds decoded on both channels');
+  await until(() => live1!.samples === 48_000 && live2!.samples === 48_000, { what: 'three seconds decoded on both channels', timeoutMs: 10_000 });
   const sent1 = concat(live1!.chunks);
   const sent2 = concat(live2!.chunks);
   live1!.acknowledged = 24_000; // answered up to 1.5 s on channel 1, 2.25 s on channel 2
@@ -189,7 +190,7 @@ t.test('unanswered audio is kept encoded and decoded again on failure: the same 
   const keptStreams = a.streams.length;
   live1!.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
   t.same(await c.closed, { code: 1011, reason: 'transcription_service_unavailable' });
-  await until(() => a.streams.length >= keptStreams + 2 && a.streams.slice(keptStreams).every((s) => s.finalized), 20_000, 'both channels\' kept audio transcribed');
+  await until(() => a.streams.length >= keptStreams + 2 && a.streams.slice(keptStreams).every((s) => s.finalized), { what: 'both channels\' kept audio transcribed', timeoutMs: 20_000 });
   const got = a.streams.slice(keptStreams).map((s) => concat(s.chunks)).sort((x, y) => y.length - x.length);
   t.same(got.map((g) => g.length), [24_000, 12_000], 'exactly the unanswered samples of each channel');
   // A fresh decoder starts 60 ms early and has settled by the first kept sample: what it gives is what was sent.
@@ -217,23 +218,23 @@ t.test('two nodes: the listen node transcribes its own kept audio; processing on
   await c.ready();
   c.ws.send(second);
   const live = a.streams[0]!;
-  await until(() => live.samples === 16_000, 10_000, 'one second decoded');
+  await until(() => live.samples === 16_000, { what: 'one second decoded', timeoutMs: 10_000 });
   const conversationId = listenNode.service.sessions.sessionsOf('u1')[0]!.conversationId;
   a.autoAnswer = () => [{ text: 'Kept words.', speaker: 'SPEAKER_00', start: 0.1, end: 0.8 }];
   a.failOpen = true; // no provider usable for now: the kept audio waits
   const attempts = a.attempts;
   live.fail({ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' });
   await c.closed;
-  await until(() => a.attempts > attempts, 10_000, 'the kept-audio job tried a provider');
+  await until(() => a.attempts > attempts, { what: 'the kept-audio job tried a provider', timeoutMs: 10_000 });
   const res = await listenNode.req('/v1/conversations', { method: 'POST', headers: bearer(await listenNode.token('u1')), body: {} });
   t.equal(res.status, 200, `the user ends the conversation (${res.status} ${JSON.stringify(res.json)})`);
   const id = conversationId ?? (await listenNode.service.services.conversations.latestWithStatus('u1', 'processing'))!.id;
-  await until(async () => (await listenNode.service.services.conversations.getById(id))?.status === 'processing', 10_000, 'processing requested');
+  await until(async () => (await listenNode.service.services.conversations.getById(id))?.status === 'processing', { what: 'processing requested', timeoutMs: 10_000 });
   a.failOpen = false;
   await until(async () => {
     await advance(listenNode, 2000);
     return (await listenNode.service.services.conversations.getById(id))?.status === 'completed';
-  }, 20_000, 'processed once the kept audio was transcribed');
+  }, { what: 'processed once the kept audio was transcribed', timeoutMs: 20_000 });
   const segs = await listenNode.service.services.conversations.segments(id);
   t.same(segs.map((s) => s.text), ['Kept words.'], 'processing on the jobs node saw the kept words');
   t.equal(jobsNode.service.sessions.size, 0);

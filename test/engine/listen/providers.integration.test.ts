@@ -1,10 +1,11 @@
 // The service with real provider clients against the faithful provider fakes: a device on /v4/listen streams audio,
 // scripted words come back as segments; a refused provider hands over; a dropped one loses no word.
+import { until } from '../../helpers/until.js';
 import t, { type Test } from 'tap';
 import { startService, type TestService } from '../../helpers/service.js';
 import { ManualClock } from '../../../engine/clock.js';
 import { bearer } from '../../helpers/http.js';
-import { advance, open, until, type ListenClient } from '../../helpers/listen.js';
+import { advance, open, type ListenClient } from '../../helpers/listen.js';
 import { sine } from '../../helpers/codec-fixtures.js';
 import { startFakeCustomStt } from '../../fakes/custom-stt-server.js';
 import { FAKE_SONIOX_KEY, startFakeSoniox, type FakeSoniox } from '../../fakes/soniox-server.js';
@@ -44,14 +45,14 @@ t.test('provider_b: scripted words arrive as segments with their speakers; ready
   await until(async () => {
     await advance(ts, 100);
     return (fake.sessions[0]?.audioBytes ?? 0) >= 96_000 - 640;
-  }, 10_000, 'all three seconds');
+  }, { what: 'all three seconds', timeoutMs: 10_000 });
   t.equal(fake.sessions[0]!.config?.sample_rate, 16000, 'the provider was told the format');
   t.equal(fake.sessions[0]!.misalignedFrames, 0, 'whole samples only');
   const got = new Int16Array(new Uint8Array(Buffer.concat(fake.sessions[0]!.audio)).buffer);
   t.same(got, sine(300, 16000, 3, 3000).subarray(0, got.length), 'the device’s samples, in order');
   const { stats } = ts.service.sessions.sessionsOf('u1')[0]!;
   // The shard sends before it answers: the main thread may learn of the last batch after the fake has it.
-  await until(() => stats.uplinkedSamples >= 48_000 - 640, 10_000, 'the shard’s answers');
+  await until(() => stats.uplinkedSamples >= 48_000 - 640, { what: 'the shard’s answers', timeoutMs: 10_000 });
   t.ok(stats.uplinkedSamples >= 48_000 - 640, `the codec shard sent the PCM itself (${stats.uplinkedSamples} samples)`);
   const seen: any[] = [];
   await until(async () => {
@@ -59,12 +60,12 @@ t.test('provider_b: scripted words arrive as segments with their speakers; ready
     const m = await c.json((x) => Array.isArray(x), 200).catch(() => undefined);
     if (m) seen.push(...m);
     return seen.some((s) => s.text.includes('back'));
-  }, 10_000, 'segments');
+  }, { what: 'segments', timeoutMs: 10_000 });
   const last = new Map(seen.map((s) => [s.id, s]));
   t.match([...last.values()], [{ text: 'Hello there.', speaker: 'SPEAKER_00', stt_provider: 'provider_b' }, { text: 'Hi back.', speaker: 'SPEAKER_01' }]);
   c.close();
   await c.closed;
-  await until(() => fake.sessions[0]!.closed, 10_000, 'the provider stream closed');
+  await until(() => fake.sessions[0]!.closed, { what: 'the provider stream closed', timeoutMs: 10_000 });
   t.equal(fake.sessions[0]!.audioBytes, 96_000, 'every sample reached the provider before the end of audio');
   t.equal(fake.sessions[0]!.endOfAudio, 'text', 'the end of audio was the empty text frame');
   t.equal(fake.sessions[0]!.error, undefined, 'and nothing the provider refused');
@@ -73,7 +74,7 @@ t.test('provider_b: scripted words arrive as segments with their speakers; ready
   await until(async () => {
     const r = await ts.req('/v1/users/usage', { headers: bearer(await ts.token('u1')) });
     return (r.json as any)?.total?.words === 4;
-  }, 10_000, 'usage recorded');
+  }, { what: 'usage recorded', timeoutMs: 10_000 });
   const usage = (await ts.req('/v1/users/usage', { headers: bearer(await ts.token('u1')) })).json as any;
   t.match(usage.days, [{ provider: 'provider_b', words: 4 }]);
   t.ok(Math.abs(usage.days[0].audio_seconds - 3) < 0.05, `3 s of audio billed (${usage.days[0].audio_seconds})`);
@@ -96,7 +97,7 @@ t.test('custom_stt=enabled with CUSTOM_STT_URL: the app codec bytes go to the cu
     await advance(ts, 600);
     const m = await c.json((x) => Array.isArray(x), 200).catch(() => undefined);
     return m?.some((s: any) => s.text === 'From my own server.' && s.stt_provider === 'custom' && s.speaker === 'SPEAKER_02') ?? false;
-  }, 10_000, 'custom segments');
+  }, { what: 'custom segments', timeoutMs: 10_000 });
   c.close();
   t.equal(await conn.closeStream, 2, 'CloseStream after the two frames');
 });
@@ -126,16 +127,16 @@ t.test('provider dropped mid-stream: stt_failed, 1011, and the kept audio is tra
     await advance(ts, 600);
     const m = await c.json((x) => Array.isArray(x), 200).catch(() => undefined);
     return m?.some((s: { text: string }) => s.text === 'Before the drop.') ?? false;
-  }, 10_000, 'the answered sentence reached the device');
+  }, { what: 'the answered sentence reached the device', timeoutMs: 10_000 });
   stream(c, 2);
   t.match(await c.json((m) => m.status === 'stt_failed', 10_000), { outcome: 'upstream_error', provider: 'provider_b', retryable: true, reason: 'connection_lost' });
   t.same(await c.closed, { code: 1011, reason: 'transcription_service_unavailable' });
-  await until(() => fake.sessions.length === 2 && fake.sessions[1]!.closed, 20_000, 'the kept audio streamed by the job');
+  await until(() => fake.sessions.length === 2 && fake.sessions[1]!.closed, { what: 'the kept audio streamed by the job', timeoutMs: 20_000 });
   const kept = fake.sessions[1]!.audioBytes / 32_000;
   t.ok(kept > 0.9 && kept < 2.9, `the job sent only what the provider had not answered for (${kept.toFixed(2)} s)`);
   const id = (await ts.service.services.conversations.latestWithStatus('u1', 'in_progress'))?.id;
   t.ok(id, 'the conversation stays open for the device to resume');
-  await until(async () => (await transcript(ts, id!)).length === 2, 10_000, 'both sentences stored');
+  await until(async () => (await transcript(ts, id!)).length === 2, { what: 'both sentences stored', timeoutMs: 10_000 });
   const segs = await transcript(ts, id!);
   t.match(segs, [{ text: 'Before the drop.' }, { text: 'After the drop.' }]);
   t.ok(segs[1]!.start > segs[0]!.start, 'the kept words come after the answered ones');
@@ -156,7 +157,7 @@ t.test('provider_a: a 12 s pause is bridged by KeepAlive, then 429 at connect is
   await until(async () => {
     await advance(ts, 100); // the rest after a first message of its own length (see above)
     return (fake.streams[0]?.bytes ?? 0) >= 32_000 - 640;
-  }, 10_000, 'first second');
+  }, { what: 'first second', timeoutMs: 10_000 });
   for (let s = 0; s < 12; s++) {
     await advance(ts, 1000);
     // Let what the client sent reach the fake before its idle rule looks (socket I/O, not a timeout).
@@ -173,18 +174,18 @@ t.test('provider_a: a 12 s pause is bridged by KeepAlive, then 429 at connect is
     const m = await c.json((x) => Array.isArray(x), 200).catch(() => undefined);
     if (m) seen.push(...m.map((s: { text: string }) => s.text));
     return seen.some((x) => x.includes('After.'));
-  }, 10_000, 'words after the pause');
+  }, { what: 'words after the pause', timeoutMs: 10_000 });
   c.close();
   await c.closed;
 
   fake.script({ kind: 'reject', status: 429, retryAfter: '2' }, { kind: 'accept', results: [] });
   const d = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
-  await fake.until(() => fake.attempts.length === 2, 'the refused attempt');
+  await until(() => fake.attempts.length === 2, { what: 'the refused attempt' });
   // The refusal reaches the client a moment after the fake counted it; only then does the 2 s backoff start.
   await until(async () => {
     await advance(ts, 500);
     return fake.attempts.length === 3;
-  }, 10_000, 'the retry');
+  }, { what: 'the retry', timeoutMs: 10_000 });
   t.same(await d.ready(), { type: 'service_status', status: 'ready', provider: 'provider_a' }, 'served after the retry, no fallback');
   t.equal(fake.attempts.length, 3, 'one refused attempt and one accepted (plus the first session)');
   d.close();
@@ -194,7 +195,7 @@ t.test('provider_a: a 12 s pause is bridged by KeepAlive, then 429 at connect is
   await until(async () => {
     await advance(ts, 1000);
     return ts.service.sessions.size === 0;
-  }, 20_000, 'both sessions drained');
+  }, { what: 'both sessions drained', timeoutMs: 20_000 });
 });
 
 // The session's PCM goes onto the provider_a socket from the codec shard, and a drop must still keep exactly the audio
@@ -220,13 +221,13 @@ t.test("provider_a: the provider gets the device's samples; a drop keeps exactly
   await until(async () => {
     await advance(ts, 100);
     return (fake.streams[0]?.resultsSent ?? 0) >= 1 && (fake.streams[0]?.bytes ?? 0) >= 64_000 - 3200;
-  }, 10_000, 'the first two seconds and the final result');
+  }, { what: 'the first two seconds and the final result', timeoutMs: 10_000 });
   const live = fake.streams[0]!;
   t.same(new Int16Array(new Uint8Array(Buffer.concat(live.audio)).buffer), pcm.subarray(0, live.bytes / 2), 'the live stream got the device’s samples in order');
   send(32_000, 64_000);
   t.match(await c.json((m) => m.status === 'stt_failed', 10_000), { provider: 'provider_a', reason: 'connection_lost' });
   t.same(await c.closed, { code: 1011, reason: 'transcription_service_unavailable' });
-  await until(() => fake.streams.length === 2 && !fake.streams[1]!.open, 20_000, 'the kept audio streamed by the job');
+  await until(() => fake.streams.length === 2 && !fake.streams[1]!.open, { what: 'the kept audio streamed by the job', timeoutMs: 20_000 });
   const kept = new Int16Array(new Uint8Array(Buffer.concat(fake.streams[1]!.audio)).buffer);
   t.equal(kept.length, pcm.length - 0.95 * 16_000, 'everything after the last final result, once');
   t.same(kept, pcm.subarray(0.95 * 16_000), 'the same samples, in order');

@@ -1,4 +1,5 @@
 // provider_a (Deepgram live protocol) against the Deepgram fake over real sockets; time moves only through the ManualClock.
+import { until } from '../../../helpers/until.js';
 import { Writable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { ManualClock } from '../../../../engine/clock.js';
@@ -67,7 +68,7 @@ t.test('scripted words come back as segments grouped by speaker; the query carri
   const stream = await engine.open(opts);
   const { segments, failures } = collect(stream);
   for (const f of frames(ramp(2.5), 100)) stream.write(f);
-  await fake.until(() => segments.length === 3, 'three segments');
+  await until(() => segments.length === 3, { what: 'three segments' });
   t.same(segments, [
     { speaker: 'SPEAKER_00', text: 'Hello, there.', start: 0.1, end: 0.8, words: [{ word: 'Hello,', start: 0.1, end: 0.4 }, { word: 'there.', start: 0.45, end: 0.8 }] },
     { speaker: 'SPEAKER_01', text: 'Hi.', start: 0.85, end: 0.95, words: [{ word: 'Hi.', start: 0.85, end: 0.95 }] },
@@ -94,7 +95,7 @@ t.test('each write is one message; one under 20 ms waits for the next write or f
   for (const f of frames(ramp(0.5), 10)) stream.write(f);
   stream.write(ramp(0.25));
   stream.write(ramp(0.005));
-  await fake.until(() => fake.streams[0]?.chunks === 25 + 1, 'audio');
+  await until(() => fake.streams[0]?.chunks === 25 + 1, { what: 'audio' });
   const s = fake.streams[0]!;
   t.same([s.minChunkBytes, s.maxChunkBytes, s.oddChunks], [640, 8000, 0], '10 ms writes pair up into 20 ms messages; the 250 ms write is one');
   t.equal(s.bytes, 0.75 * RATE * 2, 'the 5 ms rest waits');
@@ -137,10 +138,10 @@ t.test('the provider hears every sample as written, and acknowledgedSamples() fo
   const { segments } = collect(stream);
   const audio = ramp(3);
   for (const f of frames(audio.subarray(0, 1.5 * RATE))) stream.write(f);
-  await fake.until(() => segments.length === 1, 'the first result');
+  await until(() => segments.length === 1, { what: 'the first result' });
   t.equal(stream.acknowledgedSamples!(), RATE, 'the first result covers the first second');
   for (const f of frames(audio.subarray(1.5 * RATE))) stream.write(f);
-  await fake.until(() => segments.length === 2 && fake.streams[0]!.bytes === 3 * RATE * 2, 'all audio and the second result');
+  await until(() => segments.length === 2 && fake.streams[0]!.bytes === 3 * RATE * 2, { what: 'all audio and the second result' });
   const received = Buffer.concat(fake.streams[0]!.audio);
   t.ok(received.equals(Buffer.from(audio.buffer)), 'the provider heard every sample as written');
   t.equal(stream.acknowledgedSamples!(), 2 * RATE, 'the second result covers two seconds');
@@ -153,24 +154,24 @@ t.test('a 12 s pause survives: KeepAlive goes out while no audio does', async (t
   const stream = await engine.open(opts);
   const { segments, failures } = collect(stream);
   for (const f of frames(ramp(1), 100)) stream.write(f);
-  await fake.until(() => fake.streams[0]?.chunks === 10, 'audio');
+  await until(() => fake.streams[0]?.chunks === 10, { what: 'audio' });
   for (let s = 1; s <= 12; s++) {
     clock.advance(1000);
     await scheduler.tick();
     const expected = s >= 12 ? 2 : s >= 8 ? 1 : 0; // the first period had audio; then one KeepAlive every 4 s
-    await fake.until(() => fake.streams[0]!.keepAlives === expected, `${expected} keepalives at ${s} s`);
+    await until(() => fake.streams[0]!.keepAlives === expected, { what: `${expected} keepalives at ${s} s` });
     fake.sweep();
   }
   t.equal(fake.streams[0]!.open, true, 'the provider kept the stream');
   for (const f of frames(ramp(0.5, RATE))) stream.write(f);
-  await fake.until(() => segments.length === 1, 'words after the pause');
+  await until(() => segments.length === 1, { what: 'words after the pause' });
   t.equal(segments[0]!.text, 'again');
   t.same(failures, []);
   t.same(fake.streams[0]!.controls, ['KeepAlive', 'KeepAlive']);
 
   clock.advance(10_001);
   fake.sweep(); // the scheduler did not run: no KeepAlive, so the provider applies its idle rule
-  await fake.until(() => failures.length === 1, 'idle close');
+  await until(() => failures.length === 1, { what: 'idle close' });
   t.same(failures, [{ outcome: 'upstream_error', retryable: true, reason: 'provider_idle_timeout' }]);
 });
 
@@ -202,7 +203,7 @@ t.test('connect errors map to reasons; 429 and 503 carry Retry-After', async (t)
 
   fake.script({ kind: 'hold' });
   const held = engine.open(opts);
-  await fake.until(() => fake.attempts.length === cases.length + 2, 'the held attempt');
+  await until(() => fake.attempts.length === cases.length + 2, { what: 'the held attempt' });
   clock.advance(4999);
   await scheduler.tick();
   clock.advance(1);
@@ -228,9 +229,9 @@ t.test('a mid-stream drop fails once and tells how much audio the results covere
   const audio = ramp(2);
   // The words arrive before the second second is sent: a drop may lose answers still in flight, as a real one can.
   for (const f of frames(audio.subarray(0, RATE))) stream.write(f);
-  await fake.until(() => segments.length === 1, 'the first result');
+  await until(() => segments.length === 1, { what: 'the first result' });
   for (const f of frames(audio.subarray(RATE))) stream.write(f);
-  await fake.until(() => failures.length === 1, 'the failure');
+  await until(() => failures.length === 1, { what: 'the failure' });
   t.same(failures, [{ outcome: 'upstream_error', retryable: true, reason: 'connection_lost' }]);
   t.equal(segments.length, 1, 'words before the drop were delivered');
   t.equal(stream.acknowledgedSamples!(), RATE, 'the result covered the first second: the session keeps the rest');
@@ -245,7 +246,7 @@ t.test('a mid-stream drop fails once and tells how much audio the results covere
   const second = await engine.open(opts);
   const c2 = collect(second);
   second.write(ramp(0.1));
-  await fake.until(() => c2.failures.length === 1, 'error close');
+  await until(() => c2.failures.length === 1, { what: 'error close' });
   t.same(c2.failures, [{ outcome: 'upstream_error', retryable: true, reason: 'provider_5xx' }], 'an error close frame maps too');
 });
 
@@ -269,7 +270,7 @@ t.test('finalize flushes the last words and resolves on from_finalize; a silent 
   for (const f of frames(ramp(0.4))) slow.write(f);
   let done = false;
   const p = slow.finalize().then(() => (done = true));
-  await fake.until(() => fake.streams[1]!.controls.length === 1, 'Finalize sent');
+  await until(() => fake.streams[1]!.controls.length === 1, { what: 'Finalize sent' });
   clock.advance(4999);
   await scheduler.tick();
   t.equal(done, false, 'still waiting for the answer');

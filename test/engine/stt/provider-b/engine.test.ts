@@ -1,14 +1,15 @@
 // The provider_b engine against the fake Soniox server over real sockets: config, segments, keepalive, finalize, close.
+import { until } from '../../../helpers/until.js';
 import t from 'tap';
 import { SttOpenError } from '../../../../engine/stt/types.js';
 import { FAKE_SONIOX_KEY } from '../../../fakes/soniox-server.js';
-import { collect, feed, openOpts, ramp, rig, until } from '../../../helpers/provider-b.js';
+import { collect, feed, openOpts, ramp, rig } from '../../../helpers/provider-b.js';
 
 t.test('the config frame and the upgrade carry what the provider needs; languages follow its list', async (t) => {
   const { fake, engine } = await rig(t);
   const s1 = await engine.open(openOpts('s1', 'en-US'));
   const s2 = await engine.open(openOpts('s2', 'multi'));
-  await fake.waitFor(() => fake.sessions.length === 2 && fake.sessions.every((s) => s.config !== undefined));
+  await until(() => fake.sessions.length === 2 && fake.sessions.every((s) => s.config !== undefined));
   t.same(fake.sessions[0]!.config, {
     api_key: FAKE_SONIOX_KEY,
     model: 'stt-rt-v5',
@@ -47,12 +48,12 @@ t.test('final tokens become segments with speakers from 1 → SPEAKER_00, cut on
   const stream = await engine.open(openOpts());
   const got = collect(stream);
   feed(stream, 3000);
-  await until(() => got.segments.length === 1, 'the first segment');
+  await until(() => got.segments.length === 1, { what: 'the first segment' });
   t.same(got.segments, [
     { text: 'Hello there.', speaker: 'SPEAKER_00', start: 0, end: 0.85, words: [{ word: 'Hello', start: 0, end: 0.4 }, { word: 'there.', start: 0.4, end: 0.85 }] },
   ], 'cut when the other speaker\'s first word turned final');
   feed(stream, 3000, 3000 * 16);
-  await until(() => got.segments.length === 3, 'the gap and endpoint cuts');
+  await until(() => got.segments.length === 3, { what: 'the gap and endpoint cuts' });
   t.same(got.segments.slice(1), [
     { text: 'Hi', speaker: 'SPEAKER_01', start: 1, end: 1.3, words: [{ word: 'Hi', start: 1, end: 1.3 }] },
     { text: 'again', speaker: 'SPEAKER_01', start: 4.5, end: 4.9, words: [{ word: 'again', start: 4.5, end: 4.9 }] },
@@ -82,14 +83,14 @@ t.test('keepalive during a 12 s pause keeps the stream, and a 45 s pause too; on
   const got = collect(stream);
   let at = feed(stream, 1000);
   const rec = () => fake.sessions[0]!;
-  await fake.waitFor(() => rec().audioBytes === 32000);
+  await until(() => rec().audioBytes === 32000);
   for (let s = 1; s <= 12; s++) await step();
-  await fake.waitFor(() => rec().keepalives.length >= 1);
+  await until(() => rec().keepalives.length >= 1);
   t.equal(rec().keepalives.length, 1, 'one keepalive in the 12 s pause');
   t.ok(rec().keepalives[0]! - t0 >= 10000 && rec().keepalives[0]! - t0 < 15000, 'sent 10 to 15 s after the last audio');
   at = feed(stream, 2000, at);
   for (let s = 1; s <= 45; s++) await step();
-  await fake.waitFor(() => rec().keepalives.length >= 5);
+  await until(() => rec().keepalives.length >= 5);
   t.equal(rec().keepalives.length, 5, 'four more in the 45 s pause, 10 s apart');
   const gaps = rec().keepalives.slice(1).map((k, i) => k - (i === 0 ? t0 + 12000 : rec().keepalives[i]!));
   t.ok(gaps[0]! >= 10000 && gaps[0]! < 16000, 'the first 10 to 15 s after the audio');
@@ -108,7 +109,7 @@ t.test('finalize flushes the last words and resolves on <fin>; it is bounded whe
   const stream = await engine.open(openOpts());
   const got = collect(stream);
   feed(stream, 1000);
-  await fake.waitFor(() => fake.sessions[0]!.audioBytes === 32000);
+  await until(() => fake.sessions[0]!.audioBytes === 32000);
   t.same(got.segments, [], 'nothing final yet');
   await stream.finalize();
   t.same(got.segments.map((s) => s.text), ['Good night'], 'finalize resolved after the words were emitted');
@@ -119,7 +120,7 @@ t.test('finalize flushes the last words and resolves on <fin>; it is bounded whe
   feed(stalled, 500);
   let done = false;
   const finalizing = stalled.finalize().then(() => (done = true));
-  await fake.waitFor(() => fake.sessions[1]!.finalizes === 1);
+  await until(() => fake.sessions[1]!.finalizes === 1);
   await advance(4900);
   t.notOk(done, 'still waiting for <fin>');
   await advance(100);
@@ -127,7 +128,7 @@ t.test('finalize flushes the last words and resolves on <fin>; it is bounded whe
   t.ok(done, 'gave up after finalizeTimeoutMs');
   let closed = false;
   const closing = stalled.close().then(() => (closed = true));
-  await fake.waitFor(() => fake.sessions[1]!.endOfAudio !== undefined);
+  await until(() => fake.sessions[1]!.endOfAudio !== undefined);
   await advance(10000);
   await closing;
   t.ok(closed, 'close gave up waiting for finished after finishTimeoutMs');
@@ -152,7 +153,7 @@ t.test('close ends the audio with an empty frame, flushes, is idempotent, and ig
   stream.write(new Int16Array(1600));
   await stream.close();
   await stream.finalize();
-  await fake.waitFor(() => rec.closed);
+  await until(() => rec.closed);
   t.equal(rec.audioBytes, 32000, 'nothing sent after close');
   t.equal(got.segments.length, 1);
   t.same(got.failures, []);
@@ -163,7 +164,7 @@ t.test('the config frame goes first, then each write as one message; one under 2
   const stream = await engine.open(openOpts());
   const at = feed(stream, 1000, 0, 20);
   stream.write(ramp(10, at));
-  await fake.waitFor(() => fake.sessions[0]?.audio.length === 50);
+  await until(() => fake.sessions[0]?.audio.length === 50);
   t.ok(fake.sessions[0]!.config !== undefined, 'the config came before the audio');
   t.same(fake.sessions[0]!.audio.map((b) => b.length), new Array(50).fill(640), 'fifty 20 ms messages; the 10 ms rest waits');
   await stream.finalize();

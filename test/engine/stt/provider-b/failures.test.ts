@@ -1,8 +1,9 @@
 // The provider_b engine's failures against the fake Soniox server: upgrade refusals, error frames, drops, lost audio.
+import { until } from '../../../helpers/until.js';
 import t from 'tap';
 import { SttOpenError, type SttFailure } from '../../../../engine/stt/types.js';
 import { startFakeSoniox } from '../../../fakes/soniox-server.js';
-import { collect, feed, openOpts, ramp, rig, until } from '../../../helpers/provider-b.js';
+import { collect, feed, openOpts, ramp, rig } from '../../../helpers/provider-b.js';
 
 const upstream = (reason: string): SttFailure => ({ outcome: 'upstream_error', retryable: true, reason });
 const config = (reason: string): SttFailure => ({ outcome: 'config_error', retryable: false, reason });
@@ -39,7 +40,7 @@ t.test('an unreachable endpoint and a hung upgrade are initialization_failed (re
   fake.script({ hang: true });
   let settled: unknown;
   const opening = engine.open(openOpts()).catch((e: unknown) => (settled = e));
-  await fake.waitFor(() => fake.upgrades.length === 1);
+  await until(() => fake.upgrades.length === 1);
   await advance(9999);
   t.equal(settled, undefined, 'still connecting before connectTimeoutMs');
   await advance(1);
@@ -65,7 +66,7 @@ t.test('each error frame mid-stream is one failure with its reason', async (t) =
     const stream = await engine.open(openOpts());
     const got = collect(stream);
     feed(stream, 1000);
-    await until(() => got.failures.length > 0, `failure for ${code} ${message}`);
+    await until(() => got.failures.length > 0, { what: `failure for ${code} ${message}` });
     await stream.close();
     t.same(got.failures, [failure], `${code} ${message} → ${failure.reason}`);
   }
@@ -89,11 +90,11 @@ t.test('a mid-stream drop is one connection_lost failure and acknowledgedSamples
   const stream = await engine.open(openOpts());
   const got = collect(stream);
   let at = feed(stream, 2000);
-  await until(() => stream.acknowledgedSamples!() === 16000, 'the provider to acknowledge the first second');
+  await until(() => stream.acknowledgedSamples!() === 16000, { what: 'the provider to acknowledge the first second' });
   const tail = ramp(600, at);
   stream.write(tail);
   at += tail.length;
-  await until(() => got.failures.length > 0, 'the failure');
+  await until(() => got.failures.length > 0, { what: 'the failure' });
   t.same(got.failures, [upstream('connection_lost')]);
   t.same(got.segments.map((s) => s.text), ['one two'], 'final words held for a cut were emitted');
   t.same(got.order, ['segments', 'failure'], 'words first, then the failure');
