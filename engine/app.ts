@@ -29,7 +29,7 @@ import { HEAP_COMPACT_INTERVAL_S, startHeapCompaction, type HeapCompaction } fro
 import { CodecPool } from './codec/pool.js';
 import type { SttEngine } from './stt/types.js';
 import { createSttEngines } from './stt/engines.js';
-import { SttRegistry } from './stt/registry.js';
+import { EngineList } from './stt/engine-list.js';
 import { KeptAudioStore } from './stt/kept-audio.js';
 import { KeptAudioIndex, KeptAudioJobs } from './jobs/kept-audio-jobs.js';
 import { ProcessingQueue, within } from './jobs/queues.js';
@@ -76,7 +76,7 @@ interface LiveParts {
   queue: ProcessingQueue;
   events: SessionEvents;
   registry: ActorRegistry;
-  stt: SttRegistry;
+  stt: EngineList;
   codecPool: CodecPool | undefined;
   worker: ProcessConversationWorker | undefined;
   keptJobs: KeptAudioJobs | undefined;
@@ -191,7 +191,7 @@ export class Service {
         usage,
         usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
       };
-      const stt = new SttRegistry(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
+      const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const sessions = createSessions(services, registry);
       await events.attach((event) => void sessions.actors.deliver(event));
       const kept = new KeptAudioStore(config.dataDir);

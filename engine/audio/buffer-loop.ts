@@ -27,7 +27,7 @@ export interface BufferLoopOptions {
   /** The session's speaker_assigned maps: applied to every new segment, and to stored ones named by reassign(). */
   speakers?: SpeakerAssignments;
   /**
-   * Most raw segments held between two flushes; older ones are dropped past it (the compatible system's deque).
+   * Most raw segments held between two steps; older ones are dropped past it (the compatible system's deque).
    * @defaultValue 1000
    */
   maxPendingSegments?: number;
@@ -39,11 +39,11 @@ export interface RawSegment extends SttSegment {
   sttProvider: string | null;
 }
 
-/** What one flush produced for the client. */
-export interface FlushResult {
+/** What one step produced for the client. */
+export interface StepResult {
   updated: TranscriptSegment[];
   removedIds: string[];
-  /** Set when the silence timeout ended the conversation in this flush. */
+  /** Set when the silence timeout ended the conversation in this step. */
   ended?: { conversationId: string; outcome: string };
 }
 
@@ -52,7 +52,7 @@ interface Current {
   startedAtMs: number;
   /**
    * The conversation's last segments (at most RECENT_SEGMENTS): the merge only ever touches the stored tail, and
-   * the full transcript is in the store. Bounded, so a session's memory and flush cost stay flat however long it talks.
+   * the full transcript is in the store. Bounded, so a session's memory and step cost stay flat however long it talks.
    */
   recent: TranscriptSegment[];
   /** Store position of recent[0]. */
@@ -61,7 +61,7 @@ interface Current {
   lastSegmentAtMs: number;
 }
 
-/** Completed images held between two flushes (the assembler already bounds images in flight to 50). */
+/** Completed images held between two steps (the assembler already bounds images in flight to 50). */
 const MAX_PENDING_PHOTOS = 50;
 
 /**
@@ -71,7 +71,7 @@ const MAX_PENDING_PHOTOS = 50;
  */
 export const RECENT_SEGMENTS = 8;
 
-const EMPTY: FlushResult = { updated: [], removedIds: [] };
+const EMPTY: StepResult = { updated: [], removedIds: [] };
 
 export class BufferLoop {
   readonly #o: BufferLoopOptions;
@@ -79,15 +79,15 @@ export class BufferLoop {
   #pending: RawSegment[] = [];
   /** Epoch ms of the first audio byte (or first suggested transcript): segment times count from here. */
   #streamStartMs: number | undefined;
-  /** Audio arrived since the last conversation ended: the next flush opens a conversation. */
+  /** Audio arrived since the last conversation ended: the next step opens a conversation. */
   #audioSinceEnd = false;
   #current: Current | undefined;
-  /** Assembled images waiting for the next flush to attach them to the current conversation. */
+  /** Assembled images waiting for the next step to attach them to the current conversation. */
   #photos: Uint8Array[] = [];
-  /** Photos attached to a conversation, and photos dropped because too many waited between two flushes. */
+  /** Photos attached to a conversation, and photos dropped because too many waited between two steps. */
   photosStored = 0;
   droppedPhotos = 0;
-  /** Stored segment ids a speaker_assigned message named; applied at the next flush. */
+  /** Stored segment ids a speaker_assigned message named; applied at the next step. */
   #reassigned = new Set<string>();
   /**
    * Segments a speaker assignment changed and the store holds, not yet returned to the client: a step that fails after
@@ -128,7 +128,7 @@ export class BufferLoop {
     this.#bound();
   }
 
-  /** Segments and photos not yet in the store: the ones a failed flush gave back included. */
+  /** Segments and photos not yet in the store: the ones a failed step gave back included. */
   get unwritten(): number {
     return this.#pending.length + this.#photos.length;
   }
@@ -159,15 +159,15 @@ export class BufferLoop {
     return { conversationId: cur.id, offsetS: ((this.#streamStartMs ?? now) - cur.startedAtMs) / 1000 };
   }
 
-  /** An assembled image: the next flush attaches it to the current conversation (opening one if needed). */
+  /** An assembled image: the next step attaches it to the current conversation (opening one if needed). */
   addPhoto(bytes: Uint8Array): void {
     this.#photos.push(bytes);
     this.#bound();
   }
 
   /**
-   * Stored segments of the current conversation named by a speaker_assigned message: the next flush applies the
-   * assignment to them, persists them and returns them as updated. Done in the flush so it never races a merge.
+   * Stored segments of the current conversation named by a speaker_assigned message: the next step applies the
+   * assignment to them, persists them and returns them as updated. Done in the step so it never races a merge.
    */
   reassign(segmentIds: readonly string[]): void {
     for (const id of segmentIds) this.#reassigned.add(id);
@@ -182,7 +182,7 @@ export class BufferLoop {
 
   /**
    * Whether a step now would do anything: segments, photos or speaker assignments to apply, updates to return, the
-   * silence timeout due, or audio waiting for a conversation to be opened. False: flush() would answer an empty result
+   * silence timeout due, or audio waiting for a conversation to be opened. False: step() would answer an empty result
    * and change nothing, so the caller may skip it.
    *
    * Rationale: most 600 ms steps find nothing new (a provider answers every second or two), and each step run anyway
@@ -205,7 +205,7 @@ export class BufferLoop {
    * arrived meanwhile, for the next step to try again: segments, photos not yet attached, speaker assignments, and the
    * silence timeout's end of the conversation.
    */
-  async flush(): Promise<FlushResult> {
+  async step(): Promise<StepResult> {
     const batch = this.#pending;
     this.#pending = [];
     const photos = this.#photos;
@@ -213,7 +213,7 @@ export class BufferLoop {
     const reassign = this.#reassigned;
     this.#reassigned = new Set();
     try {
-      return await this.#flush(batch, photos, reassign);
+      return await this.#step(batch, photos, reassign);
     } catch (err) {
       this.#pending = batch.concat(this.#pending);
       this.#photos = photos.concat(this.#photos);
@@ -224,8 +224,8 @@ export class BufferLoop {
     }
   }
 
-  /** flush() with what it took: `photos` loses each photo once stored, `reassign` is emptied once applied. */
-  async #flush(batch: RawSegment[], photos: Uint8Array[], reassign: Set<string>): Promise<FlushResult> {
+  /** step() with what it took: `photos` loses each photo once stored, `reassign` is emptied once applied. */
+  async #step(batch: RawSegment[], photos: Uint8Array[], reassign: Set<string>): Promise<StepResult> {
     const now = this.#o.clock.now();
     await this.#applyReassigned(reassign);
     if (batch.length === 0 && photos.length === 0) {
@@ -289,7 +289,7 @@ export class BufferLoop {
     return updated;
   }
 
-  #unsentOnly(): FlushResult {
+  #unsentOnly(): StepResult {
     return this.#unsentUpdates.size > 0 ? { updated: this.#takeUnsent(), removedIds: [] } : EMPTY;
   }
 

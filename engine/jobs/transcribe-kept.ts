@@ -6,7 +6,7 @@ import type { Scheduler } from '../scheduler.js';
 import type { ConversationsRepository, SegmentInput } from '../db/conversations.js';
 import { ConversationStatus } from '../protocol.js';
 import { speakerIdOf } from '../audio/segment.js';
-import type { SttRegistry } from '../stt/registry.js';
+import type { EngineList } from '../stt/engine-list.js';
 import { openStreams } from '../stt/failover.js';
 import type { KeptAudio, KeptAudioStore } from '../stt/kept-audio.js';
 import type { SttFailure, SttSegment } from '../stt/types.js';
@@ -19,7 +19,7 @@ export interface TranscribeKeptData {
 
 export interface TranscribeKeptDeps {
   conversations: ConversationsRepository;
-  stt: SttRegistry;
+  stt: EngineList;
   kept: KeptAudioStore;
   scheduler: Scheduler;
   logger: Logger;

@@ -13,7 +13,7 @@ import type { KeptAudioMeta } from '../stt/kept-audio.js';
 import { SessionStt } from './session-stt.js';
 import { openCustomStt, type CustomSttClient } from '../stt/custom/client.js';
 import type { UsageRecorder } from '../stt/usage.js';
-import type { SttRegistry } from '../stt/registry.js';
+import type { EngineList } from '../stt/engine-list.js';
 import type { ConversationLifecycle } from '../conversations/lifecycle.js';
 import type { ConversationsRepository } from '../db/conversations.js';
 import type { ListenParams } from './listen-query.js';
@@ -54,7 +54,7 @@ export interface SessionActorOptions {
   clock: Clock;
   logger: Logger;
   codecPool: CodecPool;
-  stt: SttRegistry;
+  stt: EngineList;
   lifecycle: ConversationLifecycle;
   conversations: ConversationsRepository;
   /** Audio bytes received but not yet decoded before the session is closed as too slow to serve. */
@@ -73,15 +73,15 @@ export interface SessionActorOptions {
   onProviderFailure?: (provider: string, reason: string, keptS: number) => void;
   /** Told when a transcript step's store write failed: its segments wait for the next step (metrics). */
   onFlushFailed?: () => void;
-  /** Told of the segments and photos a closing session gave up when its last flush failed at every try (metrics). */
+  /** Told of the segments and photos a closing session gave up when its last step failed at every try (metrics). */
   onTranscriptLost?: (items: number) => void;
 }
 
 /**
- * A closing session's last transcript flush is tried again after these waits (ms) while the store fails: past them
+ * A closing session's last transcript step is tried again after these waits (ms) while the store fails: past them
  * (7.5 s, beside sqlite's own 5 s busy wait per try) what is still unwritten is given up, logged and counted.
  */
-const LAST_FLUSH_RETRY_MS = [500, 1000, 2000, 4000];
+const LAST_STEP_RETRY_MS = [500, 1000, 2000, 4000];
 
 export class SessionActor {
   readonly sessionId: string;
@@ -99,7 +99,7 @@ export class SessionActor {
   readonly #abort = new AbortController();
   #timers: TimerId[] = [];
   #lastClientMessageMs: number;
-  #flushing: Promise<void> | undefined;
+  #stepping: Promise<void> | undefined;
   #draining: Promise<void> | undefined;
   /** The provider failed after the drain began: its unanswered audio is kept before the session closes. */
   #lateFailure: { f: SttFailure; provider: string } | undefined;
@@ -173,7 +173,7 @@ export class SessionActor {
     this.#ready();
     const { scheduler } = this.#o;
     this.#timers.push(scheduler.every(LISTEN.heartbeatIntervalMs, () => this.#heartbeat()));
-    this.#timers.push(scheduler.every(LISTEN.bufferWindowMs, () => this.#tick()));
+    this.#timers.push(scheduler.every(LISTEN.bufferWindowMs, () => this.#step()));
     this.#inlet?.start();
   }
 
@@ -293,8 +293,8 @@ export class SessionActor {
         await this.#inlet.finish();
         await this.#speech?.finalize();
         await this.#custom?.finish();
-        await this.#flushing;
-        await this.#flushLast();
+        await this.#stepping;
+        await this.#lastStep();
         const late = this.#lateFailure;
         if (late) await this.#keepUnanswered(late.f, late.provider);
       }
@@ -421,8 +421,8 @@ export class SessionActor {
     this.#out.send(sttFailedMessage(f, provider));
     try {
       await this.#inlet?.finish();
-      await this.#flushing;
-      await this.#flushLast();
+      await this.#stepping;
+      await this.#lastStep();
       await this.#keepUnanswered(f, provider);
       const open = this.#loop.conversationId;
       if (open) await this.#o.lifecycle.leftInProgress(open, this.uid, this.#o.params.conversationTimeoutS);
@@ -476,33 +476,33 @@ export class SessionActor {
   }
 
   /** The 600 ms step; the scheduler awaits the returned promise, and a step never overlaps the previous one. */
-  #tick(): Promise<void> | undefined {
-    if (this.#flushing || !this.#loop.hasWork()) return undefined;
-    this.#flushing = this.#flushOnce().finally(() => (this.#flushing = undefined));
-    return this.#flushing;
+  #step(): Promise<void> | undefined {
+    if (this.#stepping || !this.#loop.hasWork()) return undefined;
+    this.#stepping = this.#stepOnce().finally(() => (this.#stepping = undefined));
+    return this.#stepping;
   }
 
-  async #flushOnce(): Promise<void> {
+  async #stepOnce(): Promise<void> {
     try {
-      const r = await this.#loop.flush();
+      const r = await this.#loop.step();
       if (r.removedIds.length > 0) this.#out.send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
       if (r.updated.length > 0) this.#out.send(JSON.stringify(r.updated.map(toWire)));
       if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
     } catch (err) {
       const e = err as { name?: string; code?: string } | undefined;
-      this.#o.logger.error({ sessionId: this.sessionId, err: { name: e?.name, code: e?.code }, unwritten: this.#loop.unwritten }, 'transcript flush failed; the next step tries again');
+      this.#o.logger.error({ sessionId: this.sessionId, err: { name: e?.name, code: e?.code }, unwritten: this.#loop.unwritten }, 'transcript step failed; the next step tries again');
       this.#o.onFlushFailed?.();
     }
   }
 
-  /** The closing flush: tried again (LAST_FLUSH_RETRY_MS) while the store fails, then what is left is given up. */
-  async #flushLast(): Promise<void> {
-    await this.#flushOnce();
-    for (const waitMs of LAST_FLUSH_RETRY_MS) {
+  /** The closing step: tried again (LAST_STEP_RETRY_MS) while the store fails, then what is left is given up. */
+  async #lastStep(): Promise<void> {
+    await this.#stepOnce();
+    for (const waitMs of LAST_STEP_RETRY_MS) {
       if (this.#loop.unwritten === 0 || this.#state === SessionState.CLOSED) return;
       // A timer of the actor's own: dispose() cancels it (and the drain with it).
       await new Promise<void>((resolve) => this.#timers.push(this.#o.scheduler.after(waitMs, resolve)));
-      await this.#flushOnce();
+      await this.#stepOnce();
     }
     const lost = this.#loop.unwritten;
     if (lost === 0) return;

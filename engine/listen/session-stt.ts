@@ -3,7 +3,7 @@
 import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
 import { Outcome } from '../protocol.js';
-import type { SttRegistry } from '../stt/registry.js';
+import type { EngineList } from '../stt/engine-list.js';
 import { openStreams } from '../stt/failover.js';
 import type { SttFailure, SttSegment, SttStream } from '../stt/types.js';
 import type { CodecStream } from '../codec/stream.js';
@@ -18,7 +18,7 @@ import { EncodedTail, type EncodedSlice } from '../audio/encoded-tail.js';
 export type SessionCodec = Pick<CodecStream, 'socket' | 'keepEncoded'>;
 
 export interface SessionSttOptions {
-  registry: SttRegistry;
+  registry: EngineList;
   language: string;
   sttService: string | null;
   channels: number;

@@ -7,7 +7,7 @@ import type { Services } from '../services.js';
 import type { Scheduler } from '../scheduler.js';
 import type { KeptAudioJobs } from '../jobs/kept-audio-jobs.js';
 import type { KeptAudioStore } from '../stt/kept-audio.js';
-import type { SttRegistry } from '../stt/registry.js';
+import type { EngineList } from '../stt/engine-list.js';
 import type { Authenticator } from '../identity/authenticator.js';
 import type { Tuning } from './tuning.js';
 import { ActorRegistry } from '../listen/actor-registry.js';
@@ -77,7 +77,7 @@ export interface ListenNodeOptions {
   readonly authenticator: Authenticator;
   readonly sessions: Sessions;
   readonly scheduler: Scheduler;
-  readonly stt: SttRegistry;
+  readonly stt: EngineList;
   readonly kept: KeptAudioStore;
   readonly keptJobs: () => KeptAudioJobs | undefined;
   readonly tuning: Tuning;

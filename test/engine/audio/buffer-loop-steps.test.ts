@@ -41,7 +41,7 @@ t.test('hasWork() is false exactly when a step would change nothing', async (t) 
   const idle = async (when: string): Promise<void> => {
     t.equal(loop.hasWork(), false, `no work ${when}`);
     const before = calls.length;
-    const r = await loop.flush();
+    const r = await loop.step();
     t.same([r.updated.length, r.removedIds.length, r.ended], [0, 0, undefined], `a step ${when} answers nothing`);
     t.same(calls.slice(before), [], `a step ${when} makes no call`);
   };
@@ -49,14 +49,14 @@ t.test('hasWork() is false exactly when a step would change nothing', async (t) 
   await idle('before any audio');
   loop.noteAudio();
   t.equal(loop.hasWork(), true, 'audio with no conversation: the step opens one');
-  await loop.flush();
+  await loop.step();
   t.same(calls, ['open']);
   await idle('once the conversation is open');
 
   clock.advance(600);
   loop.add([segment('hello there', 0)]);
   t.equal(loop.hasWork(), true, 'a new segment');
-  const r = await loop.flush();
+  const r = await loop.step();
   t.equal(r.updated.length, 1, 'the step returns the segment');
   t.ok(calls.includes('replaceInProgressSegmentsFrom'), 'and stores it');
   await idle('after the segment was stored');
@@ -66,14 +66,14 @@ t.test('hasWork() is false exactly when a step would change nothing', async (t) 
 
   loop.reassign(['nope']);
   t.equal(loop.hasWork(), true, 'a speaker assignment to apply');
-  await loop.flush();
+  await loop.step();
   await idle('once the assignment was applied');
 
   clock.advance(119_000);
   await idle('1 s before the silence timeout');
   clock.advance(1_000);
   t.equal(loop.hasWork(), true, 'the silence timeout is due');
-  const ended = await loop.flush();
+  const ended = await loop.step();
   t.equal(ended.ended?.outcome, 'processing', 'the step ends the conversation');
   await idle('after the conversation ended, with no audio since');
   loop.noteAudio();

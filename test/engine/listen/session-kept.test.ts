@@ -6,7 +6,7 @@ import type { EncodedTail } from '../../../engine/audio/encoded-tail.js';
 import { ManualClock } from '../../../engine/clock.js';
 import { createLogger } from '../../../engine/logger.js';
 import { Scheduler } from '../../../engine/scheduler.js';
-import { SttRegistry } from '../../../engine/stt/registry.js';
+import { EngineList } from '../../../engine/stt/engine-list.js';
 import type { KeptAudioMeta } from '../../../engine/stt/kept-audio.js';
 import { RecordingSttEngine, type RecordingSttStream } from '../../fakes/recording-stt.js';
 import { concat } from '../../helpers/codec-fixtures.js';
@@ -32,7 +32,7 @@ async function setup(t: Test, opts: { maxKeptS?: number; channels?: 1 | 2 } = {}
   /** One message as the codec stream keeps it: pcm16 "encoded" is the samples themselves. */
   const retain = (channel: number, pcm: Int16Array): void => tails?.[channel]?.push(new Uint8Array(pcm.slice().buffer), pcm.length / RATE);
   const stt = new SessionStt({
-    registry: new SttRegistry([engine]), language: 'en', sttService: null, channels, sessionId: 's1', scheduler, logger: createLogger('silent'),
+    registry: new EngineList([engine]), language: 'en', sttService: null, channels, sessionId: 's1', scheduler, logger: createLogger('silent'),
     codec,
     // Decoding pcm16 reads the samples back.
     decodeKept: async (ms) => (decodes.push(ms.length), concat(ms.map((m) => new Int16Array(m.slice().buffer)))),

@@ -2,7 +2,7 @@
 import type { SttEngine } from './types.js';
 import { NullSttEngine } from './null.js';
 
-export class SttRegistry {
+export class EngineList {
   readonly engines: readonly SttEngine[];
 
   /** `engines` in preference order; empty means the NullSttEngine (no transcription). */
