@@ -1,5 +1,14 @@
 // A session's outbound side: sends while the socket takes them, queues behind backpressure, gives up on a client that never reads.
-import type { SessionSocket } from './session-actor.js';
+
+export type SendResult = 'ok' | 'backpressure' | 'dropped';
+
+/** What the transport gives an actor: it never sees the WebSocket itself. */
+export interface SessionSocket {
+  /** Sends one frame (string → text, bytes → binary). 'backpressure': sent but buffered, wait for onDrain(). */
+  send(data: string | Uint8Array): SendResult;
+  /** Closes with `code` and a reason of at most 123 bytes. */
+  end(code: number, reason: string): void;
+}
 
 export class Outbox {
   readonly #socket: SessionSocket;

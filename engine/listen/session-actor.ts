@@ -1,6 +1,7 @@
 // One live listen session: its state machine, inbound audio queue, codec and STT streams, timers and transcript loop. Never touches a socket.
 // One file because the state machine's transitions are easier to check in one place; its parts live beside it.
 import type { Clock } from '../clock.js';
+import type { SessionSocket } from './outbox.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import type { CodecPool } from '../codec/pool.js';
@@ -36,15 +37,7 @@ export const SessionState = {
 } as const;
 export type SessionState = (typeof SessionState)[keyof typeof SessionState];
 
-export type SendResult = 'ok' | 'backpressure' | 'dropped';
-
-/** What the transport gives an actor: it never sees the WebSocket itself. */
-export interface SessionSocket {
-  /** Sends one frame (string → text, bytes → binary). 'backpressure': sent but buffered, wait for onDrain(). */
-  send(data: string | Uint8Array): SendResult;
-  /** Closes with `code` and a reason of at most 123 bytes. */
-  end(code: number, reason: string): void;
-}
+export type { SendResult, SessionSocket } from './outbox.js';
 
 export interface SessionActorOptions {
   sessionId: string;

@@ -13,7 +13,7 @@ import {
 } from './types.js';
 import { resolveWhen, stripWhen, parseDurationMinutes } from './when.js';
 import { TaskThread } from '../runtime/task-thread.js';
-import type { BuiltinTask } from './worker.js';
+import type { BuiltinTask } from './types.js';
 
 /** Transcripts longer than this many words are always kept, without a discard check, as in the compatible system. */
 export const KEEP_WORDS = 100;

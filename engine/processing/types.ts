@@ -86,3 +86,9 @@ export interface ConversationProcessor {
   /** Frees what the processor holds (a thread); the service calls it once no job or request can use it. */
   close?(): Promise<void>;
 }
+
+/** One transcript for the built-in processor's thread (engine/processing/worker.ts). */
+export interface BuiltinTask {
+  input: ProcessInput;
+  producedBy: ProcessResult['producedBy'];
+}
