@@ -198,7 +198,8 @@ export class GatedRecognizer {
   }
 }
 
-function concat(parts: Int16Array[]): Int16Array {
+/** Joins PCM parts into one array. */
+export function concat(parts: Int16Array[]): Int16Array {
   let n = 0;
   for (const p of parts) n += p.length;
   const out = new Int16Array(n);

@@ -13,6 +13,7 @@ import { TaskThread } from '../../runtime/task-thread.js';
 import { DEFAULT_PS_MODEL_DIR } from '../../../native/pocketsphinx.js';
 import { defaultVadModelPath } from '../../../native/silero-vad.js';
 import type { GateSettings, GateSpec, GateStats, LocalSegment, SpeechAnswer, SpeechTask } from '../../../workers/speech-messages.js';
+import { concat } from '../../../workers/speech-gate.js';
 import { SttEmitter } from '../stt-emitter.js';
 import type { SttEngine, SttSegment, SttStream, SttStreamOptions } from '../types.js';
 
@@ -173,18 +174,6 @@ export class LocalStream extends SttEmitter implements SttStream {
     this.#ops = this.#ops.filter((op) => op.kind === 'flush');
     this.emitFailure({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'engine_failed' });
   }
-}
-
-function concat(parts: Int16Array[]): Int16Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Int16Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 function toSttSegment(s: LocalSegment): SttSegment {
