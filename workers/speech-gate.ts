@@ -6,6 +6,7 @@
 // beside the recogniser so that a session's audio crosses threads once (docs/patterns/local-stt.md).
 import { VAD_STATE_FLOATS, VAD_WINDOW_SAMPLES } from '../native/silero-vad.js';
 import type { GateSettings, GateStats, LocalSegment } from './speech-messages.js';
+import { concatPcm } from './packing.js';
 import type { Recognizer } from './speech-recognizer.js';
 
 const SAMPLE_RATE_HZ = 16000;
@@ -120,7 +121,7 @@ export class GatedRecognizer {
   /** Gates every whole window of the held rest and `pcm`; utterances that ended are added to `out`, in stream times. */
   async write(pcm: Int16Array, out: LocalSegment[]): Promise<void> {
     this.stats.inSamples += pcm.length;
-    const all = this.#rest.length === 0 ? pcm : concat([this.#rest, pcm]);
+    const all = this.#rest.length === 0 ? pcm : concatPcm([this.#rest, pcm]);
     const start = this.#restAt;
     const whole = all.length - (all.length % VAD_WINDOW_SAMPLES);
     this.#rest = all.subarray(whole);
@@ -187,7 +188,7 @@ export class GatedRecognizer {
 
   #feed(out: LocalSegment[]): void {
     if (this.#passing.length === 0) return;
-    const pcm = this.#passing.length === 1 ? this.#passing[0]! : concat(this.#passing);
+    const pcm = this.#passing.length === 1 ? this.#passing[0]! : concatPcm(this.#passing);
     this.#passing = [];
     this.#inner.write(pcm, out);
   }
@@ -198,15 +199,3 @@ export class GatedRecognizer {
   }
 }
 
-/** Joins PCM parts into one array. */
-export function concat(parts: Int16Array[]): Int16Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Int16Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}

@@ -13,7 +13,7 @@ import { TaskThread } from '../../runtime/task-thread.js';
 import { DEFAULT_PS_MODEL_DIR } from '../../../native/pocketsphinx.js';
 import { defaultVadModelPath } from '../../../native/silero-vad.js';
 import type { GateSettings, GateSpec, GateStats, LocalSegment, SpeechAnswer, SpeechTask } from '../../../workers/speech-messages.js';
-import { concat } from '../../../workers/speech-gate.js';
+import { concatPcm } from '../../../workers/packing.js';
 import { SttEmitter } from '../stt-emitter.js';
 import type { SttEngine, SttSegment, SttStream, SttStreamOptions } from '../types.js';
 
@@ -153,7 +153,7 @@ export class LocalStream extends SttEmitter implements SttStream {
     let k = 0;
     while (k < this.#ops.length && this.#ops[k]!.kind === 'audio') k++;
     const parts = (this.#ops.splice(0, k) as { kind: 'audio'; pcm: Int16Array }[]).map((o) => o.pcm);
-    const batch = parts.length === 1 ? parts[0]! : concat(parts);
+    const batch = parts.length === 1 ? parts[0]! : concatPcm(parts);
     if (this.#state === 'open') await this.#run({ type: 'audio', sessionId: this.sessionId, pcm: batch }, [batch.buffer as ArrayBuffer]);
   }
 
