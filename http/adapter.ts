@@ -20,6 +20,8 @@ export interface RequestContext<P = unknown> {
   readonly auth: P;
   /** Lower-case header names. */
   readonly headers: Readonly<Record<string, string>>;
+  /** The body as read, for a route without a body schema that parses it itself (MCP's JSON-RPC errors). */
+  readonly raw?: Buffer;
 }
 
 export interface Reply {
@@ -349,7 +351,7 @@ export class HttpAdapter<P> {
         body = this.#parseJson(raw);
         body = c.body(body);
       }
-      reply = await route.handler({ params, query, body, auth: auth.principal, headers });
+      reply = await route.handler({ params, query, body, auth: auth.principal, headers, ...(raw === undefined ? {} : { raw }) });
     } catch (err) {
       reply = this.#errorReply(err);
     }

@@ -25,7 +25,7 @@ const CreateKeyBody = Type.Object({
   name: Type.String({ maxLength: MAX_KEY_NAME_CHARS, description: 'descriptive name; must not be blank' }),
   scopes: Type.Optional(
     Type.Union([Type.Array(Type.String(), { minItems: 1, maxItems: SCOPES.length * 2 }), Type.Null()], {
-      description: 'omitted or null: the four read scopes',
+      description: 'omitted or null: the four read scopes for a dev key, every scope for an mcp key',
     }),
   ),
   key_type: Type.Optional(Type.Union([Type.Literal('dev'), Type.Literal('mcp')], { default: 'dev' })),
@@ -64,12 +64,13 @@ export function keyRoutes(s: Services): AppRoute[] {
       async handler({ auth, body }) {
         const name = (body.name as string).trim();
         if (name.length === 0) throw valueError(['body', 'name'], 'Key name cannot be empty');
-        const requested = (body.scopes as string[] | null | undefined) ?? DEFAULT_SCOPES;
+        const kind = (body.key_type ?? 'dev') as KeyKind;
+        // MCP keys are full-access by default, as the compatible system's are; the answer's `scopes` says what was given.
+        const requested = (body.scopes as string[] | null | undefined) ?? (kind === 'mcp' ? SCOPES : DEFAULT_SCOPES);
         const unknown = requested.filter((x) => !(SCOPES as readonly string[]).includes(x));
         if (unknown.length > 0) throw new EngineError('ENG_ERR_KEY_SCOPE_UNKNOWN', { available: pyList(SCOPES) });
         // Stored in the canonical order, without duplicates.
         const scopes = SCOPES.filter((x) => requested.includes(x)) as Scope[];
-        const kind = (body.key_type ?? 'dev') as KeyKind;
         const now = s.clock.now();
         await s.users.ensure(auth.uid, now, s.config.memoryAccessDefault === 'enabled');
         const secret = generateKey(kind);
