@@ -37,7 +37,7 @@ export interface Reply {
   headers?: Record<string, string>;
   /**
    * A long-lived streamed answer (server-sent events): headers go out at once with `contentType`, then the
-   * function gets a sink to write to until either side closes.
+   * function gets a sink to write to until either side closes (a closed one if the client has already left).
    */
   stream?: (sink: StreamSink) => void;
 }
@@ -362,7 +362,11 @@ export class HttpAdapter<P> {
       this.#send(res, 200, bytes, 'application/json', extraHeaders, false);
       return 200;
     }
-    if (state.aborted) return 499;
+    if (state.aborted) {
+      // A stream function always runs, so what it holds for the stream is released even when the client left first.
+      reply.stream?.(CLOSED_SINK);
+      return 499;
+    }
     if (extraHeaders) reply.headers = { ...extraHeaders, ...reply.headers };
     if (reply.stream) {
       this.#stream(res, reply, state);
@@ -462,6 +466,9 @@ export class HttpAdapter<P> {
     });
   }
 }
+
+/** The sink a streamed answer gets when its client left before it began. */
+const CLOSED_SINK: StreamSink = { closed: true, write: () => false, end: () => undefined, onClose: (fn) => fn() };
 
 /** A 200 JSON answer with no headers of its own: what a cacheable route's answer must be to be kept. */
 const isPlainJson = (r: Reply): boolean =>

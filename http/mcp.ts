@@ -34,7 +34,7 @@ const STREAMABLE_PATH = '/v1/mcp';
 
 /** Streamable HTTP sessions one node keeps; past it a new session is refused with 503. */
 export const MAX_SESSIONS = 1000;
-/** Streamable HTTP sessions one key keeps; a new one past it ends that key's least recently used idle session. */
+/** Streamable HTTP sessions one key keeps; a new one past it ends that key's least recently used (idle first) session. */
 export const MAX_SESSIONS_PER_KEY = 20;
 /** A session without a request or an open stream for this long is ended; its client gets 404 and starts anew. */
 export const SESSION_IDLE_MS = 30 * 60_000;
@@ -75,16 +75,19 @@ export function mcpRoutes(s: Services): AppRoute[] {
     }
   };
 
-  /** Makes room for one more session of this key: its least recently used idle session goes. */
+  /** Makes room for one more session of this key: its least recently used idle session goes, or else its least recently used. */
   const admit = (keyId: string | undefined): void => {
+    let oldestIdle: StreamableSession | undefined;
     let oldest: StreamableSession | undefined;
     let count = 0;
     for (const session of streamable.values()) {
       if (session.keyId !== keyId) continue;
       count++;
-      if (session.busy === 0 && (!oldest || session.lastSeen < oldest.lastSeen)) oldest = session;
+      if (!oldest || session.lastSeen < oldest.lastSeen) oldest = session;
+      if (session.busy === 0 && (!oldestIdle || session.lastSeen < oldestIdle.lastSeen)) oldestIdle = session;
     }
-    if (count >= MAX_SESSIONS_PER_KEY && oldest) end(oldest, 'evicted');
+    const victim = oldestIdle ?? oldest;
+    if (count >= MAX_SESSIONS_PER_KEY && victim) end(victim, 'evicted');
   };
 
   /** Hands a request to the session's transport and its web Response back to the adapter. */
