@@ -42,6 +42,8 @@ export class SseTransport implements Transport {
   }
 
   async start(): Promise<void> {
+    // The client may have left before the stream began: nothing to keep alive.
+    if (this.sink.closed) return;
     this.sink.write(`event: endpoint\ndata: ${this.messagesPath}?sessionId=${this.sessionId}\n\n`);
     this.#keepalive = setInterval(() => this.sink.write(': keepalive\n\n'), KEEPALIVE_MS);
     this.#keepalive.unref();
