@@ -205,12 +205,12 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
 
     message: (ws, message, isBinary) => {
       const data = ws.getUserData();
-      const actor = data.actor;
-      if (!actor) return;
       if (message.byteLength > maxPayload) {
         oversized(ws, data.link, message.byteLength, isBinary);
         return;
       }
+      const actor = data.actor;
+      if (!actor) return;
       // uWS reuses the ArrayBuffer after this callback: onBinary copies what it keeps before returning.
       if (isBinary) {
         pacer?.note();
