@@ -17,9 +17,10 @@ Decodes the file with ffmpeg, encodes it as a device would, streams it to /v4/li
   --token T      an ID token for U (default: one from the local issuer in DATA_DIR, as npm run token makes)
   --language L   the session's language (default en)
   --realtime     send the audio at the pace it plays (default)
-  --fast         send it as fast as the socket takes it
+  --fast         send it as fast as the service takes it (at most 2.5 MB/s)
   --keep-open    leave the conversation in progress (default: end it, wait for it to be processed)
-  --wait S       at most this many seconds for the transcript to settle after the audio (default 30)
+  --wait S       at most this many seconds for the transcript to settle after the audio (default 30;
+                 raise it for a long file sent --fast to a slow engine)
   -h, --help     this text`;
 
 const CODECS = ['opus', 'opus_fs320', 'pcm16', 'pcm8', 'aac', 'lc3', 'lc3_fs1030'] as const;
@@ -27,12 +28,24 @@ type Codec = (typeof CODECS)[number];
 
 /** Silence sent after the file: a device keeps streaming, and the speech engine needs a pause to end the last utterance. */
 const TRAILING_SILENCE_S = 1.5;
-/** The transcript counts as settled once unchanged for this long after the audio ended. */
+/** Once the transcript reaches the end of the audio, it counts as settled when unchanged for this long. */
 const SETTLE_MS = 3000;
-/** With no words at all, the wait for a first segment after the audio ended. */
-const NO_WORDS_WAIT_MS = 10_000;
+/** How near the end of the file's audio a segment must end for the transcript to have reached it. */
+const CAUGHT_UP_SLACK_MS = 2500;
+/**
+ * Short of that (an engine still working through audio sent --fast, or silence at the end), this long unchanged.
+ * Before any segment, the wait is --wait's.
+ */
+const QUIET_MS = 10_000;
 /** How long to wait for the ended conversation's processing. */
 const PROCESSING_WAIT_MS = 20_000;
+/**
+ * --fast sends at most this many bytes per window (2.5 MB/s, 80 times real time for pcm16): a session may leave only
+ * LISTEN_MAX_INBOUND_BYTES (1 MiB by default) undecoded before the server closes it 1013, and a burst past the
+ * socket's reads would reach that before the first decode.
+ */
+const FAST_WINDOW_BYTES = 128 * 1024;
+const FAST_WINDOW_MS = 50;
 /** A keep-alive (a binary message of at most 2 bytes) this often while waiting, well inside the 90 s inactivity rule. */
 const KEEP_ALIVE_MS = 15_000;
 
@@ -196,6 +209,8 @@ class Transcript {
   #bottomRows: number[] = [];
   readonly #tty = process.stdout.isTTY === true;
   firstWordsAt: number | undefined;
+  /** The latest end time of any segment, in conversation seconds. */
+  lastEnd = 0;
   changedAt = 0;
 
   line(text: string): void {
@@ -214,6 +229,7 @@ class Transcript {
       const known = this.segments.has(s.id);
       this.segments.set(s.id, s);
       if (this.firstWordsAt === undefined && words(s.text) > 0) this.firstWordsAt = now;
+      if (s.end > this.lastEnd) this.lastEnd = s.end;
       const at = this.#bottom.indexOf(s.id);
       if (known && this.#tty && at >= 0) {
         // Up over the lines as they were printed (a longer text may now wrap onto more rows), then print them anew.
@@ -329,10 +345,16 @@ async function main(): Promise<void> {
   if (!closed) {
     // Real time: each frame leaves when its audio would have been recorded. Fast: as fast as the socket drains.
     let dueMs = 0;
+    let [windowStart, windowBytes] = [startedAt, 0];
     for (const f of encoded.frames) {
       if (closed) break;
       if (o.fast) {
-        if (ws.bufferedAmount > 256 * 1024) await new Promise<void>((r) => ws.send(f.bytes, () => r()));
+        if (windowBytes >= FAST_WINDOW_BYTES) {
+          await sleep(windowStart + FAST_WINDOW_MS - Date.now());
+          [windowStart, windowBytes] = [Date.now(), 0];
+        }
+        windowBytes += f.bytes.byteLength;
+        if (ws.bufferedAmount > FAST_WINDOW_BYTES) await new Promise<void>((r) => ws.send(f.bytes, () => r()));
         else ws.send(f.bytes);
         continue;
       }
@@ -347,9 +369,12 @@ async function main(): Promise<void> {
   // Wait for the transcript to settle: unchanged for a while after the audio, bounded.
   const deadline = sentAt + o.waitMs;
   let lastKeepAlive = Date.now();
+  // Segment times count from the conversation's start: in a new conversation, a segment ending near the file's end
+  // says the engine caught up with the audio (sent --fast, it may still be working through it).
+  const caughtUpS = (encoded.audioMs - CAUGHT_UP_SLACK_MS) / 1000;
   while (!closed && Date.now() < deadline) {
     const quiet = Date.now() - Math.max(sentAt, out.changedAt);
-    if (out.segments.size > 0 ? quiet >= SETTLE_MS : quiet >= NO_WORDS_WAIT_MS) break;
+    if (out.segments.size > 0 && quiet >= (out.lastEnd >= caughtUpS ? SETTLE_MS : QUIET_MS)) break;
     if (Date.now() - lastKeepAlive >= KEEP_ALIVE_MS) {
       ws.send(new Uint8Array(1));
       lastKeepAlive = Date.now();

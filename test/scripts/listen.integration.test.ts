@@ -15,7 +15,7 @@ const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
 function listen(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [LISTEN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [LISTEN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 90_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
     });
   });
@@ -41,7 +41,7 @@ t.jobs = 2;
 for (const codec of ['opus', 'pcm16']) {
   t.test(`${codec}: status lines, transcript segments and a summary naming the processed conversation`, async (t) => {
     const uid = `listener-${codec}`;
-    const r = await listen({ DATA_DIR: ts.dataDir }, [wav, '--codec', codec, '--uid', uid, '--url', `ws://127.0.0.1:${ts.service.port}`, '--fast']);
+    const r = await listen({ DATA_DIR: ts.dataDir }, [wav, '--codec', codec, '--uid', uid, '--url', `ws://127.0.0.1:${ts.service.port}`, '--fast', '--wait', '50']);
     t.equal(r.code, 0, r.stderr);
     t.equal(r.stderr, '');
     const lines = r.stdout.trimEnd().split('\n');
