@@ -97,10 +97,10 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
       if (link.skipped++ === 0) o.logger.warn({ sessionId: link.sessionId, bytes, maxBytes: maxPayload }, 'audio frame over the size limit skipped');
       return;
     }
-    o.onOversized?.('text', 'closed');
-    o.logger.warn({ sessionId: link.sessionId, bytes, maxBytes: maxPayload }, 'text message over the size limit: closing');
     if (link.closed) return;
     link.closed = true;
+    o.onOversized?.('text', 'closed');
+    o.logger.warn({ sessionId: link.sessionId, bytes, maxBytes: maxPayload }, 'text message over the size limit: closing');
     ws.end(CloseCode.MESSAGE_TOO_BIG, closeReason(`message too big: ${bytes} bytes, at most ${maxPayload}`));
   };
   /** Admits the upgraded socket's session, or ends the socket with the reason it was refused. */
