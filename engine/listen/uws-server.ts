@@ -4,6 +4,7 @@ import uWS from 'uWebSockets.js';
 import type { Logger } from '../logger.js';
 import type { Authenticator } from '../identity/authenticator.js';
 import { isEngineError } from '../errors.js';
+import { CloseCode } from '../protocol.js';
 import type { ActorRegistry } from './actor-registry.js';
 import type { SendResult, SessionActor, SessionSocket } from './session-actor.js';
 import { parseListenQuery, type ListenParams } from './listen-query.js';
@@ -17,10 +18,17 @@ export interface ListenServerOptions {
   createActor: (ctx: { sessionId: string; params: ListenParams; socket: SessionSocket }) => SessionActor;
   logger: Logger;
   /**
-   * Largest client message, in bytes: an audio frame is far below it, a batch of frames still fits.
+   * Largest client message, in bytes: an audio frame is far below it, a batch of frames still fits. A larger audio
+   * frame is skipped, a larger text message closes the session with 1009.
    * @defaultValue 65536 (64 KiB)
    */
   maxPayloadBytes?: number;
+  /**
+   * Largest message uWS reads in full (its `maxPayloadLength`), so that one just over `maxPayloadBytes` can be answered;
+   * a larger one is refused from its header, unread, and the connection dropped. Bounds each socket's buffering.
+   * @defaultValue 262144 (256 KiB)
+   */
+  maxReadBytes?: number;
   /**
    * Bytes uWS buffers for a client that does not read before send() reports 'dropped'.
    * @defaultValue 1048576 (1 MiB)
@@ -28,7 +36,16 @@ export interface ListenServerOptions {
   maxBackpressureBytes?: number;
   /** Told of each audio frame, to pace the event loop under load (engine/runtime/loop-pacer.ts). */
   pacer?: { note(): void };
+  /** Told of each message over `maxPayloadBytes`: its kind (`unknown` when dropped unread) and what became of it. */
+  onOversized?: (kind: OversizedKind, outcome: OversizedOutcome) => void;
 }
+
+export type OversizedKind = 'binary' | 'text' | 'unknown';
+/** `skipped`: an audio frame, the session goes on; `closed`: a text message, close 1009; `dropped`: too big to read. */
+export type OversizedOutcome = 'skipped' | 'closed' | 'dropped';
+
+/** What uWS hands the close handler when it refused a message over `maxPayloadLength` (code 1006). */
+const UWS_TOO_BIG = 'Received too big message';
 
 /**
  * One socket's state, shared by the upgrade that opens it and its handlers: uWS copies UserData's fields onto the
@@ -39,6 +56,8 @@ interface Link {
   params: ListenParams;
   ws?: uWS.WebSocket<UserData>;
   closed: boolean;
+  /** Audio frames skipped as too big; the first is logged. */
+  skipped: number;
 }
 
 interface UserData {
@@ -64,6 +83,26 @@ function reject(res: uWS.HttpResponse, status: string, detail: string, extra: Re
 /** Registers `/v4/listen` on `app`; call before the HTTP adapter's catch-all is installed (seal()). */
 export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): void {
   const pacer = o.pacer;
+  const maxPayload = o.maxPayloadBytes ?? 64 * 1024;
+  const maxRead = Math.max(maxPayload, o.maxReadBytes ?? 256 * 1024);
+  /**
+   * A message over the limit. An audio frame is skipped like a corrupt one: the audio before and after it is still
+   * transcribed, where closing would cost the device a reconnect and loop on a client that always batches too much.
+   * A text message is the app's own control message (an assignment, a transcript, a photo part): losing it silently
+   * would leave the app believing it applied, so the session closes and says why.
+   */
+  const oversized = (ws: uWS.WebSocket<UserData>, link: Link, bytes: number, isBinary: boolean): void => {
+    if (isBinary) {
+      o.onOversized?.('binary', 'skipped');
+      if (link.skipped++ === 0) o.logger.warn({ sessionId: link.sessionId, bytes, maxBytes: maxPayload }, 'audio frame over the size limit skipped');
+      return;
+    }
+    if (link.closed) return;
+    link.closed = true;
+    o.onOversized?.('text', 'closed');
+    o.logger.warn({ sessionId: link.sessionId, bytes, maxBytes: maxPayload }, 'text message over the size limit: closing');
+    ws.end(CloseCode.MESSAGE_TOO_BIG, closeReason(`message too big: ${bytes} bytes, at most ${maxPayload}`));
+  };
   /** Admits the upgraded socket's session, or ends the socket with the reason it was refused. */
   const startSession = (ws: uWS.WebSocket<UserData>, link: Link): void => {
     const admission = o.registry.admit(link.params.uid);
@@ -93,7 +132,7 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
 
   app.ws<UserData>(LISTEN_PATH, {
     compression: uWS.DISABLED,
-    maxPayloadLength: o.maxPayloadBytes ?? 64 * 1024,
+    maxPayloadLength: maxRead,
     maxBackpressure: o.maxBackpressureBytes ?? 1024 * 1024,
     // The session enforces its own 90 s inactivity rule (any client message counts), so uWS's idle timer is off.
     idleTimeout: 0,
@@ -116,7 +155,7 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
       }
       const params = parsed.params;
       const upgrade = (afterCallback: boolean): void => {
-        const link: Link = { sessionId: randomUUID(), params, closed: false };
+        const link: Link = { sessionId: randomUUID(), params, closed: false, skipped: 0 };
         const upgradeNow = (): void => res.upgrade<UserData>({ link }, key, protocol, extensions, context);
         if (!afterCallback) {
           // Inside this callback uWS has corked the socket itself and takes the upgrade as its own.
@@ -165,7 +204,12 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
     },
 
     message: (ws, message, isBinary) => {
-      const actor = ws.getUserData().actor;
+      const data = ws.getUserData();
+      if (message.byteLength > maxPayload) {
+        oversized(ws, data.link, message.byteLength, isBinary);
+        return;
+      }
+      const actor = data.actor;
       if (!actor) return;
       // uWS reuses the ArrayBuffer after this callback: onBinary copies what it keeps before returning.
       if (isBinary) {
@@ -176,8 +220,12 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
 
     drain: (ws) => ws.getUserData().actor?.onDrain(),
 
-    close: (ws) => {
+    close: (ws, code, message) => {
       const data = ws.getUserData();
+      if (code === 1006 && message.byteLength === UWS_TOO_BIG.length && Buffer.from(message).toString('latin1') === UWS_TOO_BIG) {
+        o.onOversized?.('unknown', 'dropped');
+        o.logger.warn({ sessionId: data.link.sessionId, maxBytes: maxRead }, 'message too big to read: connection dropped');
+      }
       data.link.closed = true;
       data.actor?.onClientClosed();
     },

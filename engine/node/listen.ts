@@ -127,6 +127,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
     registry: actors,
     logger,
     ...(pacer ? { pacer } : {}),
+    onOversized: (kind, outcome) => metrics.oversized.inc({ kind, outcome }),
     createActor: ({ sessionId, params, socket }) =>
       new SessionActor({
         sessionId,

@@ -60,6 +60,7 @@ export interface ListenMetrics {
   readonly keptSeconds: client.Counter<'provider'>;
   readonly flushFailures: client.Counter;
   readonly transcriptLost: client.Counter;
+  readonly oversized: client.Counter<'kind' | 'outcome'>;
 }
 
 export function registerListenMetrics(registry: client.Registry): ListenMetrics {
@@ -90,6 +91,12 @@ export function registerListenMetrics(registry: client.Registry): ListenMetrics 
     transcriptLost: new client.Counter({
       name: 'listen_transcript_items_lost_total',
       help: 'Transcript segments and photos a closing session gave up because its store writes failed at every try.',
+      registers: [registry],
+    }),
+    oversized: new client.Counter({
+      name: 'listen_oversized_messages_total',
+      help: '/v4/listen client messages over 64 KiB: audio frames skipped (the session goes on), text messages that closed the session with 1009, and messages over 256 KiB refused unread with the connection dropped (kind "unknown").',
+      labelNames: ['kind', 'outcome'],
       registers: [registry],
     }),
   };
