@@ -11,7 +11,7 @@ import { figuresOf, finish, machine } from '../lib/report.mjs';
 import { signTokens, startService } from './stack.mjs';
 
 export const USAGE = `usage: npm run bench -- local-latency [--sessions N] [--wait-s S] [--frame-ms MS] [--out FILE]
-  --sessions N   sessions streaming at once, each started up to 1 s after the previous (default 4)
+  --sessions N   sessions streaming at once, each started up to 1 s after the previous (default 2)
   --wait-s S     how long each client keeps its socket open, sending nothing, after its audio (default 4)
   --frame-ms MS  audio per frame, pcm16 at 16 kHz (default 100)
 the audio: 0.5 s of silence, then ~20 s of continuous espeak-ng speech (sentences with short pauses), then nothing.`;
@@ -66,6 +66,8 @@ async function session(o) {
   const ws = new WebSocket(`ws://127.0.0.1:${o.port}/v4/listen?uid=${o.uid}&codec=pcm16&sample_rate=16000&language=en`, { headers: { authorization: `Bearer ${o.token}` } });
   /** @type {{ at: number, words: number, endS: number }[]} */
   const arrivals = [];
+  /** Words of each segment id, as last sent (a segment is sent again when it changes). */
+  const words = new Map();
   let t0 = 0;
   const ready = new Promise((resolve, reject) => {
     ws.on('message', (d, binary) => {
@@ -73,8 +75,10 @@ async function session(o) {
       const msg = JSON.parse(String(d));
       if (msg?.type === 'service_status' && msg.status === 'ready') resolve(undefined);
       if (Array.isArray(msg) && t0 > 0) {
-        const words = msg.reduce((n, s) => n + String(s.text ?? '').split(/\s+/).filter(Boolean).length, 0);
-        if (words > 0) arrivals.push({ at: performance.now(), words, endS: Math.max(...msg.map((s) => Number(s.end) || 0)) });
+        const count = (/** @type {any} */ s) => String(s.text ?? '').split(/\s+/).filter(Boolean).length;
+        for (const s of msg) words.set(s.id, count(s));
+        const n = msg.reduce((k, s) => k + count(s), 0);
+        if (n > 0) arrivals.push({ at: performance.now(), words: n, endS: Math.max(...msg.map((s) => Number(s.end) || 0)) });
       }
     });
     ws.on('close', (code) => reject(new Error(`closed before ready: ${code}`)));
@@ -97,12 +101,12 @@ async function session(o) {
   const first = arrivals[0];
   // The segment that covers the end of the speech: its words end within the last second of it.
   const last = arrivals.find((a) => a.endS >= o.span.endS - 1);
-  return { firstMs: first ? first.at - speechStart : null, lastMs: last ? last.at - speechEnd : null, segments: arrivals.length, words: arrivals.reduce((n, a) => n + a.words, 0) };
+  return { firstMs: first ? first.at - speechStart : null, lastMs: last ? last.at - speechEnd : null, segments: words.size, words: [...words.values()].reduce((n, k) => n + k, 0) };
 }
 
 /** @param {Record<string, string | true>} options */
 export async function run(options) {
-  const sessions = Number(options.sessions ?? 4);
+  const sessions = Number(options.sessions ?? 2);
   const waitS = Number(options['wait-s'] ?? 4);
   const frameMs = Number(options['frame-ms'] ?? 100);
   const m = machine();
