@@ -11,7 +11,7 @@ import { figuresOf, finish, machine } from '../lib/report.mjs';
 import { signTokens, startService } from './stack.mjs';
 
 export const USAGE = `usage: npm run bench -- local-latency [--sessions N] [--wait-s S] [--frame-ms MS] [--out FILE]
-  --sessions N   sessions streaming at once, each started up to 1 s after the previous (default 2)
+  --sessions N   sessions streaming at once, the i-th starting at random within i seconds (default 2)
   --wait-s S     how long each client keeps its socket open, sending nothing, after its audio (default 4)
   --frame-ms MS  audio per frame, pcm16 at 16 kHz (default 100)
 the audio: 0.5 s of silence, then ~20 s of continuous espeak-ng speech (sentences with short pauses), then nothing.`;
@@ -119,7 +119,7 @@ export async function run(options) {
     const results = await Promise.all(
       uids.map(async (uid, i) => {
         await new Promise((r) => setTimeout(r, i * 1000 * Math.random()));
-        return session({ port: service.port, uid, token: tokens[i], pcm, frameMs, span, waitS });
+        return session({ port: service.port, uid, token: tokens[i] ?? '', pcm, frameMs, span, waitS });
       }),
     );
     const firsts = results.map((r) => r.firstMs).filter((x) => x !== null);
