@@ -10,10 +10,11 @@ import WebSocket from 'ws';
 import { figuresOf, finish, machine } from '../lib/report.mjs';
 import { signTokens, startService } from './stack.mjs';
 
-export const USAGE = `usage: npm run bench -- local-latency [--sessions N] [--wait-s S] [--frame-ms MS] [--out FILE]
+export const USAGE = `usage: npm run bench -- local-latency [--sessions N] [--wait-s S] [--frame-ms MS] [--smoke] [--out FILE]
   --sessions N   sessions streaming at once, the i-th starting at random within i seconds (default 2)
   --wait-s S     how long each client keeps its socket open, sending nothing, after its audio (default 4)
   --frame-ms MS  audio per frame, pcm16 at 16 kHz (default 100)
+  --smoke        one session, the first sentence only, 2 s of wait (checks that the bench runs)
 the audio: 0.5 s of silence, then ~20 s of continuous espeak-ng speech (sentences with short pauses), then nothing.`;
 
 const TEXT =
@@ -24,11 +25,14 @@ const TEXT =
 const RATE = 16000;
 const LEAD_S = 0.5;
 
-/** espeak-ng speech as 16 kHz mono s16le, behind LEAD_S of silence. */
-function render() {
+/**
+ * espeak-ng speech as 16 kHz mono s16le, behind LEAD_S of silence.
+ * @param {string} text
+ */
+function render(text) {
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-local-'));
   try {
-    execFileSync('espeak-ng', ['-s', '140', '-w', path.join(dir, 's.wav'), TEXT]);
+    execFileSync('espeak-ng', ['-s', '140', '-w', path.join(dir, 's.wav'), text]);
     execFileSync('sox', [path.join(dir, 's.wav'), '-r', String(RATE), '-c', '1', '-b', '16', '-e', 'signed', path.join(dir, 's.raw')]);
     const speech = readFileSync(path.join(dir, 's.raw'));
     return Buffer.concat([Buffer.alloc(Math.round(LEAD_S * RATE) * 2), speech]);
@@ -106,11 +110,12 @@ async function session(o) {
 
 /** @param {Record<string, string | true>} options */
 export async function run(options) {
-  const sessions = Number(options.sessions ?? 2);
-  const waitS = Number(options['wait-s'] ?? 4);
+  const smoke = options.smoke === true;
+  const sessions = Number(options.sessions ?? (smoke ? 1 : 2));
+  const waitS = Number(options['wait-s'] ?? (smoke ? 2 : 4));
   const frameMs = Number(options['frame-ms'] ?? 100);
   const m = machine();
-  const pcm = render();
+  const pcm = render(smoke ? TEXT.slice(0, TEXT.indexOf('.') + 1) : TEXT);
   const span = speechSpan(pcm);
   const service = await startService({ env: { STT_PROVIDERS: '', MAX_SESSIONS_PER_USER: '100' } });
   try {
@@ -135,7 +140,7 @@ export async function run(options) {
         version: 2,
         startedAt: new Date().toISOString(),
         machine: m,
-        options: { sessions, waitS, frameMs },
+        options: { sessions, waitS, frameMs, smoke },
         baseline: `speech from ${span.startS.toFixed(2)} to ${span.endS.toFixed(2)} s of ${span.lengthS.toFixed(1)} s of audio, streamed in real time; no frame for ${waitS} s after it`,
         summary: {
           head: ['figure', 'p50', 'p99', 'sessions'],
