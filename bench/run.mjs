@@ -10,6 +10,7 @@ const SCENARIOS = {
   fleet: './listen/fleet.mjs',
   limit: './listen/limit.mjs',
   churn: './listen/churn.mjs',
+  'local-latency': './listen/local-latency.mjs',
   codecs: './scripts/bench-codecs.mjs',
   rest: './http/rest.mjs',
   jobs: './jobs/jobs.mjs',
@@ -23,6 +24,8 @@ scenarios:
             CPU and RSS per session, vs a bare uWebSockets.js server; --ramp searches for capacity
   limit     the box's ceiling: the same generator against a bare uWebSockets.js server that only decodes each frame
   churn     sessions come (5-30 s of audio) and go for 10 minutes: the service's RSS must come back
+  local-latency  the local engine (PocketSphinx behind the speech gate): sessions stream espeak-ng speech in real
+            time, then stop sending; how soon the first and the last words reach the client
   codecs    CPU per second of audio for each codec, codec shards vs the decoder in-process
   rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
   jobs      conversations ended over REST and processed by the queue's worker: jobs/s and end → processed latency,

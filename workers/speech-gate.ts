@@ -37,6 +37,16 @@ export class SpeechGate {
     return this.#speaking;
   }
 
+  /** Ends the speech region, if any, without a hang-over (the audio stopped); answers whether one was going on. */
+  end(): boolean {
+    const was = this.#speaking;
+    this.#speaking = false;
+    this.#quietWindows = 0;
+    // Windows from before a gap in the audio are not what precedes the next speech.
+    this.#preRoll = [];
+    return was;
+  }
+
   /** One 512-sample window at `streamSample` (its position in the original stream) with its speech probability. */
   window(pcm: Int16Array, streamSample: number, probability: number, out: GateAction[]): void {
     if (!this.#speaking) {
@@ -158,12 +168,16 @@ export class GatedRecognizer {
     this.#remap(segments, out);
   }
 
-  /** Passes on the held rest if speech is going on (else it is silence), then ends the recognizer's utterance. */
+  /**
+   * Passes on the held rest if speech is going on (else it is silence), then ends the speech region and the
+   * recognizer's utterance: the next audio, after the end of the stream's audio or a gap in it, starts afresh.
+   */
   finalize(out: LocalSegment[]): void {
     const rest = this.#rest;
     this.#rest = EMPTY;
     if (rest.length > 0 && this.#gate.speaking) this.#pass(rest, this.#restAt);
     this.#restAt += rest.length;
+    if (this.#gate.end()) this.stats.regions++;
     const segments: LocalSegment[] = [];
     this.#feed(segments);
     this.#inner.finalize(segments);

@@ -24,7 +24,7 @@ export function createSttEngines(config: Config, deps: EngineDeps): SttEngine[] 
       case 'provider_b':
         return new ProviderBEngine({ url: config.providerBUrl, apiKey: config.providerBApiKey!, ...remote });
       case 'local':
-        return new LocalGatedEngine({ vadGate: config.vadGate });
+        return new LocalGatedEngine({ vadGate: config.vadGate, scheduler: deps.scheduler, clock: deps.clock });
       case 'provider_a':
         return new ProviderAEngine({ url: config.providerAUrl, apiKey: config.providerAApiKey!, ...remote });
     }

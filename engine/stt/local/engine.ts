@@ -1,10 +1,15 @@
 // The embedded default engine: PocketSphinx (`local`) behind the Silero speech gate, its speech thread started on first use.
+import type { Clock } from '../../clock.js';
+import type { Scheduler } from '../../scheduler.js';
 import type { SttEngine, SttStream, SttStreamOptions } from '../types.js';
 import { LocalEngine } from './speech.js';
 
 export interface LocalGatedOptions {
   /** Keep silence away from the recognizer (VAD_GATE). @defaultValue true */
   readonly vadGate: boolean;
+  /** The service's scheduler and clock: a stream whose audio stops ends its utterance on them. */
+  readonly scheduler?: Scheduler;
+  readonly clock?: Clock;
 }
 
 /**
@@ -23,7 +28,8 @@ export class LocalGatedEngine implements SttEngine {
   }
 
   open(opts: SttStreamOptions): Promise<SttStream> {
-    this.#engine ??= new LocalEngine(this.opts.vadGate ? { gate: {} } : {});
+    const { vadGate, scheduler, clock } = this.opts;
+    this.#engine ??= new LocalEngine({ ...(vadGate ? { gate: {} } : {}), ...(scheduler && clock ? { scheduler, clock } : {}) });
     return this.#engine.open(opts);
   }
 

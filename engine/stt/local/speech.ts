@@ -4,10 +4,14 @@
 // Rationale: pocketsphinx decodes synchronously and keeps per-utterance state, so a session is pinned to one thread and
 // every task of it goes there, as with the codec shards (engine/codec/pool.ts); its gate sits beside it so that the
 // session's audio crosses threads once and only words come back. A session keeps at most one task in flight; audio
-// written meanwhile goes with the next. Utterances end with each speech region, on finalize() or at `maxUtteranceMs`.
+// written meanwhile goes with the next. Utterances end with each speech region, at a pause once long enough, near
+// `maxUtteranceMs` (workers/speech-recognizer.ts), on finalize(), and when no audio came for `idleEndMs`: a client
+// that stops sending (or sends only keep-alives) gets its last words then, as a provider's endpointing gives them.
 import { availableParallelism } from 'node:os';
 import { EngineError } from '../../errors.js';
 import { Outcome } from '../../protocol.js';
+import type { Clock } from '../../clock.js';
+import type { Scheduler, TimerId } from '../../scheduler.js';
 import { SerialLoop } from '../../runtime/serial-loop.js';
 import { TaskThread } from '../../runtime/task-thread.js';
 import { DEFAULT_PS_MODEL_DIR } from '../../../native/pocketsphinx.js';
@@ -34,11 +38,22 @@ export interface LocalEngineOptions {
   /** Directory with `en-us/`, `en-us.lm.bin` and `cmudict-en-us.dict`. @defaultValue /usr/share/pocketsphinx/model/en-us */
   modelDir?: string;
   /**
-   * Longest utterance before it is cut and decoded, in milliseconds. Without the gate (or with speech that never
-   * pauses) this bounds latency and memory; a cut can split a word.
-   * @defaultValue 15000 (15 seconds)
+   * Longest utterance, in milliseconds: pocketsphinx gives an utterance's words only when it ends, so this bounds
+   * how late the first words of continuous speech come. Past 3/8 of it a 200 ms pause ends the utterance; near it,
+   * the cut falls at the quietest moment of its last 3/16.
+   * @defaultValue 8000 (8 seconds)
    */
   maxUtteranceMs?: number;
+  /**
+   * Time without audio that ends the open utterance and sends its words, in milliseconds (the client stopped
+   * sending, or sends only keep-alives). Needs `scheduler` and `clock`.
+   * @defaultValue 1000
+   */
+  idleEndMs?: number;
+  /** The process-wide scheduler that runs each stream's idle check; absent: utterances do not end on idle audio. */
+  scheduler?: Scheduler;
+  /** The clock the scheduler runs on. */
+  clock?: Clock;
   /** Keeps silence away from the recognizer (VAD_GATE). Absent: every sample is decoded. */
   gate?: LocalGateOptions;
   /** Thread module; tests may point it elsewhere. @defaultValue dist/workers/speech.js */
@@ -81,6 +96,15 @@ class SpeechThread {
 
 type Op = { kind: 'audio'; pcm: Int16Array } | { kind: 'flush'; done: () => void };
 
+/** How a stream notices that its audio stopped. */
+interface IdleEnd {
+  scheduler: Scheduler;
+  clock: Clock;
+  ms: number;
+}
+
+const noop = (): void => undefined;
+
 /** One session's audio through its speech thread. Create with `LocalEngine.open()`. */
 export class LocalStream extends SttEmitter implements SttStream {
   readonly provider = 'local';
@@ -91,12 +115,19 @@ export class LocalStream extends SttEmitter implements SttStream {
   #state: 'open' | 'failed' | 'closed' = 'open';
   #closing: Promise<void> | null = null;
   #gate: GateStats | undefined;
+  readonly #idle: IdleEnd | undefined;
+  /** Clock time of the last write(). */
+  #lastAudioAt = 0;
+  /** Audio was written since the last flush: an utterance may be open. */
+  #unflushed = false;
+  #idleTimer: TimerId | undefined;
 
   /** @internal built by LocalEngine.open() once the thread created the recognizer */
-  constructor(thread: SpeechThread, sessionId: string) {
+  constructor(thread: SpeechThread, sessionId: string, idle?: IdleEnd) {
     super();
     this.#thread = thread;
     this.sessionId = sessionId;
+    this.#idle = idle;
   }
 
   /** The speech gate's counters as of the thread's last answer; undefined for an ungated session. */
@@ -109,7 +140,28 @@ export class LocalStream extends SttEmitter implements SttStream {
     if (this.#state !== 'open' || this.#closing !== null || pcm.length === 0) return;
     this.#ops.push({ kind: 'audio', pcm: pcm.slice() }); // a view the codec shard fills again after this call
     this.#loop.kick();
+    const idle = this.#idle;
+    if (idle === undefined) return;
+    // Per write only the time is noted; the one timer of the stream is moved when it comes due (#idleCheck).
+    this.#lastAudioAt = idle.clock.now();
+    this.#unflushed = true;
+    this.#idleTimer ??= idle.scheduler.after(idle.ms, this.#idleCheck);
   }
+
+  /** The stream's timer: ends the utterance once no audio came for `idleEndMs`, else comes due again then. */
+  readonly #idleCheck = (): void => {
+    const idle = this.#idle!;
+    this.#idleTimer = undefined;
+    if (this.#state !== 'open' || this.#closing !== null || !this.#unflushed) return;
+    const quietMs = idle.clock.now() - this.#lastAudioAt;
+    if (quietMs < idle.ms) {
+      this.#idleTimer = idle.scheduler.after(idle.ms - quietMs, this.#idleCheck);
+      return;
+    }
+    this.#unflushed = false;
+    this.#ops.push({ kind: 'flush', done: noop });
+    this.#loop.kick();
+  };
 
   /**
    * Sends what is queued, ends the current utterance (with the gate: after passing on the last partial window if
@@ -117,6 +169,7 @@ export class LocalStream extends SttEmitter implements SttStream {
    */
   finalize(): Promise<void> {
     if (this.#state !== 'open') return Promise.resolve();
+    this.#unflushed = false;
     return new Promise<void>((done) => {
       this.#ops.push({ kind: 'flush', done });
       this.#loop.kick();
@@ -130,6 +183,8 @@ export class LocalStream extends SttEmitter implements SttStream {
   }
 
   async #close(): Promise<void> {
+    this.#idle?.scheduler.cancel(this.#idleTimer);
+    this.#idleTimer = undefined;
     // Queued flushes still resolve, queued audio is dropped: close() means the words are no longer wanted.
     this.#ops = this.#ops.filter((op) => op.kind === 'flush');
     await this.#loop.idle();
@@ -187,6 +242,7 @@ export class LocalEngine implements SttEngine {
   readonly #modelDir: string;
   readonly #maxUtteranceSamples: number;
   readonly #gate: GateSpec | null;
+  readonly #idle: IdleEnd | undefined;
   /** open() calls under way: close() waits for them, so no thread ends while it loads a model (TaskThread.destroy()). */
   readonly #opening = new Set<Promise<LocalStream>>();
   #closed = false;
@@ -196,8 +252,12 @@ export class LocalEngine implements SttEngine {
     if (!Number.isInteger(threads) || threads < 1 || threads > Math.max(1, availableParallelism())) {
       throw new RangeError('threads must be an integer from 1 to the number of cores');
     }
-    const maxUtteranceMs = options.maxUtteranceMs ?? 15000;
+    const maxUtteranceMs = options.maxUtteranceMs ?? 8000;
     if (!(maxUtteranceMs >= 1000)) throw new RangeError('maxUtteranceMs must be at least 1000');
+    const idleEndMs = options.idleEndMs ?? 1000;
+    if (!(idleEndMs >= 100)) throw new RangeError('idleEndMs must be at least 100');
+    if ((options.scheduler === undefined) !== (options.clock === undefined)) throw new RangeError('scheduler and clock go together');
+    this.#idle = options.scheduler && options.clock ? { scheduler: options.scheduler, clock: options.clock, ms: idleEndMs } : undefined;
     this.#maxUtteranceSamples = Math.round((maxUtteranceMs * SAMPLE_RATE_HZ) / 1000);
     this.#modelDir = options.modelDir ?? DEFAULT_PS_MODEL_DIR;
     this.#gate = options.gate === undefined ? null : { ...options.gate, modelPath: options.gate.modelPath ?? defaultVadModelPath() };
@@ -244,7 +304,7 @@ export class LocalEngine implements SttEngine {
       throw new LocalOpenError('ENG_ERR_STT_LOCAL_FAILED', { reason: 'speech thread failed to start' }, 'initialization_failed', { cause: err });
     }
     if (!answer.ok) throw new LocalOpenError('ENG_ERR_STT_LOCAL_FAILED', { reason: answer.message }, 'initialization_failed');
-    const stream = new LocalStream(thread, opts.sessionId);
+    const stream = new LocalStream(thread, opts.sessionId, this.#idle);
     thread.sessions.add(stream);
     return stream;
   }

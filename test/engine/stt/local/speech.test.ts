@@ -1,9 +1,12 @@
 // The local engine (PocketSphinx on a speech thread): recognition, word times, silence, finalize and close, and what a
-// gated session's audio costs in crossings.
+// gated session's audio costs in crossings, and the end of an utterance when the audio stops.
 import t from 'tap';
 import { LocalEngine } from '../../../../engine/stt/local/speech.js';
 import type { SttSegment } from '../../../../engine/stt/types.js';
 import { chunks, concat, silence, speak } from '../../../helpers/speech.js';
+import { until } from '../../../helpers/until.js';
+import { ManualClock } from '../../../../engine/clock.js';
+import { Scheduler } from '../../../../engine/scheduler.js';
 
 const opts = (sessionId: string) => ({ language: 'en', sampleRateHz: 16000 as const, sessionId });
 
@@ -100,5 +103,45 @@ t.test('a gated session\'s audio crosses to its speech thread once, and only wor
   t.equal(gate.inSamples, pcm.length, 'the gate saw all of it');
   t.ok(gate.passedSamples < pcm.length - 16000, 'the gate kept the silence from the recognizer');
   t.ok(segments.flatMap((s) => s.words ?? []).length > 0, 'and the recognizer heard the speech it passed');
+  await stream.close();
+});
+
+t.test('a stream whose audio stops ends its utterance after idleEndMs of the injected clock, with one timer', async (t) => {
+  const clock = new ManualClock();
+  const scheduler = new Scheduler({ clock, resolutionMs: 0 });
+  const engine = new LocalEngine({ gate: {}, scheduler, clock });
+  t.teardown(async () => {
+    await engine.close();
+    scheduler.close();
+  });
+  const speech = concat(silence(0.5), speak(t.testdir(), 'the weather is nice today'));
+  const stream = await engine.open(opts('i1'));
+  const segments: SttSegment[] = [];
+  stream.on('segments', (s) => segments.push(...s));
+  const tasks = (): number => engine.posted[0]!.tasks;
+  const parts = chunks(speech, 600);
+  // Audio every 600 ms of clock: the stream never goes a second without it, and keeps one timer.
+  for (const c of parts) {
+    stream.write(c);
+    t.equal(scheduler.size, 1, 'one timer per stream, however many writes');
+    clock.advance(600);
+    await scheduler.tick();
+  }
+  await until(() => (stream.gate?.inSamples ?? 0) === speech.length, { what: 'the thread took the audio' });
+  const audioTasks = tasks();
+  t.same(segments, [], 'no pause, no idle second: the utterance is still open');
+  // The last write was 600 ms of clock ago: 399 ms more are not yet a second.
+  clock.advance(399);
+  await scheduler.tick();
+  t.equal(tasks(), audioTasks, 'no flush before a second without audio');
+  clock.advance(1);
+  await scheduler.tick();
+  await until(() => segments.length > 0, { what: 'the words of the utterance the idle second ended' });
+  t.equal(tasks(), audioTasks + 1, 'one flush task');
+  t.ok(segments.flatMap((s) => s.words ?? []).some((w) => ['the', 'weather', 'is', 'nice', 'today'].includes(w.word)), `heard: ${segments.map((s) => s.text).join(' ')}`);
+  t.equal(scheduler.size, 0, 'no timer while no audio comes');
+  clock.advance(5000);
+  await scheduler.tick();
+  t.equal(tasks(), audioTasks + 1, 'one flush per stop, not one per second of quiet');
   await stream.close();
 });
