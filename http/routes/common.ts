@@ -1,4 +1,4 @@
-// Pieces shared by the data routes (conversations, folders, memories, action items, goals): the delete answer, not-found, empty PATCH, UTC times.
+// Pieces shared by the data routes (conversations, folders, memories, action items, goals): the delete answer, not-found, empty PATCH, enumerations, UTC times, paging.
 import { Type, type SchemaOptions, type TUnsafe } from '@sinclair/typebox';
 import { EngineError, valueError } from '../../engine/errors.js';
 import { parseDateTime } from '../validation.js';
