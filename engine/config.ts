@@ -187,6 +187,20 @@ function url(env: Env, name: string, protocols: readonly string[], fallback?: st
 }
 
 /**
+ * loadConfig() for a command-line entry point: a bad variable prints one line naming it and its rule, and the
+ * process exits with status 2, as the service does at start.
+ */
+export function loadConfigOrExit(env: Env = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`configuration error: ${err.message}\n`);
+    process.exit(2);
+  }
+}
+
+/**
  * Reads and validates the configuration. Throws ConfigError naming the first bad variable.
  * @param env - the environment to read; defaults to process.env (the only place the service touches it)
  */

@@ -93,7 +93,8 @@ export interface HttpAdapterOptions<P> {
   readonly maxBodyBytes: number;
   /** Bytes of serialised answers of `cacheable` routes kept for reuse; 0 keeps none. @defaultValue 0 */
   readonly responseCacheBytes?: number;
-  authenticate(spec: AuthSpec, headers: Readonly<Record<string, string>>, route: Route<P>): Promise<AuthResult<P>>;
+  /** `remoteAddress` is the peer's address as text, the subject of refused credentials' rate limits. */
+  authenticate(spec: AuthSpec, headers: Readonly<Record<string, string>>, route: Route<P>, remoteAddress: string): Promise<AuthResult<P>>;
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -231,10 +232,13 @@ export class HttpAdapter<P> {
     this.app.any('/*', (res, req) => {
       const url = req.getUrl();
       const method = req.getMethod();
-      const known = this.#routes.some((r) => r.pattern.test(url));
+      const allowed = [...new Set(this.#routes.filter((r) => r.pattern.test(url)).map((r) => r.route.method.toUpperCase()))];
       res.onAborted(() => undefined);
-      const err = new EngineError(known ? 'ENG_ERR_HTTP_METHOD_NOT_ALLOWED' : 'ENG_ERR_HTTP_NOT_FOUND');
-      this.#write(res, this.#errorReply(err), false);
+      const err = new EngineError(allowed.length > 0 ? 'ENG_ERR_HTTP_METHOD_NOT_ALLOWED' : 'ENG_ERR_HTTP_NOT_FOUND');
+      const reply = this.#errorReply(err);
+      // RFC 9110: a 405 names the methods the resource does support.
+      if (allowed.length > 0) reply.headers = { ...reply.headers, allow: allowed.join(', ') };
+      this.#write(res, reply, false);
       this.#requests.inc({ method, route: 'unmatched', status: err.status });
     });
   }
@@ -275,13 +279,14 @@ export class HttpAdapter<P> {
       params[name] = decodeURIComponent(req.getParameter(i) ?? '');
     });
     const rawQuery = req.getQuery() ?? '';
+    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     const state: RequestState = { aborted: false };
     res.onAborted(() => {
       state.aborted = true;
       state.onAbort?.();
     });
     this.#inFlight++;
-    void this.#run(c, res, headers, params, rawQuery, state).then(
+    void this.#run(c, res, headers, params, rawQuery, remoteAddress, state).then(
       (status) => this.#finish(c, started, status),
       () => this.#finish(c, started, 0),
     );
@@ -306,6 +311,7 @@ export class HttpAdapter<P> {
     headers: Record<string, string>,
     params: Record<string, string>,
     rawQuery: string,
+    remoteAddress: string,
     state: RequestState,
   ): Promise<number> {
     const route = c.route;
@@ -331,16 +337,16 @@ export class HttpAdapter<P> {
           throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit: this.#opts.maxBodyBytes });
         }
       }
-      const auth = await this.#opts.authenticate(route.auth, headers, route);
+      const auth = await this.#opts.authenticate(route.auth, headers, route, remoteAddress);
       extraHeaders = auth.headers;
       const version = auth.dataVersion;
       if (route.guard) await route.guard(auth.principal, version?.token);
       if (route.cacheable) {
         // The answer depends on nothing else: the same path and raw query once answered 200, so validation would pass again.
         const found = this.#responses.lookup(version, route.operationId, c.paramNames.map((n) => params[n]!), rawQuery);
-        if (Buffer.isBuffer(found)) {
+        if (found !== undefined && 'body' in found) {
           if (state.aborted) return 499;
-          this.#send(res, 200, found, 'application/json', extraHeaders, false);
+          this.#send(res, 200, found.body, 'application/json', found.headers ? { ...extraHeaders, ...found.headers } : extraHeaders, false);
           return 200;
         }
         ticket = found;
@@ -357,9 +363,9 @@ export class HttpAdapter<P> {
     }
     if (ticket !== undefined && isPlainJson(reply)) {
       const bytes = Buffer.from(reply.json ?? JSON.stringify(reply.body));
-      this.#responses.keep(ticket, bytes);
+      this.#responses.keep(ticket, bytes, reply.headers);
       if (state.aborted) return 499;
-      this.#send(res, 200, bytes, 'application/json', extraHeaders, false);
+      this.#send(res, 200, bytes, 'application/json', reply.headers ? { ...extraHeaders, ...reply.headers } : extraHeaders, false);
       return 200;
     }
     if (state.aborted) {
@@ -470,6 +476,6 @@ export class HttpAdapter<P> {
 /** The sink a streamed answer gets when its client left before it began. */
 const CLOSED_SINK: StreamSink = { closed: true, write: () => false, end: () => undefined, onClose: (fn) => fn() };
 
-/** A 200 JSON answer with no headers of its own: what a cacheable route's answer must be to be kept. */
+/** A 200 JSON answer (its headers, such as paging, are kept with it): what a cacheable route's answer must be to be kept. */
 const isPlainJson = (r: Reply): boolean =>
-  (r.status ?? 200) === 200 && (r.body !== undefined || r.json !== undefined) && r.text === undefined && r.stream === undefined && r.headers === undefined;
+  (r.status ?? 200) === 200 && (r.body !== undefined || r.json !== undefined) && r.text === undefined && r.stream === undefined;

@@ -8,13 +8,19 @@ export interface Ticket {
   readonly token: string;
 }
 
+/** A kept answer: its serialised JSON body and the route's own headers (paging), if any. */
+export interface KeptAnswer {
+  readonly body: Buffer;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+}
+
 export class ResponseCache {
-  readonly #answers: VersionedCache<Buffer> | undefined;
+  readonly #answers: VersionedCache<KeptAnswer> | undefined;
   readonly #lookups: client.Counter<'result'>;
 
   /** @param maxBytes - bytes of answers kept (keys count too); 0 keeps none */
   constructor(maxBytes: number, registry: client.Registry) {
-    this.#answers = maxBytes > 0 ? new VersionedCache<Buffer>(maxBytes) : undefined;
+    this.#answers = maxBytes > 0 ? new VersionedCache<KeptAnswer>(maxBytes) : undefined;
     this.#lookups = new client.Counter({
       name: 'http_response_cache_lookups_total',
       help: 'Requests to cacheable routes, by result: hit (answer reused), miss (computed and kept), bypass (data version unknown or changing).',
@@ -27,7 +33,7 @@ export class ResponseCache {
    * The kept answer, or on a miss a ticket to keep the one about to be computed; undefined when nothing may be reused
    * (no cache, or the caller's version is unknown because a write of their data is in flight).
    */
-  lookup(version: { readonly owner: string; readonly token: string } | undefined, operationId: string, pathParams: readonly string[], rawQuery: string): Buffer | Ticket | undefined {
+  lookup(version: { readonly owner: string; readonly token: string } | undefined, operationId: string, pathParams: readonly string[], rawQuery: string): KeptAnswer | Ticket | undefined {
     if (!this.#answers) return undefined;
     if (version === undefined) {
       this.#lookups.inc({ result: 'bypass' });
@@ -40,7 +46,9 @@ export class ResponseCache {
     return hit ?? { key, token: version.token };
   }
 
-  keep(ticket: Ticket, bytes: Buffer): void {
-    this.#answers?.set(ticket.key, ticket.token, bytes, bytes.length + ticket.key.length * 2);
+  keep(ticket: Ticket, body: Buffer, headers?: Readonly<Record<string, string>>): void {
+    let size = body.length + ticket.key.length * 2;
+    if (headers) for (const k in headers) size += (k.length + headers[k]!.length) * 2;
+    this.#answers?.set(ticket.key, ticket.token, { body, headers }, size);
   }
 }

@@ -7,9 +7,34 @@ import { validationError, type ValidationIssue } from '../engine/errors.js';
 // ajv-formats ships CommonJS with a default export property.
 const addFormats = (addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule;
 
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/;
+
+const daysIn = (year: number, month: number): number => new Date(Date.UTC(year, month, 0)).getUTCDate();
+
+/**
+ * Milliseconds since the epoch of an ISO 8601 date-time ("2026-12-02T09:00:00+01:00", "2026-12-02 09:00Z"), or
+ * undefined when it is not one. Without an offset the time is read as UTC, as the compatible system does.
+ */
+export function parseDateTime(value: string): number | undefined {
+  const m = DATE_TIME.exec(value);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '0'].map(Number) as [number, number, number, number, number, number];
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 59) return undefined;
+  const offsetH = m[10] === undefined ? 0 : Number(m[10]);
+  const offsetM = m[11] === undefined ? 0 : Number(m[11]);
+  if (offsetH > 23 || offsetM > 59) return undefined;
+  const ms = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'));
+  const offset = (m[9] === '-' ? -1 : 1) * (offsetH * 60 + offsetM) * 60_000;
+  return Date.UTC(year, month - 1, day, hour, minute, second, ms) - offset;
+}
+
+const DATETIME_EXPECTED = 'expected an ISO 8601 date-time such as 2026-12-02T09:00:00Z (read as UTC without an offset)';
+
 function makeAjv(coerce: boolean): Ajv {
   const ajv = new Ajv({ allErrors: true, coerceTypes: coerce, useDefaults: true, strict: false, removeAdditional: false });
   (addFormats as unknown as (a: Ajv) => void)(ajv);
+  // Offsets are optional, as for the compatible system's parser: a naive time is UTC.
+  ajv.addFormat('date-time', { type: 'string', validate: (v: string) => parseDateTime(v) !== undefined });
   return ajv;
 }
 
@@ -90,12 +115,12 @@ function toIssue(err: ErrorObject, where: Location): ValidationIssue | undefined
       return { loc, msg: `Input should be ${quoteList(allowed)}`, type: 'enum', ctx: { expected: quoteList(allowed) } };
     }
     case 'const':
-      return { loc, msg: `Input should be ${quoteList([p.allowedValue])}`, type: 'literal_error' };
+      return { loc, msg: `Input should be ${quoteList([p.allowedValue])}`, type: 'literal_error', ctx: { expected: quoteList([p.allowedValue]), value: p.allowedValue } };
     case 'pattern':
       return { loc, msg: `String should match pattern '${p.pattern}'`, type: 'string_pattern_mismatch' };
     case 'format':
-      if (p.format === 'date-time') return { loc, msg: 'Input should be a valid datetime', type: 'datetime_parsing' };
-      if (p.format === 'date') return { loc, msg: 'Input should be a valid date', type: 'date_parsing' };
+      if (p.format === 'date-time') return { loc, msg: `Input should be a valid datetime, ${DATETIME_EXPECTED}`, type: 'datetime_parsing' };
+      if (p.format === 'date') return { loc, msg: 'Input should be a valid date, expected YYYY-MM-DD', type: 'date_parsing' };
       return { loc, msg: `Input should be a valid ${String(p.format)}`, type: 'value_error' };
     case 'additionalProperties':
       return { loc: [...loc, String(p.additionalProperty)], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' };
@@ -108,19 +133,47 @@ function toIssue(err: ErrorObject, where: Location): ValidationIssue | undefined
   }
 }
 
-/** Maps ajv errors to issues, dropping duplicates that anyOf branches produce. */
+const NULL_BRANCH = 'Input should be of type null';
+
+const within = (loc: readonly (string | number)[], outer: readonly (string | number)[]): boolean =>
+  loc.length >= outer.length && outer.every((part, i) => loc[i] === part);
+
+/** Several issues at one location (the branches of a union, or type and enum together) become the one pydantic reports. */
+function oneIssue(issues: ValidationIssue[]): ValidationIssue {
+  const first = issues[0]!;
+  const enumIssue = issues.find((i) => i.type === 'enum');
+  if (enumIssue) return enumIssue;
+  const literals = issues.filter((i) => i.type === 'literal_error');
+  if (literals.length > 0) {
+    const expected = quoteList(literals.map((i) => String(i.ctx?.value)));
+    return { loc: first.loc, msg: `Input should be ${expected}`, type: 'literal_error', ctx: { expected } };
+  }
+  const formats = new Set(issues.map((i) => i.type));
+  if (formats.has('datetime_parsing') && formats.has('date_parsing')) {
+    return { loc: first.loc, msg: 'Input should be a valid date or datetime, expected YYYY-MM-DD or an ISO 8601 date-time (read as UTC without an offset)', type: 'datetime_parsing' };
+  }
+  return first;
+}
+
+/**
+ * Maps ajv errors to issues, one per location as pydantic reports them: the branches of a union collapse into one,
+ * and the null branch of a nullable field says nothing when the value failed the field's own schema.
+ */
 export function toIssues(errors: readonly ErrorObject[], where: Location): ValidationIssue[] {
-  const seen = new Set<string>();
-  const out: ValidationIssue[] = [];
+  const issues: ValidationIssue[] = [];
   for (const e of errors) {
     const issue = toIssue(e, where);
-    if (!issue) continue;
-    const key = JSON.stringify(issue.loc) + issue.type;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(issue);
+    if (issue) issues.push(issue);
   }
-  return out;
+  const byLoc = new Map<string, ValidationIssue[]>();
+  for (const issue of issues) {
+    if (issue.msg === NULL_BRANCH && issues.some((o) => o !== issue && o.msg !== NULL_BRANCH && within(o.loc, issue.loc))) continue;
+    const key = JSON.stringify(issue.loc);
+    const group = byLoc.get(key);
+    if (group) group.push(issue);
+    else byLoc.set(key, [issue]);
+  }
+  return [...byLoc.values()].map(oneIssue);
 }
 
 const BOOL_TRUE = new Set(['true', '1', 'yes', 'on', 't', 'y']);

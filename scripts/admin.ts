@@ -1,5 +1,5 @@
 // `npm run admin -- memory-access <uid> on|off`: operator commands on the configured store; prints one line.
-import { loadConfig } from '../engine/config.js';
+import { loadConfigOrExit } from '../engine/config.js';
 import { openStore, storeOptions } from '../engine/db/store.js';
 import { UsersRepository } from '../engine/db/users.js';
 import { DataVersions, UNVERSIONED, VERSION_TTL_MS, type VersionedWrites } from '../engine/cache/data-versions.js';
@@ -14,7 +14,7 @@ if (command !== 'memory-access' || !uid || uid.length > 128 || (state !== 'on' &
   process.exit(2);
 }
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 // Running nodes reuse what they found about the gate until the account's data version changes (engine/cache/data-versions.ts):
 // the change must go through the Redis they share, or the embedded one a single service runs.
 const redisUrl = (await redisAnswers(config.redisUrl)) ? config.redisUrl : await EmbeddedRedis.running(config.dataDir);

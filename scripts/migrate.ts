@@ -1,8 +1,8 @@
 // `npm run migrate [-- down]`: applies pending migrations (or reverts them all) on the configured store.
-import { loadConfig } from '../engine/config.js';
+import { loadConfigOrExit } from '../engine/config.js';
 import { openStore, storeOptions } from '../engine/db/store.js';
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const store = openStore(storeOptions(config));
 try {
   if (process.argv[2] === 'down') {

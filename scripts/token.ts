@@ -1,5 +1,5 @@
 // `npm run --silent token -- <uid>`: prints one line, an ID token for <uid> signed by the local issuer in DATA_DIR.
-import { loadConfig } from '../engine/config.js';
+import { loadConfigOrExit } from '../engine/config.js';
 import { systemClock } from '../engine/clock.js';
 import { LocalIssuer } from '../engine/identity/id-tokens.js';
 
@@ -8,7 +8,7 @@ if (!uid || uid.length > 128) {
   process.stderr.write('usage: npm run --silent token -- <uid> [ttl-seconds]\n');
   process.exit(2);
 }
-const config = loadConfig();
+const config = loadConfigOrExit();
 if (config.idTokenJwksUrl) {
   process.stderr.write('ID_TOKEN_JWKS_URL is set: tokens come from your identity provider, not from this command\n');
   process.exit(2);

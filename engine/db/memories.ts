@@ -117,13 +117,19 @@ export class MemoriesRepository {
    * builds each memory's JSON, so the hottest read creates no row objects. A test keeps both forms equal.
    */
   async listJson(userId: string, opts: { limit: number; offset: number; categories?: readonly MemoryCategory[] }): Promise<string> {
+    return (await this.pageJson(userId, opts)).json;
+  }
+
+  /** listJson's page, and whether more memories follow it (one row past the page is read to know). */
+  async pageJson(userId: string, opts: { limit: number; offset: number; categories?: readonly MemoryCategory[] }): Promise<{ json: string; more: boolean }> {
     const categories = opts.categories ?? [];
     const filter = categories.length > 0 ? ` and category in (${categories.map(() => '?').join(', ')})` : '';
     const sql = `select ${VIEW_JSON[this.dialect]} as j from memories where user_id = ?${filter} order by created_at desc, id desc limit ? offset ?`;
-    const rows = await select<{ j: string }>(this.knex, sql, [userId, ...categories, opts.limit, opts.offset]);
+    const rows = await select<{ j: string }>(this.knex, sql, [userId, ...categories, opts.limit + 1, opts.offset]);
+    const n = Math.min(rows.length, opts.limit);
     let out = '[';
-    for (let i = 0; i < rows.length; i++) out += (i === 0 ? '' : ',') + rows[i]!.j;
-    return out + ']';
+    for (let i = 0; i < n; i++) out += (i === 0 ? '' : ',') + rows[i]!.j;
+    return { json: out + ']', more: rows.length > opts.limit };
   }
 
   async get(userId: string, id: string): Promise<MemoryRecord | undefined> {

@@ -27,7 +27,7 @@ export function createApiNode(o: ApiNodeOptions): HttpAdapter<Principal> {
     registry: o.registry,
     maxBodyBytes: config.maxBodyBytes,
     responseCacheBytes: config.responseCacheBytes,
-    authenticate: (spec, headers, route) => authenticate(s.authenticator, limiter, spec, headers, route.path),
+    authenticate: (spec, headers, route, remoteAddress) => authenticate(s.authenticator, limiter, spec, headers, route.path, remoteAddress),
   });
   for (const route of [...allRoutes(s), ...(o.extraRoutes?.(s) ?? [])]) http.add(route);
   http.add(openApiRoute(() => http.routes as readonly Route<unknown>[]));

@@ -2,9 +2,9 @@
 import { Type } from '@sinclair/typebox';
 import { type ActionItemPatch, type ActionItemRecord, type NewActionItem } from '../../engine/db/action-items.js';
 import type { AppRoute, Services } from './types.js';
-import { SUCCESS, SuccessSchema, notFound, requireSomeField, toUtcIso } from './common.js';
+import { DateBound, Limit, Offset, SUCCESS, SuccessSchema, boundToUtcIso, notFound, pagingHeaders, requireSomeField, splitPage, toUtcIso } from './common.js';
 
-/** Largest `limit` of the action item list; the compatible system sets none, so this is our bound. */
+/** Most action items one page holds; a larger `limit` is served in pages of this size (the compatible system sets no bound). */
 export const MAX_ACTION_ITEMS_PAGE = 500;
 /** Default `limit` of the action item list, as in the compatible system. */
 export const DEFAULT_ACTION_ITEMS_PAGE = 100;
@@ -13,9 +13,9 @@ export const MAX_ACTION_ITEMS_BATCH = 50;
 /** Longest description, in characters. */
 export const MAX_DESCRIPTION_CHARS = 500;
 
-const DateTime = Type.String({ format: 'date-time', description: 'ISO 8601 date-time with a UTC offset' });
+const DateTime = Type.String({ format: 'date-time', description: 'ISO 8601 date-time; without an offset it is UTC' });
 const Description = Type.String({ minLength: 1, maxLength: MAX_DESCRIPTION_CHARS });
-const DueAt = Type.Union([DateTime, Type.Null()], { description: 'ISO 8601 date-time with a UTC offset; stored and shown in UTC; null: no due date' });
+const DueAt = Type.Union([DateTime, Type.Null()], { description: 'ISO 8601 date-time (UTC without an offset); stored and shown in UTC; null: no due date' });
 
 export const ActionItemSchema = Type.Object({
   id: Type.String(),
@@ -26,37 +26,32 @@ export const ActionItemSchema = Type.Object({
   due_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   conversation_id: Type.Union([Type.String(), Type.Null()], { description: 'the conversation it was extracted from; null when written through this API' }),
-});
+}, { title: 'ActionItem', description: 'a task or to-do of the user' });
 
 const CreateItem = Type.Object({
   description: Description,
   completed: Type.Optional(Type.Boolean({ default: false })),
   due_at: Type.Optional(DueAt),
-});
+}, { title: 'CreateActionItem', description: 'a new action item' });
 
-const BatchBody = Type.Object({ action_items: Type.Array(CreateItem, { maxItems: MAX_ACTION_ITEMS_BATCH }) });
-const BatchResult = Type.Object({ action_items: Type.Array(ActionItemSchema), created_count: Type.Integer() });
+const BatchBody = Type.Object({ action_items: Type.Array(CreateItem, { maxItems: MAX_ACTION_ITEMS_BATCH }) }, { title: 'CreateActionItemsBatch', description: `up to ${MAX_ACTION_ITEMS_BATCH} new action items, created all or none` });
+const BatchResult = Type.Object({ action_items: Type.Array(ActionItemSchema), created_count: Type.Integer() }, { title: 'ActionItemsBatchResult', description: 'the action items created, in request order' });
 
 const PATCH_FIELDS = ['description', 'completed', 'due_at'] as const;
 const UpdateItem = Type.Object({
   description: Type.Optional(Description),
   completed: Type.Optional(Type.Boolean({ description: 'true sets completed_at (keeping the first completion time); false clears it' })),
   due_at: Type.Optional(DueAt),
-});
-
-/** A day (YYYY-MM-DD, read as UTC) or a date-time. */
-const DateBound = (description: string) => Type.Union([DateTime, Type.String({ format: 'date' })], { description });
+}, { title: 'UpdateActionItem', description: 'the fields to change; at least one' });
 
 const ListQuery = Type.Object({
   completed: Type.Optional(Type.Boolean({ description: 'true: completed only; false: open only; omitted: both' })),
   conversation_id: Type.Optional(Type.String()),
   start_date: Type.Optional(DateBound('created at or after; a bare date means its 00:00 UTC')),
   end_date: Type.Optional(DateBound('created at or before; a bare date means the end of that UTC day')),
-  limit: Type.Integer({ minimum: 1, maximum: MAX_ACTION_ITEMS_PAGE, default: DEFAULT_ACTION_ITEMS_PAGE }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  limit: Limit(DEFAULT_ACTION_ITEMS_PAGE, MAX_ACTION_ITEMS_PAGE),
+  offset: Offset(),
 });
-
-const isDay = (v: string): boolean => /^\d{4}-\d{2}-\d{2}$/.test(v);
 
 export function view(i: ActionItemRecord): Record<string, unknown> {
   return {
@@ -83,25 +78,27 @@ export function actionItemRoutes(s: Services): AppRoute[] {
       method: 'get',
       path: '/v1/dev/user/action-items',
       operationId: 'listActionItems',
-      summary: `List action items (scope action_items:read), newest first; limit ${DEFAULT_ACTION_ITEMS_PAGE} by default, at most ${MAX_ACTION_ITEMS_PAGE}`,
+      summary: `List action items (scope action_items:read), newest first; limit ${DEFAULT_ACTION_ITEMS_PAGE} by default, at most ${MAX_ACTION_ITEMS_PAGE} per page`,
       description: 'Ordered by created_at descending, ties by id descending. start_date and end_date bound created_at, both inclusive.',
       tags,
       auth: { kind: 'api_key', scope: 'action_items:read' },
       cacheable: true,
       query: ListQuery,
-      responses: { 200: { description: 'the action items', schema: Type.Array(ActionItemSchema) } },
+      responses: { 200: { description: 'the action items', schema: Type.Array(ActionItemSchema, { title: 'ActionItemList', description: 'a page of action items, newest first' }) } },
       async handler({ auth, query }) {
         const start = query.start_date as string | undefined;
         const end = query.end_date as string | undefined;
-        const list = await items.list(auth.uid, {
+        const limit = Math.min(query.limit as number, MAX_ACTION_ITEMS_PAGE);
+        const rows = await items.list(auth.uid, {
           ...(query.completed !== undefined ? { completed: query.completed as boolean } : {}),
           ...(query.conversation_id !== undefined ? { conversationId: query.conversation_id as string } : {}),
-          ...(start !== undefined ? { createdFrom: isDay(start) ? `${start}T00:00:00.000Z` : toUtcIso(start) } : {}),
-          ...(end !== undefined ? { createdTo: isDay(end) ? `${end}T23:59:59.999Z` : toUtcIso(end) } : {}),
-          limit: query.limit as number,
+          ...(start !== undefined ? { createdFrom: boundToUtcIso(start, false) } : {}),
+          ...(end !== undefined ? { createdTo: boundToUtcIso(end, true) } : {}),
+          limit: limit + 1,
           offset: query.offset as number,
         });
-        return { body: list.map(view) };
+        const page = splitPage(rows, limit);
+        return { body: page.items.map(view), headers: pagingHeaders('/v1/dev/user/action-items', query, limit, page.more) };
       },
     },
     {

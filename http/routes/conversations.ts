@@ -5,13 +5,15 @@ import { EngineError, validationError, valueError } from '../../engine/errors.js
 import { ConversationStatus } from '../../engine/protocol.js';
 import { CONVERSATION_CATEGORIES, type ProcessResult, type TextSource } from '../../engine/processing/types.js';
 import type { Geolocation, SegmentInput } from '../../engine/db/conversations.js';
-import { notFound, SuccessSchema, SUCCESS, toUtcIso } from './common.js';
+import { DateBound, Limit, Offset, boundToUtcIso, notFound, pagingHeaders, splitPage, StringEnum, SuccessSchema, SUCCESS, toUtcIso } from './common.js';
 import type { AppRoute, Services } from './types.js';
 import { conversationView } from '../../engine/conversations/view.js';
 import { afterProcessed } from '../../engine/conversations/derived.js';
 
-/** Largest page of the conversation list; a larger `limit` answers 422 (our bound: the compatible system sets none). */
+/** Most conversations one page holds; a larger `limit` is served in pages of this size (the compatible system sets no bound). */
 export const MAX_CONVERSATIONS_PAGE = 100;
+/** Default `limit` of the conversation list, as in the compatible system. */
+export const DEFAULT_CONVERSATIONS_PAGE = 25;
 export const MAX_TEXT_CHARS = 100_000;
 export const MAX_SEGMENTS = 500;
 export const MAX_TITLE_CHARS = 500;
@@ -27,7 +29,7 @@ export const GeolocationSchema = Type.Object({
   address: Type.Optional(nullable(Type.String({ maxLength: 1000 }))),
   external_place_id: Type.Optional(nullable(Type.String({ maxLength: 500, description: 'identifier of a place in an external map service' }))),
   location_type: Type.Optional(nullable(Type.String({ maxLength: 100 }))),
-});
+}, { title: 'Geolocation', description: 'where a conversation took place' });
 
 export const ConversationActionItemSchema = Type.Object({
   description: Type.String(),
@@ -37,7 +39,7 @@ export const ConversationActionItemSchema = Type.Object({
   created_at: nullable(DateTime),
   due_at: nullable(DateTime),
   updated_at: nullable(DateTime),
-});
+}, { title: 'ConversationActionItem', description: 'an action item found in a conversation' });
 
 export const ConversationEventSchema = Type.Object({
   title: Type.String(),
@@ -45,16 +47,16 @@ export const ConversationEventSchema = Type.Object({
   description: Type.String({ default: '' }),
   duration: Type.Integer({ default: 30, description: 'minutes' }),
   created: Type.Boolean({ default: false }),
-});
+}, { title: 'ConversationEvent', description: 'a calendar event found in a conversation' });
 
 export const StructuredSchema = Type.Object({
   title: Type.String(),
   overview: Type.String(),
-  category: Type.Union(CONVERSATION_CATEGORIES.map((c) => Type.Literal(c))),
+  category: StringEnum(CONVERSATION_CATEGORIES, { title: 'ConversationCategory' }),
   emoji: Type.String({ default: '🧠' }),
   action_items: Type.Array(ConversationActionItemSchema),
   events: Type.Array(ConversationEventSchema),
-});
+}, { title: 'Structured', description: 'the summary of a conversation' });
 
 export const DevTranscriptSegmentSchema = Type.Object({
   text: Type.String(),
@@ -63,7 +65,7 @@ export const DevTranscriptSegmentSchema = Type.Object({
   id: nullable(Type.String()),
   speaker_id: nullable(Type.Integer()),
   speaker_name: nullable(Type.String({ description: '"User" for the device owner, else "Speaker N"' })),
-});
+}, { title: 'TranscriptSegment', description: 'one stretch of speech of a conversation' });
 
 export const ConversationSchema = Type.Object({
   id: Type.String(),
@@ -77,36 +79,36 @@ export const ConversationSchema = Type.Object({
   language: nullable(Type.String()),
   source: nullable(Type.String()),
   transcript_segments: nullable(Type.Array(DevTranscriptSegmentSchema, { description: 'null unless include_transcript=true' })),
-});
+}, { title: 'Conversation', description: 'a conversation with its summary, and its transcript on request' });
 
 export const CreatedConversationSchema = Type.Object({
   id: Type.String(),
-  status: Type.Union(Object.values(ConversationStatus).map((s) => Type.Literal(s))),
+  status: StringEnum(Object.values(ConversationStatus), { title: 'ConversationStatus' }),
   discarded: Type.Boolean(),
-});
+}, { title: 'CreatedConversation', description: 'a conversation just created and processed' });
 
 const IncludeTranscript = Type.Boolean({ default: false, description: 'fill transcript_segments' });
 
 const GetQuery = Type.Object({ include_transcript: Type.Optional(IncludeTranscript) });
 
 const ListQuery = Type.Object({
-  start_date: Type.Optional(Type.String({ description: 'ISO 8601 date or date-time; conversations started at or after it' })),
-  end_date: Type.Optional(Type.String({ description: 'ISO 8601 date or date-time; conversations started at or before it (a bare date includes the whole day)' })),
+  start_date: Type.Optional(DateBound('YYYY-MM-DD or an ISO 8601 date-time (UTC without an offset); conversations started at or after it')),
+  end_date: Type.Optional(DateBound('YYYY-MM-DD or an ISO 8601 date-time (UTC without an offset); conversations started at or before it (a bare date includes the whole day)')),
   categories: Type.Optional(Type.String({ description: 'comma-separated categories; an unknown one answers 400' })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONVERSATIONS_PAGE, default: 25 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  limit: Limit(DEFAULT_CONVERSATIONS_PAGE, MAX_CONVERSATIONS_PAGE),
+  offset: Offset(),
   include_transcript: Type.Optional(IncludeTranscript),
 });
 
 const CreateFromTextBody = Type.Object({
   text: Type.String({ minLength: 1, maxLength: MAX_TEXT_CHARS }),
-  text_source: Type.Optional(Type.Union([Type.Literal('audio_transcript'), Type.Literal('message'), Type.Literal('other_text')], { default: 'other_text' })),
+  text_source: Type.Optional(StringEnum(['audio_transcript', 'message', 'other_text'], { default: 'other_text' })),
   text_source_spec: Type.Optional(nullable(Type.String({ maxLength: 200, description: 'free-form detail of the source, such as an app name' }))),
   started_at: Type.Optional(nullable(DateTime)),
   finished_at: Type.Optional(nullable(DateTime)),
   language: Type.Optional(Type.String({ minLength: 1, maxLength: 16, default: 'en' })),
   geolocation: Type.Optional(nullable(GeolocationSchema)),
-});
+}, { title: 'CreateConversationFromText', description: 'a text to store and process as a conversation' });
 
 const SegmentBody = Type.Object({
   text: Type.String({ maxLength: MAX_TEXT_CHARS }),
@@ -116,7 +118,7 @@ const SegmentBody = Type.Object({
   person_id: Type.Optional(nullable(Type.String({ maxLength: 64 }))),
   start: Type.Number(),
   end: Type.Number(),
-});
+}, { title: 'TranscriptSegmentInput', description: 'one segment of an uploaded transcript; times in seconds from the start' });
 
 const FromSegmentsBody = Type.Object({
   transcript_segments: Type.Array(SegmentBody, { minItems: 1, maxItems: MAX_SEGMENTS }),
@@ -125,26 +127,16 @@ const FromSegmentsBody = Type.Object({
   finished_at: Type.Optional(nullable(DateTime)),
   language: Type.Optional(Type.String({ minLength: 1, maxLength: 16, default: 'en' })),
   geolocation: Type.Optional(nullable(GeolocationSchema)),
-});
+}, { title: 'CreateConversationFromSegments', description: 'transcript segments to store and process as a conversation' });
 
 const PatchBody = Type.Object({
   title: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TITLE_CHARS })),
   discarded: Type.Optional(Type.Boolean()),
-});
+}, { title: 'UpdateConversation', description: 'the fields to change; at least one' });
 
 /** The view of a conversation just changed by the caller (so known to exist), read back from the store. */
 export async function storedConversationView(s: Services, uid: string, id: string): Promise<Record<string, unknown>> {
   return conversationView((await s.conversations.get(uid, id))!);
-}
-
-/** Parses an ISO 8601 date or date-time query value; a bare date's end of day when `endOfDay`. */
-function queryDate(name: string, value: string | undefined, endOfDay: boolean): string | undefined {
-  if (value === undefined || value === '') return undefined;
-  const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(value);
-  const ok = dateOnly || /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/i.test(value);
-  const ms = ok ? Date.parse(dateOnly ? `${value}T00:00:00Z` : /(Z|[+-]\d{2}:?\d{2})$/i.test(value) ? value.replace(' ', 'T') : `${value.replace(' ', 'T')}Z`) : NaN;
-  if (Number.isNaN(ms)) throw validationError([{ loc: ['query', name], msg: 'Input should be a valid datetime', type: 'datetime_parsing' }]);
-  return new Date(dateOnly && endOfDay ? ms + 86_400_000 - 1 : ms).toISOString();
 }
 
 function parseCategories(raw: string | undefined): string[] | undefined {
@@ -254,24 +246,26 @@ export function conversationRoutes(s: Services): AppRoute[] {
       summary: 'List conversations, newest first',
       description:
         `Completed, kept (not discarded) conversations, ordered by started_at descending then id. Date filters apply to started_at. ` +
-        `limit defaults to 25, at most ${MAX_CONVERSATIONS_PAGE}. A bare JSON array.`,
+        `limit defaults to ${DEFAULT_CONVERSATIONS_PAGE}; a page holds at most ${MAX_CONVERSATIONS_PAGE} (X-Has-More and Link tell whether more follow). A bare JSON array.`,
       tags: TAGS,
       auth: { kind: 'api_key', scope: 'conversations:read' },
       query: ListQuery,
-      responses: { 200: { description: 'a page of conversations', schema: Type.Array(ConversationSchema) }, 400: { description: 'unknown category' } },
+      responses: { 200: { description: 'a page of conversations', schema: Type.Array(ConversationSchema, { title: 'ConversationList', description: 'a page of conversations, newest first' }) }, 400: { description: 'unknown category' } },
       async handler({ auth, query }) {
-        const startDate = queryDate('start_date', query.start_date, false);
-        const endDate = queryDate('end_date', query.end_date, true);
+        const startDate = query.start_date === undefined ? undefined : boundToUtcIso(query.start_date, false);
+        const endDate = query.end_date === undefined ? undefined : boundToUtcIso(query.end_date, true);
         const categories = parseCategories(query.categories);
-        const list = await s.conversations.list(auth.uid, {
+        const limit = Math.min(query.limit as number, MAX_CONVERSATIONS_PAGE);
+        const rows = await s.conversations.list(auth.uid, {
           ...(startDate ? { startDate } : {}),
           ...(endDate ? { endDate } : {}),
           ...(categories ? { categories } : {}),
-          limit: query.limit ?? 25,
-          offset: query.offset ?? 0,
+          limit: limit + 1,
+          offset: query.offset as number,
           includeSegments: query.include_transcript === true,
         });
-        return { body: list.map(conversationView) };
+        const page = splitPage(rows, limit);
+        return { body: page.items.map(conversationView), headers: pagingHeaders('/v1/dev/user/conversations', query, limit, page.more) };
       },
     },
     {

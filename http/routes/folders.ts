@@ -15,9 +15,9 @@ export const FolderSchema = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
   conversation_count: Type.Integer({ minimum: 0, description: 'conversations filed in the folder (deleted ones excluded)' }),
-});
+}, { title: 'Folder', description: 'a folder of conversations' });
 
-const FolderBody = Type.Object({ name: Type.String({ maxLength: MAX_FOLDER_NAME_CHARS, description: 'unique per user; must not be blank' }) });
+const FolderBody = Type.Object({ name: Type.String({ maxLength: MAX_FOLDER_NAME_CHARS, description: 'unique per user; must not be blank' }) }, { title: 'FolderName', description: 'the name of a new or renamed folder' });
 
 function view(f: FolderRecord): Record<string, unknown> {
   return { id: f.id, name: f.name, created_at: f.createdAt, updated_at: f.updatedAt, conversation_count: f.conversationCount };
@@ -36,7 +36,7 @@ async function checkedName(s: Services, uid: string, raw: string, exceptId?: str
 }
 
 const TAGS = ['Folders'];
-const LIST_DOC = { 200: { description: 'the folders, oldest first (bare array)', schema: Type.Array(FolderSchema) } };
+const LIST_DOC = { 200: { description: 'the folders, oldest first (bare array)', schema: Type.Array(FolderSchema, { title: 'FolderList', description: 'folders, oldest first' }) } };
 const FOLDER_NOT_FOUND_DOC = { description: 'no such folder of yours' };
 const FILING_NOT_FOUND_DOC = { description: 'no such folder or conversation of yours' };
 

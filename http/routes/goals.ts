@@ -3,9 +3,9 @@ import { Type } from '@sinclair/typebox';
 import { valueError } from '../../engine/errors.js';
 import { GOAL_TYPES, MAX_ACTIVE_GOALS, type GoalPatch, type GoalRecord, type GoalType, type NewGoal } from '../../engine/db/goals.js';
 import type { AppRoute, Services } from './types.js';
-import { SUCCESS, SuccessSchema, notFound, requireSomeField } from './common.js';
+import { SUCCESS, StringEnum, SuccessSchema, notFound, requireSomeField, splitPage } from './common.js';
 
-/** Default `limit` of the goal list, as in the compatible system, and its maximum (our bound; it sets none). */
+/** Default `limit` of the goal list, as in the compatible system, and the most active goals one page holds (it sets no bound). */
 export const DEFAULT_GOALS_PAGE = 10;
 export const MAX_GOALS_PAGE = 100;
 /** Default and largest `days` of the history. */
@@ -16,7 +16,7 @@ export const MAX_UNIT_CHARS = 100;
 
 const Title = Type.String({ minLength: 1, maxLength: MAX_TITLE_CHARS });
 const Unit = Type.Union([Type.String({ maxLength: MAX_UNIT_CHARS }), Type.Null()], { description: 'e.g. "km"; null: none' });
-const GoalTypeSchema = Type.Union(GOAL_TYPES.map((g) => Type.Literal(g)));
+const GoalTypeSchema = StringEnum(GOAL_TYPES, { title: 'GoalType' });
 
 export const GoalSchema = Type.Object({
   id: Type.String({ description: 'goal_ followed by 12 hex digits' }),
@@ -30,13 +30,13 @@ export const GoalSchema = Type.Object({
   is_active: Type.Boolean(),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
-});
+}, { title: 'Goal', description: 'a goal with its target and progress; at most 3 are active' });
 
 const HistoryEntry = Type.Object({
   date: Type.String({ format: 'date', description: 'UTC day' }),
   value: Type.Number({ description: 'the last progress value set that day' }),
   recorded_at: Type.String({ format: 'date-time' }),
-});
+}, { title: 'GoalHistoryEntry', description: 'the progress of one UTC day' });
 
 const VALUE_RULES =
   'boolean goals take 0 or 1 for target and current values (min 0, max 1); scale goals need min_value ≤ target_value, current_value ≤ max_value; ' +
@@ -44,13 +44,13 @@ const VALUE_RULES =
 
 const CreateGoal = Type.Object({
   title: Title,
-  goal_type: Type.Optional(Type.Union(GOAL_TYPES.map((g) => Type.Literal(g)), { default: 'scale' })),
+  goal_type: Type.Optional(StringEnum(GOAL_TYPES, { default: 'scale' })),
   target_value: Type.Number(),
   current_value: Type.Optional(Type.Number({ description: 'default 0' })),
   min_value: Type.Optional(Type.Number({ description: 'default 0' })),
   max_value: Type.Optional(Type.Number({ description: 'default 10 (1 for boolean goals)' })),
   unit: Type.Optional(Unit),
-});
+}, { title: 'CreateGoal', description: 'a new goal' });
 
 const PATCH_FIELDS = ['title', 'target_value', 'current_value', 'min_value', 'max_value', 'unit'] as const;
 const UpdateGoal = Type.Object({
@@ -60,10 +60,10 @@ const UpdateGoal = Type.Object({
   min_value: Type.Optional(Type.Number()),
   max_value: Type.Optional(Type.Number()),
   unit: Type.Optional(Unit),
-});
+}, { title: 'UpdateGoal', description: 'the fields to change; at least one' });
 
 const ListQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: MAX_GOALS_PAGE, default: DEFAULT_GOALS_PAGE, description: 'applies to active goals only' }),
+  limit: Type.Integer({ minimum: 1, default: DEFAULT_GOALS_PAGE, description: `active goals to list; any positive number, at most ${MAX_GOALS_PAGE} served; ignored with include_inactive` }),
   include_inactive: Type.Boolean({ default: false, description: 'true: every goal, newest first, limit ignored' }),
 });
 const ProgressQuery = Type.Object({ current_value: Type.Number() });
@@ -118,10 +118,13 @@ export function goalRoutes(s: Services): AppRoute[] {
       auth: { kind: 'api_key', scope: 'goals:read' },
       cacheable: true,
       query: ListQuery,
-      responses: { 200: { description: 'the goals', schema: Type.Array(GoalSchema) } },
+      responses: { 200: { description: 'the goals', schema: Type.Array(GoalSchema, { title: 'GoalList', description: 'goals' }) } },
       async handler({ auth, query }) {
-        const list = query.include_inactive ? await goals.listAll(auth.uid) : await goals.listActive(auth.uid, query.limit as number);
-        return { body: list.map(view) };
+        if (query.include_inactive) return { body: (await goals.listAll(auth.uid)).map(view), headers: { 'x-has-more': 'false' } };
+        const limit = Math.min(query.limit as number, MAX_GOALS_PAGE);
+        const page = splitPage(await goals.listActive(auth.uid, limit + 1), limit);
+        // Active goals have no offset: the header says whether the limit cut the list short.
+        return { body: page.items.map(view), headers: { 'x-has-more': String(page.more) } };
       },
     },
     {
@@ -221,7 +224,7 @@ export function goalRoutes(s: Services): AppRoute[] {
       tags,
       auth: { kind: 'api_key', scope: 'goals:read' },
       query: HistoryQuery,
-      responses: { 200: { description: 'the history', schema: Type.Array(HistoryEntry) }, ...notFoundDoc },
+      responses: { 200: { description: 'the history', schema: Type.Array(HistoryEntry, { title: 'GoalHistory', description: 'one entry per UTC day with progress, newest first' }) }, ...notFoundDoc },
       async handler({ auth, params, query }) {
         const entries = await goals.history(auth.uid, params.goal_id!, query.days as number, s.clock.now());
         if (!entries) throw notFound('Goal');

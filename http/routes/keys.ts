@@ -5,6 +5,7 @@ import { DEFAULT_SCOPES, SCOPES, type KeyKind, type Scope } from '../../engine/p
 import { generateKey } from '../../engine/identity/key-format.js';
 import type { ApiKeyRecord } from '../../engine/db/api-keys.js';
 import type { AppRoute, Services } from './types.js';
+import { StringEnum } from './common.js';
 
 /** Longest key name accepted, in characters (our bound; the public API names none). */
 export const MAX_KEY_NAME_CHARS = 200;
@@ -13,13 +14,13 @@ export const ApiKeySchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   key_prefix: Type.String({ description: 'first characters of the key, for recognising it; never enough to use it' }),
-  key_type: Type.Union([Type.Literal('dev'), Type.Literal('mcp')], { description: 'dev: developer REST (svc_dev_); mcp: the MCP endpoint only (svc_mcp_)' }),
+  key_type: StringEnum(['dev', 'mcp'], { description: 'dev: developer REST (svc_dev_); mcp: the MCP endpoint only (svc_mcp_)' }),
   created_at: Type.String({ format: 'date-time' }),
   last_used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'updated at most once a minute per key' }),
   scopes: Type.Array(Type.String()),
-});
+}, { title: 'ApiKey', description: 'an API key, without its secret' });
 
-export const CreatedApiKeySchema = Type.Intersect([ApiKeySchema, Type.Object({ key: Type.String({ description: 'the full secret; shown only in this response' }) })]);
+export const CreatedApiKeySchema = Type.Intersect([ApiKeySchema, Type.Object({ key: Type.String({ description: 'the full secret; shown only in this response' }) })], { title: 'CreatedApiKey', description: 'a new API key with its secret' });
 
 const CreateKeyBody = Type.Object({
   name: Type.String({ maxLength: MAX_KEY_NAME_CHARS, description: 'descriptive name; must not be blank' }),
@@ -28,8 +29,8 @@ const CreateKeyBody = Type.Object({
       description: 'omitted or null: the four read scopes for a dev key, every scope for an mcp key',
     }),
   ),
-  key_type: Type.Optional(Type.Union([Type.Literal('dev'), Type.Literal('mcp')], { default: 'dev' })),
-});
+  key_type: Type.Optional(StringEnum(['dev', 'mcp'], { default: 'dev' })),
+}, { title: 'CreateApiKey', description: 'a new API key' });
 
 function view(r: ApiKeyRecord): Record<string, unknown> {
   return { id: r.id, name: r.name, key_prefix: r.keyPrefix, key_type: r.kind, created_at: r.createdAt, last_used_at: r.lastUsedAt, scopes: r.scopes };
@@ -47,7 +48,7 @@ export function keyRoutes(s: Services): AppRoute[] {
       summary: 'List your API keys (newest first); secrets are never shown again',
       tags: ['API keys'],
       auth: { kind: 'id_token' },
-      responses: { 200: { description: 'the keys', schema: Type.Array(ApiKeySchema) } },
+      responses: { 200: { description: 'the keys', schema: Type.Array(ApiKeySchema, { title: 'ApiKeyList', description: 'your keys, newest first' }) } },
       async handler({ auth }) {
         return { body: (await s.apiKeys.listForUser(auth.uid)).map(view) };
       },

@@ -17,9 +17,9 @@ export function listenRoutes(s: Services): AppRoute[] {
         'An in-progress conversation without segments is deleted instead, and answers 404 like no conversation at all.',
       tags: ['Conversations'],
       auth: { kind: 'id_token' },
-      body: Type.Object({}, { description: 'an empty JSON object' }),
+      body: Type.Object({}, { title: 'EndConversation', description: 'an empty JSON object' }),
       responses: {
-        200: { description: 'the conversation, now processing', schema: Type.Object({ memory: Type.Any(), messages: Type.Array(Type.Any()) }) },
+        200: { description: 'the conversation, now processing', schema: Type.Object({ memory: Type.Any(), messages: Type.Array(Type.Any()) }, { title: 'EndedConversation', description: 'the conversation, now processing' }) },
         404: { description: 'no in-progress conversation with segments' },
       },
       async handler({ auth }) {

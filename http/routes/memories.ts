@@ -13,9 +13,9 @@ import {
 import type { Principal } from '../../engine/identity/authenticator.js';
 import { VersionedCache } from '../../engine/cache/versioned-cache.js';
 import type { AppRoute, Services } from './types.js';
-import { SUCCESS, SuccessSchema, notFound, requireSomeField } from './common.js';
+import { Limit, Offset, SUCCESS, StringEnum, SuccessSchema, notFound, pagingHeaders, requireSomeField } from './common.js';
 
-/** Largest `limit` of the memory list; the compatible system sets none, so this is our bound. */
+/** Most memories one page holds; a larger `limit` is served in pages of this size (the compatible system sets no bound). */
 export const MAX_MEMORIES_PAGE = 500;
 /** Default `limit` of the memory list, as in the compatible system. */
 export const DEFAULT_MEMORIES_PAGE = 25;
@@ -29,8 +29,8 @@ export const MAX_TAG_CHARS = 100;
 /** Category of a memory created without one. The compatible system asks an LLM; this service does not classify. */
 export const DEFAULT_MEMORY_CATEGORY: MemoryCategory = 'other';
 
-const Category = Type.Union(MEMORY_CATEGORIES.map((c) => Type.Literal(c)));
-const Visibility = Type.Union(MEMORY_VISIBILITIES.map((v) => Type.Literal(v)));
+const Category = StringEnum(MEMORY_CATEGORIES, { title: 'MemoryCategory', description: 'what kind of fact a memory is' });
+const Visibility = StringEnum(MEMORY_VISIBILITIES, { title: 'MemoryVisibility' });
 const Content = Type.String({ minLength: 1, maxLength: MAX_MEMORY_CHARS });
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: MAX_TAG_CHARS }), { maxItems: MAX_TAGS });
 
@@ -43,17 +43,17 @@ export const MemorySchema = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
   manually_added: Type.Boolean({ description: 'true when written through this API, false when extracted from a conversation' }),
-});
+}, { title: 'Memory', description: 'a fact, preference or insight about the user' });
 
 const CreateMemory = Type.Object({
   content: Content,
   category: Type.Optional(Type.Union([Category, Type.Null()], { description: `omitted or null: ${DEFAULT_MEMORY_CATEGORY}` })),
-  visibility: Type.Optional(Type.Union(MEMORY_VISIBILITIES.map((v) => Type.Literal(v)), { default: 'private' })),
+  visibility: Type.Optional(StringEnum(MEMORY_VISIBILITIES, { default: 'private' })),
   tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: MAX_TAG_CHARS }), { maxItems: MAX_TAGS, default: [] })),
-});
+}, { title: 'CreateMemory', description: 'a new memory' });
 
-const BatchBody = Type.Object({ memories: Type.Array(CreateMemory, { maxItems: MAX_MEMORIES_BATCH }) });
-const BatchResult = Type.Object({ memories: Type.Array(MemorySchema), created_count: Type.Integer() });
+const BatchBody = Type.Object({ memories: Type.Array(CreateMemory, { maxItems: MAX_MEMORIES_BATCH }) }, { title: 'CreateMemoriesBatch', description: `up to ${MAX_MEMORIES_BATCH} new memories, created all or none` });
+const BatchResult = Type.Object({ memories: Type.Array(MemorySchema), created_count: Type.Integer() }, { title: 'MemoriesBatchResult', description: 'the memories created, in request order' });
 
 const PATCH_FIELDS = ['content', 'category', 'visibility', 'tags'] as const;
 const UpdateMemory = Type.Object({
@@ -61,11 +61,11 @@ const UpdateMemory = Type.Object({
   category: Type.Optional(Category),
   visibility: Type.Optional(Visibility),
   tags: Type.Optional(Tags),
-});
+}, { title: 'UpdateMemory', description: 'the fields to change; at least one' });
 
 const ListQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: MAX_MEMORIES_PAGE, default: DEFAULT_MEMORIES_PAGE }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
+  limit: Limit(DEFAULT_MEMORIES_PAGE, MAX_MEMORIES_PAGE),
+  offset: Offset(),
   categories: Type.Optional(Type.String({ description: `comma-separated; each one of ${MEMORY_CATEGORIES.join(', ')}` })),
 });
 
@@ -161,17 +161,19 @@ export function memoryRoutes(s: Services): AppRoute[] {
       method: 'get',
       path: '/v1/dev/user/memories',
       operationId: 'listMemories',
-      summary: `List memories (scope memories:read), newest first; limit ${DEFAULT_MEMORIES_PAGE} by default, at most ${MAX_MEMORIES_PAGE}`,
+      summary: `List memories (scope memories:read), newest first; limit ${DEFAULT_MEMORIES_PAGE} by default, at most ${MAX_MEMORIES_PAGE} per page`,
       description: 'Ordered by created_at descending, ties by id descending, so pages are stable. `categories` filters by any of the listed categories; an unknown one answers 400.',
       tags,
       auth: { kind: 'api_key', scope: 'memories:read' },
       guard: memoryGate,
       cacheable: true,
       query: ListQuery,
-      responses: { 200: { description: 'the memories', schema: Type.Array(MemorySchema) }, 400: { description: 'unknown category' }, ...NOT_READY },
+      responses: { 200: { description: 'the memories', schema: Type.Array(MemorySchema, { title: 'MemoryList', description: 'a page of memories, newest first' }) }, 400: { description: 'unknown category' }, ...NOT_READY },
       async handler({ auth, query }) {
         const categories = parseCategories(query.categories as string | undefined);
-        return { json: await memories.listJson(auth.uid, { limit: query.limit as number, offset: query.offset as number, categories }) };
+        const limit = Math.min(query.limit as number, MAX_MEMORIES_PAGE);
+        const page = await memories.pageJson(auth.uid, { limit, offset: query.offset as number, categories });
+        return { json: page.json, headers: pagingHeaders('/v1/dev/user/memories', query, limit, page.more) };
       },
     },
     {

@@ -31,7 +31,7 @@ const UsageSchema = Type.Object({
     { description: 'one entry per day and provider with usage, by date then provider' },
   ),
   total: Type.Object(Amounts, { description: 'sums over `days`' }),
-});
+}, { title: 'Usage', description: 'speech-to-text usage per UTC day and provider' });
 
 /** Rounds to the millisecond, so sums of floats read as the amounts they are. */
 const seconds = (s: number): number => Math.round(s * 1000) / 1000;

@@ -150,7 +150,7 @@ for (const store of STORES) {
         [{ text: '' }, 'string_too_short', ['body', 'text']],
         [{ text: 'x'.repeat(100_001) }, 'string_too_long', ['body', 'text']],
         [{}, 'missing', ['body', 'text']],
-        [{ text: 'x', text_source: 'email' }, 'literal_error', ['body', 'text_source']],
+        [{ text: 'x', text_source: 'email' }, 'enum', ['body', 'text_source']],
         [{ text: 'x', started_at: 'yesterday' }, 'datetime_parsing', ['body', 'started_at']],
         [{ text: 'x', geolocation: { latitude: 91, longitude: 0 } }, 'less_than_equal', ['body', 'geolocation', 'latitude']],
         [{ text: 'x', geolocation: { latitude: 0, longitude: -181 } }, 'greater_than_equal', ['body', 'geolocation', 'longitude']],
@@ -282,10 +282,10 @@ for (const store of STORES) {
     t.equal(bad.status, 400);
     t.equal(bad.headers['x-error-code'], 'ENG_ERR_CATEGORY_INVALID');
 
-    for (const q of [`?limit=${MAX_CONVERSATIONS_PAGE + 1}`, '?limit=0', '?offset=-1', '?limit=abc', '?start_date=not-a-date', '?include_transcript=maybe']) {
+    for (const q of ['?limit=0', '?offset=-1', '?limit=abc', '?start_date=not-a-date', '?include_transcript=maybe']) {
       const res = await s.req(`${BASE}${q}`, { headers: h });
       t.equal(res.status, 422, q);
     }
-    t.equal((await list(`?limit=${MAX_CONVERSATIONS_PAGE}`)).length, 5);
+    t.equal((await list(`?limit=${MAX_CONVERSATIONS_PAGE + 1}`)).length, 5, 'a limit above the page size is served, not refused');
   });
 }

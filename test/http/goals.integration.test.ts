@@ -102,7 +102,7 @@ for (const store of STORES) {
       const limited = await s.req(`${BASE}?limit=2`, { headers: ro });
       t.same(limited.json.map((g: { id: string }) => g.id), ids.slice(1, 3));
       t.same((await s.req(BASE, { headers: bob })).json, [], 'per user');
-      for (const q of ['limit=0', 'limit=101', 'include_inactive=perhaps']) t.equal((await s.req(`${BASE}?${q}`, { headers: ro })).status, 422, q);
+      for (const q of ['limit=0', 'include_inactive=perhaps']) t.equal((await s.req(`${BASE}?${q}`, { headers: ro })).status, 422, q);
       const activeRows = await s.service.services.store.knex('goals').where({ user_id: 'alice', is_active: true });
       t.equal(activeRows.length, 3);
     });

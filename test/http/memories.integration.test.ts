@@ -110,7 +110,7 @@ for (const store of STORES) {
       t.equal(bad.status, 400);
       t.equal(bad.headers['x-error-code'], 'ENG_ERR_CATEGORY_INVALID');
 
-      for (const q of ['limit=0', 'limit=501', 'offset=-1', 'limit=abc']) {
+      for (const q of ['limit=0', 'offset=-1', 'limit=abc']) {
         const r = await s.req(`${BASE}?${q}`, { headers: ro });
         t.equal(r.status, 422, q);
       }

@@ -30,10 +30,25 @@ t.test('openapi document', async (t) => {
       t.equal(op['x-required-scope'], route.auth.scope, `${route.operationId}: scope listed`);
       t.ok(op.responses['403'], `${route.operationId}: 403 documented`);
     }
-    if (route.body) t.ok(op.requestBody.content['application/json'].schema.type, `${route.operationId}: request schema`);
+    const named = (schema: { $ref?: string }, what: string): void => {
+      const name = schema.$ref?.replace('#/components/schemas/', '');
+      t.ok(name && doc.components.schemas[name]?.description, `${route.operationId}: ${what} is a named schema with a description`);
+    };
+    if (route.body && !route.path.startsWith('/v1/mcp')) named(op.requestBody.content['application/json'].schema, 'request body');
+    for (const [status, r] of Object.entries(op.responses as Record<string, { content?: Record<string, { schema: { $ref?: string } }> }>)) {
+      if (r.content && !route.path.startsWith('/v1/mcp')) named(r.content['application/json']!.schema, `${status} answer`);
+    }
+    for (const p of op.parameters as { name: string; in: string; required: boolean; schema: { default?: unknown } }[]) {
+      if (p.schema.default !== undefined) t.notOk(p.required, `${route.operationId}: ${p.name} has a default, so it is optional`);
+    }
     for (const m of route.path.matchAll(/\{(\w+)\}/g)) {
       t.ok(op.parameters.some((p: { name: string; in: string }) => p.name === m[1] && p.in === 'path'), `${route.operationId}: path parameter ${m[1]}`);
     }
   }
+  for (const name of ['Memory', 'ActionItem', 'Goal', 'Conversation', 'Folder', 'ApiKey', 'CreateMemory', 'MemoryList', 'ErrorResponse', 'HTTPValidationError']) {
+    t.ok(doc.components.schemas[name], `component ${name}`);
+  }
+  const limit = doc.paths['/v1/dev/user/memories'].get.parameters.find((p: { name: string }) => p.name === 'limit');
+  t.match(limit, { required: false, schema: { type: 'integer', minimum: 1, default: 25 } }, 'limit: optional, its default stated, no maximum');
   t.ok(JSON.stringify(doc).indexOf('Symbol(') === -1, 'no TypeBox internals leak into the document');
 });
