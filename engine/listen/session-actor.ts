@@ -118,7 +118,6 @@ export class SessionActor {
       source: opts.params.source,
       language: opts.params.language,
       conversationTimeoutS: opts.params.conversationTimeoutS,
-      speechProfileProcessed: true,
       speakers: this.#speakers,
       lifecycle: opts.lifecycle,
       conversations: opts.conversations,
@@ -390,10 +389,15 @@ export class SessionActor {
     return true;
   }
 
-  /** Two-channel calls: channel 1 is the wearer (SPEAKER_00), channel 2 the remote side (SPEAKER_01). */
+  /**
+   * Two-channel calls: channel 1 is the wearer (SPEAKER_00), channel 2 the remote side (SPEAKER_01).
+   * `speechProfileProcessed` says whether the user's speech profile was compared with the segment's voice: no
+   * speaker-identification step exists yet, so never. That step (only when `include_speech_profile` is true and the
+   * user has a profile) belongs here, setting `isUser` and `speechProfileProcessed: true` on the segments it matched.
+   */
   #raw(s: SttSegment, provider: string, channel: number): RawSegment {
-    if (this.#o.params.channels === 2) return { ...s, speaker: channel === 0 ? 'SPEAKER_00' : 'SPEAKER_01', isUser: channel === 0, sttProvider: provider };
-    return { ...s, sttProvider: provider };
+    if (this.#o.params.channels === 2) return { ...s, speaker: channel === 0 ? 'SPEAKER_00' : 'SPEAKER_01', isUser: channel === 0, sttProvider: provider, speechProfileProcessed: false };
+    return { ...s, sttProvider: provider, speechProfileProcessed: false };
   }
 
   #sttFailed(f: SttFailure, provider: string): void {
