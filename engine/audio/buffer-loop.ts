@@ -281,6 +281,27 @@ export class BufferLoop {
     return { updated: [...extra, ...merged.updated], removedIds: merged.removedIds };
   }
 
+  /**
+   * A manual end: one step puts what waits into the current conversation (opening one for audio that has none yet),
+   * then the conversation is ended; the session's next audio opens a new one. `ended` is unset when there was no
+   * conversation to end. Run as a step: never at the same time as one.
+   */
+  async endNow(): Promise<StepResult> {
+    const r = await this.step();
+    const cur = this.#current;
+    if (r.ended || !cur) return r;
+    this.#current = undefined;
+    this.#audioSinceEnd = false;
+    try {
+      const outcome = await this.#o.lifecycle.end(cur.id, this.#o.uid);
+      return { ...r, ended: { conversationId: cur.id, outcome } };
+    } catch (err) {
+      // Not ended: the segments are stored; the session goes on recording into it.
+      if (this.#current === undefined) this.#current = cur;
+      throw err;
+    }
+  }
+
   /** The stored speaker updates not yet returned, now returned (#unsentUpdates). */
   #takeUnsent(): TranscriptSegment[] {
     if (this.#unsentUpdates.size === 0) return [];
