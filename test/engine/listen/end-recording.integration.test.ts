@@ -8,6 +8,7 @@ import { until } from '../../helpers/until.js';
 import { sine } from '../../helpers/codec-fixtures.js';
 import { startFakeDeepgram, type FakeDeepgram, type ScriptedWord } from '../../fakes/deepgram-server.js';
 import { ConversationStatus } from '../../../engine/protocol.js';
+import { RecordingSttEngine } from '../../fakes/recording-stt.js';
 
 const said = (at: number, ...texts: string[]): ScriptedWord[] => texts.map((word, i) => ({ word, start: at + i * 0.3, end: at + i * 0.3 + 0.25 }));
 const FIRST = said(0.2, 'call', 'the', 'dentist', 'tomorrow');
@@ -98,4 +99,29 @@ t.test('the manual end arriving on another node than the session', async (t) => 
   const listenNode = await startService(t, { env: { ROLE: 'listen', ...providerA(fake) } });
   const jobsNode = await startService(t, { sameDeploymentAs: listenNode, env: { ROLE: 'jobs' } });
   await endsWithTheWords(t, listenNode, jobsNode, fake);
+});
+
+t.test('a provider that answers past the wait: the end goes ahead without it, and its words open the next conversation', async (t) => {
+  const engine = new RecordingSttEngine('provider_a');
+  let answer!: () => void;
+  engine.autoAnswer = () => [{ text: 'Call the dentist tomorrow.', speaker: 'SPEAKER_00', start: 0.2, end: 1.4 }];
+  const ts = await startService(t, { sttEngines: [engine] });
+  const { conversationId } = await speaking(ts);
+  const stream = engine.streams[0]!;
+  stream.finalizeGate = new Promise<void>((resolve) => (answer = resolve));
+  const ending = ts.req('/v1/conversations', { method: 'POST', headers: bearer(await ts.token('u1')), body: {} });
+  await until(() => stream.finalized, { what: 'the provider asked for its answer' });
+  await advance(ts, 5000); // MANUAL_END_AUDIO_WAIT_MS on the session's clock
+  const res = await ending;
+  t.equal(res.status, 404, 'nothing was transcribed in time: the empty conversation is deleted, as a silent one');
+  t.equal(await transcript(ts, conversationId), '<404>');
+  answer();
+  const actor = ts.service.sessions.sessionsOf('u1')[0]!;
+  await until(async () => {
+    await advance(ts, 600);
+    return actor.conversationId !== undefined;
+  }, { what: 'the late words stepped' });
+  const next = actor.conversationId;
+  t.ok(next && next !== conversationId, 'the late words opened the next conversation');
+  t.equal(await transcript(ts, next!), 'Call the dentist tomorrow.', 'they are not lost');
 });
