@@ -282,7 +282,9 @@ export class SessionActor {
 
   async #endRecording(): Promise<{ conversationId: string; outcome: string } | undefined> {
     if (this.#state === SessionState.OPENING || this.#state === SessionState.CLOSED) return undefined;
-    if (!this.#draining) await this.#within(this.#audioAnswered(), MANUAL_END_AUDIO_WAIT_MS);
+    if (!this.#draining && !(await this.#within(this.#audioAnswered(), MANUAL_END_AUDIO_WAIT_MS))) {
+      this.#o.logger.info({ sessionId: this.sessionId }, 'manual end went ahead before the provider answered; later words open the next conversation');
+    }
     if (this.#draining) {
       await this.#within(this.#draining, MANUAL_END_AUDIO_WAIT_MS);
       return undefined;
@@ -317,12 +319,16 @@ export class SessionActor {
     return this.stats.audioBytes - (this.#inlet?.pendingBytes ?? 0);
   }
 
-  /** Waits for `p`, at most `ms` on the scheduler's clock. */
-  async #within(p: Promise<unknown>, ms: number): Promise<void> {
+  /** Waits for `p`, at most `ms` on the scheduler's clock; false when the time ran out first. */
+  async #within(p: Promise<unknown>, ms: number): Promise<boolean> {
     let timer: TimerId | undefined;
-    const timeout = new Promise<void>((resolve) => (timer = this.#o.scheduler.after(ms, resolve)));
+    const timeout = new Promise<boolean>((resolve) => (timer = this.#o.scheduler.after(ms, () => resolve(false))));
     try {
-      await Promise.race([p.catch(() => undefined), timeout]);
+      const settled = p.then(
+        () => true,
+        () => true,
+      );
+      return await Promise.race([settled, timeout]);
     } finally {
       if (timer !== undefined) this.#o.scheduler.cancel(timer);
     }
