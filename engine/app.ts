@@ -193,7 +193,7 @@ export class Service {
       };
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const sessions = createSessions(services, registry);
-      await events.attach((event) => void sessions.actors.deliver(event));
+      await events.attach((event) => void sessions.actors.deliver(event), (uid) => sessions.actors.endRecording(uid));
       const kept = new KeptAudioStore(config.dataDir);
       if (runsJobs) worker = startJobsNode({ services, events, redisUrl, keptIndex });
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.

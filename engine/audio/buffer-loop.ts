@@ -18,8 +18,6 @@ export interface BufferLoopOptions {
   language: string;
   /** Seconds without a new segment before the conversation is processed. */
   conversationTimeoutS: number;
-  /** Whether the speech-profile phase counts as done for new segments (no profiles yet: always true). */
-  speechProfileProcessed: boolean;
   lifecycle: ConversationLifecycle;
   conversations: ConversationsRepository;
   clock: Clock;
@@ -37,6 +35,8 @@ export interface BufferLoopOptions {
 export interface RawSegment extends SttSegment {
   personId?: string | null;
   sttProvider: string | null;
+  /** Whether the user's speech profile was compared with this segment's voice (speaker identification); absent: no. */
+  speechProfileProcessed?: boolean;
 }
 
 /** What one step produced for the client. */
@@ -281,6 +281,27 @@ export class BufferLoop {
     return { updated: [...extra, ...merged.updated], removedIds: merged.removedIds };
   }
 
+  /**
+   * A manual end: one step puts what waits into the current conversation (opening one for audio that has none yet),
+   * then the conversation is ended; the session's next audio opens a new one. `ended` is unset when there was no
+   * conversation to end. Run as a step: never at the same time as one.
+   */
+  async endNow(): Promise<StepResult> {
+    const r = await this.step();
+    const cur = this.#current;
+    if (r.ended || !cur) return r;
+    this.#current = undefined;
+    this.#audioSinceEnd = false;
+    try {
+      const outcome = await this.#o.lifecycle.end(cur.id, this.#o.uid);
+      return { ...r, ended: { conversationId: cur.id, outcome } };
+    } catch (err) {
+      // Not ended: the segments are stored; the session goes on recording into it.
+      if (this.#current === undefined) this.#current = cur;
+      throw err;
+    }
+  }
+
   /** The stored speaker updates not yet returned, now returned (#unsentUpdates). */
   #takeUnsent(): TranscriptSegment[] {
     if (this.#unsentUpdates.size === 0) return [];
@@ -298,7 +319,7 @@ export class BufferLoop {
     const offsetS = ((this.#streamStartMs ?? now) - cur.startedAtMs) / 1000;
     const speakers = this.#o.speakers;
     const incoming = batch.map((s) => {
-      const seg = toSegment(s, offsetS, this.#o.speechProfileProcessed);
+      const seg = toSegment(s, offsetS);
       return speakers ? speakers.apply(seg) : seg;
     });
     return combineSegments(cur.recent, incoming);
@@ -348,7 +369,7 @@ export class BufferLoop {
   }
 }
 
-function toSegment(s: RawSegment, offsetS: number, speechProfileProcessed: boolean): TranscriptSegment {
+function toSegment(s: RawSegment, offsetS: number): TranscriptSegment {
   const speaker = s.speaker || 'SPEAKER_00';
   const start = Math.max(0, round3(s.start + offsetS));
   return {
@@ -360,7 +381,7 @@ function toSegment(s: RawSegment, offsetS: number, speechProfileProcessed: boole
     personId: s.personId ?? null,
     start,
     end: Math.max(start, round3(s.end + offsetS)),
-    speechProfileProcessed,
+    speechProfileProcessed: s.speechProfileProcessed ?? false,
     sttProvider: s.sttProvider,
   };
 }

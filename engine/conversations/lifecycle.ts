@@ -24,6 +24,17 @@ export interface ConversationLifecycleOptions {
 /** What end() did. */
 export type EndOutcome = 'processing' | 'deleted' | 'gone';
 
+/**
+ * How long a live session waits, at a manual end, for the audio it already received to be decoded and answered for by
+ * its speech provider before it ends the conversation anyway (the providers' own finalize waits are 5 s).
+ */
+export const MANUAL_END_AUDIO_WAIT_MS = 5000;
+/**
+ * How long POST /v1/conversations waits for every node's answer: the sessions' audio wait, their last step and the
+ * end itself. A node that has not answered by then is taken to have no session of the user.
+ */
+export const MANUAL_END_ANSWER_MS = 8000;
+
 export class ConversationLifecycle {
   readonly #o: ConversationLifecycleOptions;
 
@@ -92,7 +103,28 @@ export class ConversationLifecycle {
     return 'processing';
   }
 
-  /** Ends the user's current in_progress conversation (POST /v1/conversations); undefined when there is none. */
+  /**
+   * Manual end of recording (POST /v1/conversations). Every node's live sessions of the user end the conversation
+   * they record into, once the audio they had received is transcribed into it (bounded: MANUAL_END_AUDIO_WAIT_MS);
+   * when none had one (no live session, only one whose client left, or none answering in MANUAL_END_ANSWER_MS), the
+   * user's in_progress conversation is ended from the store. The conversation ended, the latest when sessions on
+   * several devices ended one each; undefined when there was none.
+   */
+  async endRecording(uid: string): Promise<{ conversation: ConversationRecord; outcome: EndOutcome } | undefined> {
+    const answers = await this.#o.events.requestEnd(uid, MANUAL_END_ANSWER_MS);
+    const ended = answers.flatMap((a) => a.ended);
+    if (ended.length === 0) return this.endCurrent(uid);
+    // Sessions on several devices may each have ended one: the latest that went to processing is the answer.
+    let best: ConversationRecord | undefined;
+    for (const e of ended) {
+      if (e.outcome === 'deleted') continue;
+      const c = await this.#o.conversations.getById(e.conversationId);
+      if (c && c.status !== ConversationStatus.IN_PROGRESS && (!best || c.startedAt > best.startedAt)) best = c;
+    }
+    return best ? { conversation: best, outcome: 'processing' } : undefined;
+  }
+
+  /** Ends the user's current in_progress conversation from the store alone; undefined when there is none. */
   async endCurrent(uid: string): Promise<{ conversation: ConversationRecord; outcome: EndOutcome } | undefined> {
     const c = await this.#o.conversations.latestWithStatus(uid, ConversationStatus.IN_PROGRESS);
     if (!c) return undefined;

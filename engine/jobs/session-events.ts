@@ -1,4 +1,6 @@
-// Conversation events for live sessions over Redis pub/sub, so a job on any node reaches the user's session on this one.
+// Conversation events for live sessions over Redis pub/sub, so a job on any node reaches the user's session on this one;
+// and the manual end of recording, asked of every node's sessions of a user and answered by each node.
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 export const SessionEventType = {
@@ -14,11 +16,37 @@ export interface SessionEvent {
   conversationId: string;
 }
 
+/** What one node's sessions of a user did when asked to end their recording. */
+export interface EndAnswer {
+  /** The user's sessions on that node (draining ones included). */
+  sessions: number;
+  /** The conversations those sessions ended, with what ending did (`processing`, `deleted`, `gone`). */
+  ended: { conversationId: string; outcome: string }[];
+}
+
+const END_REQUESTED = 'end_requested';
+const END_ANSWERED = 'end_answered';
+
+interface EndRequestMessage {
+  type: typeof END_REQUESTED;
+  uid: string;
+  requestId: string;
+}
+
+interface EndAnswerMessage extends EndAnswer {
+  type: typeof END_ANSWERED;
+  requestId: string;
+}
+
+type Message = SessionEvent | EndRequestMessage | EndAnswerMessage;
+
 export class SessionEvents {
   readonly #publisher: Redis;
   readonly #subscriber: Redis;
   readonly #channel: string;
   #listener: ((channel: string, message: string) => void) | undefined;
+  /** Manual ends this node asked for, by request id: each takes the nodes' answers. */
+  readonly #asked = new Map<string, (answer: EndAnswer) => void>();
 
   /** `subscriber` may be shared with other channels: messages are filtered by channel. */
   constructor(opts: { publisher: Redis; subscriber: Redis; channel: string }) {
@@ -27,14 +55,22 @@ export class SessionEvents {
     this.#channel = opts.channel;
   }
 
-  async attach(handler: (event: SessionEvent) => void): Promise<void> {
+  /**
+   * `handler` takes the conversation events; `endRecording` ends this node's sessions of a user when any node asks
+   * (requestEnd()), and its answer goes back to the asking node. Without it this node answers that it has none.
+   */
+  async attach(handler: (event: SessionEvent) => void, endRecording?: (uid: string) => Promise<EndAnswer>): Promise<void> {
     this.#listener = (channel, message) => {
       if (channel !== this.#channel) return;
+      let msg: Message;
       try {
-        handler(JSON.parse(message) as SessionEvent);
+        msg = JSON.parse(message) as Message;
       } catch {
-        // A malformed event is dropped: it can only come from a mismatched deployment.
+        return; // a malformed event can only come from a mismatched deployment
       }
+      if (msg.type === END_ANSWERED) this.#asked.get(msg.requestId)?.(msg);
+      else if (msg.type === END_REQUESTED) void this.#answer(msg, endRecording);
+      else handler(msg);
     };
     this.#subscriber.on('message', this.#listener);
     await this.#subscriber.subscribe(this.#channel);
@@ -42,6 +78,45 @@ export class SessionEvents {
 
   async publish(event: SessionEvent): Promise<void> {
     await this.#publisher.publish(this.#channel, JSON.stringify(event));
+  }
+
+  /**
+   * Asks every node to end `uid`'s live recording and collects the answers: one per node listening on the channel
+   * (Redis counts them at publish), or those that came within `timeoutMs`. Empty when Redis is unreachable.
+   */
+  async requestEnd(uid: string, timeoutMs: number): Promise<EndAnswer[]> {
+    const requestId = randomUUID();
+    const answers: EndAnswer[] = [];
+    let expected = Infinity;
+    let done!: () => void;
+    const all = new Promise<void>((resolve) => (done = resolve));
+    const timer = setTimeout(done, timeoutMs);
+    this.#asked.set(requestId, (a) => {
+      answers.push({ sessions: a.sessions, ended: a.ended });
+      if (answers.length >= expected) done();
+    });
+    const request: EndRequestMessage = { type: END_REQUESTED, uid, requestId };
+    // Redis away: no node can be asked, and the caller ends what the store holds.
+    this.#publisher.publish(this.#channel, JSON.stringify(request)).then(
+      (receivers) => {
+        expected = receivers;
+        if (answers.length >= expected) done();
+      },
+      () => done(),
+    );
+    try {
+      await all;
+    } finally {
+      clearTimeout(timer);
+      this.#asked.delete(requestId);
+    }
+    return answers;
+  }
+
+  async #answer(req: EndRequestMessage, endRecording: ((uid: string) => Promise<EndAnswer>) | undefined): Promise<void> {
+    const answer = endRecording ? await endRecording(req.uid).catch((): EndAnswer => ({ sessions: 0, ended: [] })) : { sessions: 0, ended: [] };
+    const msg: EndAnswerMessage = { type: END_ANSWERED, requestId: req.requestId, ...answer };
+    await this.#publisher.publish(this.#channel, JSON.stringify(msg)).catch(() => undefined);
   }
 
   async close(): Promise<void> {

@@ -86,7 +86,7 @@ export async function transcribeKept(d: TranscribeKeptDeps, data: TranscribeKept
     .map((s) => {
       const speaker = call ? (k.meta.channel === 0 ? 'SPEAKER_00' : 'SPEAKER_01') : s.speaker || 'SPEAKER_00';
       const start = Math.max(0, round3(s.start + k.meta.offsetS));
-      return { id: randomUUID(), text: s.text, speaker, speakerId: speakerIdOf(speaker), isUser: call ? k.meta.channel === 0 : (s.isUser ?? false), personId: null, start, end: Math.max(start, round3(s.end + k.meta.offsetS)), sttProvider: provider, speechProfileProcessed: true };
+      return { id: randomUUID(), text: s.text, speaker, speakerId: speakerIdOf(speaker), isUser: call ? k.meta.channel === 0 : (s.isUser ?? false), personId: null, start, end: Math.max(start, round3(s.end + k.meta.offsetS)), sttProvider: provider, speechProfileProcessed: false };
     });
   if (placed.length > 0) {
     const stored = await d.conversations.segments(c.id);

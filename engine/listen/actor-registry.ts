@@ -2,7 +2,7 @@
 import type { Logger } from '../logger.js';
 import type { ConversationsRepository } from '../db/conversations.js';
 import { CloseCode } from '../protocol.js';
-import type { SessionEvent } from '../jobs/session-events.js';
+import type { EndAnswer, SessionEvent } from '../jobs/session-events.js';
 import { conversationView } from '../conversations/view.js';
 import type { SessionActor } from './session-actor.js';
 
@@ -100,6 +100,13 @@ export class ActorRegistry {
     if (!c) return;
     const memory = { ...conversationView(c), status: c.status, discarded: c.discarded };
     for (const a of actors) a.conversationEvent(event.type, event.conversationId, memory);
+  }
+
+  /** Manual end of recording: each of this node's sessions of `uid` ends the conversation it records into. */
+  async endRecording(uid: string): Promise<EndAnswer> {
+    const actors = this.sessionsOf(uid);
+    const ended = await Promise.all(actors.map((a) => a.endRecording().catch(() => undefined)));
+    return { sessions: actors.length, ended: ended.filter((e) => e !== undefined) };
   }
 
   /** Stops admitting and drains every session (finalise, flush, close with `code`). */

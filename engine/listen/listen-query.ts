@@ -1,5 +1,6 @@
 // Parses and validates the /v4/listen query string (parameters and defaults in docs/protocol.md); pure, no sockets.
 import { LISTEN } from '../protocol.js';
+import { CONVERSATION_SOURCES, DEFAULT_LIVE_SOURCE, isConversationSource, type ConversationSource } from '../conversations/sources.js';
 
 /** The session's parameters after defaults. `codec`, `sampleRate` and `channels` are checked later by the codec layer (close 1003). */
 export interface ListenParams {
@@ -15,13 +16,13 @@ export interface ListenParams {
   conversationTimeoutS: number;
   sttService: 'provider_a' | 'provider_b' | null;
   customStt: boolean;
-  source: string | null;
+  /** One of CONVERSATION_SOURCES; DEFAULT_LIVE_SOURCE when the query has none. */
+  source: ConversationSource;
 }
 
 export type ParseResult = { ok: true; params: ListenParams } | { ok: false; reason: string };
 
 const LANGUAGE = /^(multi|[a-z]{2,3}(-[A-Za-z0-9]{2,8})*)$/;
-const SOURCE = /^[A-Za-z0-9_.-]{1,64}$/;
 
 function intParam(q: URLSearchParams, name: string, fallback: number): number | string {
   const raw = q.get(name);
@@ -64,8 +65,9 @@ export function parseListenQuery(query: string): ParseResult {
   if (stt !== null && stt !== 'provider_a' && stt !== 'provider_b') return fail('stt_service must be provider_a or provider_b');
   const custom = q.get('custom_stt') || 'disabled';
   if (custom !== 'enabled' && custom !== 'disabled') return fail('custom_stt must be enabled or disabled');
-  const source = q.get('source') || null;
-  if (source !== null && !SOURCE.test(source)) return fail('source must be 1-64 letters, digits, _ . -');
+  // Refused rather than mapped to a catch-all: a device that names itself wrongly learns it at connect, not from its data.
+  const source = q.get('source') || DEFAULT_LIVE_SOURCE;
+  if (!isConversationSource(source)) return fail(`source must be one of ${CONVERSATION_SOURCES.join(', ')}`);
   return {
     ok: true,
     params: {

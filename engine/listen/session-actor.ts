@@ -15,7 +15,7 @@ import { SessionStt } from './session-stt.js';
 import { openCustomStt, type CustomSttClient } from '../stt/custom/client.js';
 import type { UsageRecorder } from '../stt/usage.js';
 import type { EngineList } from '../stt/engine-list.js';
-import type { ConversationLifecycle } from '../conversations/lifecycle.js';
+import { MANUAL_END_AUDIO_WAIT_MS, type ConversationLifecycle } from '../conversations/lifecycle.js';
 import type { ConversationsRepository } from '../db/conversations.js';
 import type { ListenParams } from './listen-query.js';
 import { BufferLoop, type RawSegment } from '../audio/buffer-loop.js';
@@ -97,6 +97,10 @@ export class SessionActor {
   /** The provider failed after the drain began: its unanswered audio is kept before the session closes. */
   #lateFailure: { f: SttFailure; provider: string } | undefined;
   #clientGone = false;
+  /** A manual end in progress (endRecording()): a second request joins it. */
+  #ending: Promise<{ conversationId: string; outcome: string } | undefined> | undefined;
+  /** Manual ends waiting until the audio bytes received before them are decoded (#onPcm wakes them). */
+  #decodeWaiters: { bytes: number; resolve: () => void }[] = [];
   /** Counters for tests and metrics. */
   readonly stats = { audioMessages: 0, audioBytes: 0, keepAlives: 0, textMessages: 0, pcmSamples: 0, uplinkedSamples: 0, malformed: 0, speakerAssignments: 0, invalidSpeakerAssignments: 0, imageChunks: 0, rejectedImageChunks: 0, imagesCompleted: 0, imagesExpired: 0, corruptFrames: 0 };
   /** speaker_assigned maps: applied to later segments in the 600 ms step. */
@@ -118,7 +122,6 @@ export class SessionActor {
       source: opts.params.source,
       language: opts.params.language,
       conversationTimeoutS: opts.params.conversationTimeoutS,
-      speechProfileProcessed: true,
       speakers: this.#speakers,
       lifecycle: opts.lifecycle,
       conversations: opts.conversations,
@@ -266,6 +269,72 @@ export class SessionActor {
   }
 
   /**
+   * Manual end of recording (POST /v1/conversations, from any node): the audio received so far is decoded, the speech
+   * provider answers for it (finalize), its words are stepped into the current conversation, and that conversation is
+   * ended; the session goes on, and its next speech opens a new conversation. The wait for the audio is bounded
+   * (MANUAL_END_AUDIO_WAIT_MS): words the provider sends later land in the next conversation, never lost. A session
+   * whose client left finishes its drain instead and answers undefined: its conversation is then ended from the store.
+   */
+  endRecording(): Promise<{ conversationId: string; outcome: string } | undefined> {
+    this.#ending ??= this.#endRecording().finally(() => (this.#ending = undefined));
+    return this.#ending;
+  }
+
+  async #endRecording(): Promise<{ conversationId: string; outcome: string } | undefined> {
+    if (this.#state === SessionState.OPENING || this.#state === SessionState.CLOSED) return undefined;
+    if (!this.#draining && !(await this.#within(this.#audioAnswered(), MANUAL_END_AUDIO_WAIT_MS))) {
+      this.#o.logger.info({ sessionId: this.sessionId }, 'manual end went ahead before the provider answered; later words open the next conversation');
+    }
+    if (this.#draining) {
+      await this.#within(this.#draining, MANUAL_END_AUDIO_WAIT_MS);
+      return undefined;
+    }
+    if ((this.#state as SessionState) === SessionState.CLOSED) return undefined; // disposed while it waited
+    while (this.#stepping) await this.#stepping;
+    const run = this.#loop.endNow();
+    const step = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#stepping = step;
+    try {
+      const r = await run;
+      if (r.removedIds.length > 0) this.#out.send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
+      if (r.updated.length > 0) this.#out.send(JSON.stringify(r.updated.map(toWire)));
+      if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
+      return r.ended;
+    } finally {
+      if (this.#stepping === step) this.#stepping = undefined;
+    }
+  }
+
+  /** Resolves once every audio byte received so far is decoded and the speech engines answered for what they got. */
+  async #audioAnswered(): Promise<void> {
+    const bytes = this.stats.audioBytes;
+    if (this.#inlet && this.#decodedBytes() < bytes) await new Promise<void>((resolve) => this.#decodeWaiters.push({ bytes, resolve }));
+    await this.#speech?.finalize();
+  }
+
+  #decodedBytes(): number {
+    return this.stats.audioBytes - (this.#inlet?.pendingBytes ?? 0);
+  }
+
+  /** Waits for `p`, at most `ms` on the scheduler's clock; false when the time ran out first. */
+  async #within(p: Promise<unknown>, ms: number): Promise<boolean> {
+    let timer: TimerId | undefined;
+    const timeout = new Promise<boolean>((resolve) => (timer = this.#o.scheduler.after(ms, () => resolve(false))));
+    try {
+      const settled = p.then(
+        () => true,
+        () => true,
+      );
+      return await Promise.race([settled, timeout]);
+    } finally {
+      if (timer !== undefined) this.#o.scheduler.cancel(timer);
+    }
+  }
+
+  /**
    * Graceful end: stop taking audio, decode what was accepted, finalise STT, flush the last segments to the store and
    * the client, close with `code`, leave the open conversation to the idle check, dispose. Safe to call twice.
    */
@@ -306,6 +375,7 @@ export class SessionActor {
     for (const id of this.#timers) this.#o.scheduler.cancel(id);
     this.#timers = [];
     this.#inlet?.dispose();
+    for (const w of this.#decodeWaiters.splice(0)) w.resolve();
     this.#images.clear();
     this.#abort.abort();
     this.#speech?.close();
@@ -390,10 +460,15 @@ export class SessionActor {
     return true;
   }
 
-  /** Two-channel calls: channel 1 is the wearer (SPEAKER_00), channel 2 the remote side (SPEAKER_01). */
+  /**
+   * Two-channel calls: channel 1 is the wearer (SPEAKER_00), channel 2 the remote side (SPEAKER_01).
+   * `speechProfileProcessed` says whether the user's speech profile was compared with the segment's voice: no
+   * speaker-identification step exists yet, so never. That step (only when `include_speech_profile` is true and the
+   * user has a profile) belongs here, setting `isUser` and `speechProfileProcessed: true` on the segments it matched.
+   */
   #raw(s: SttSegment, provider: string, channel: number): RawSegment {
-    if (this.#o.params.channels === 2) return { ...s, speaker: channel === 0 ? 'SPEAKER_00' : 'SPEAKER_01', isUser: channel === 0, sttProvider: provider };
-    return { ...s, sttProvider: provider };
+    if (this.#o.params.channels === 2) return { ...s, speaker: channel === 0 ? 'SPEAKER_00' : 'SPEAKER_01', isUser: channel === 0, sttProvider: provider, speechProfileProcessed: false };
+    return { ...s, sttProvider: provider, speechProfileProcessed: false };
   }
 
   #sttFailed(f: SttFailure, provider: string): void {
@@ -446,6 +521,17 @@ export class SessionActor {
       stats.pcmSamples += channel.length;
       if (channel.length > 0) this.#speech?.write(i, channel);
     }
+    // Per batch, and nothing to do unless a manual end waits (a length check).
+    if (this.#decodeWaiters.length > 0) this.#wakeDecodeWaiters();
+  }
+
+  #wakeDecodeWaiters(): void {
+    const decoded = this.#decodedBytes();
+    this.#decodeWaiters = this.#decodeWaiters.filter((w) => {
+      if (w.bytes > decoded) return true;
+      w.resolve();
+      return false;
+    });
   }
 
   /** PCM the codec shard sent on a provider socket it holds. */

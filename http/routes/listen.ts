@@ -12,18 +12,20 @@ export function listenRoutes(s: Services): AppRoute[] {
       operationId: 'endInProgressConversation',
       summary: 'End the in-progress conversation now and queue it for processing',
       description:
-        'Manual end of recording: the user\'s in-progress conversation moves to `processing` and a process-conversation job is queued; ' +
-        'live sessions receive `memory_processing_started` and later `memory_created`, and keep streaming into a new conversation. ' +
-        'An in-progress conversation without segments is deleted instead, and answers 404 like no conversation at all.',
+        'Manual end of recording: the conversation the user\'s live sessions record into (on any node), else the user\'s in-progress ' +
+        'conversation, moves to `processing` and a process-conversation job is queued. Speech a live session already received is ' +
+        'transcribed into it first (the answer waits for it, at most a few seconds). Live sessions receive `memory_processing_started` ' +
+        'and later `memory_created`, and their next speech opens a new conversation. A conversation in which nothing was said is ' +
+        'deleted instead, and answers 404 like no conversation at all.',
       tags: ['Conversations'],
       auth: { kind: 'id_token' },
       body: Type.Object({}, { title: 'EndConversation', description: 'an empty JSON object' }),
       responses: {
         200: { description: 'the conversation, now processing', schema: Type.Object({ memory: Type.Any(), messages: Type.Array(Type.Any()) }, { title: 'EndedConversation', description: 'the conversation, now processing' }) },
-        404: { description: 'no in-progress conversation with segments' },
+        404: { description: 'no live or in-progress conversation, or nothing was said in it' },
       },
       async handler({ auth }) {
-        const ended = await s.lifecycle.endCurrent(auth.uid);
+        const ended = await s.lifecycle.endRecording(auth.uid);
         if (!ended || ended.outcome === 'deleted') throw new EngineError('ENG_ERR_RESOURCE_NOT_FOUND', { resource: 'Conversation' });
         return { body: { memory: { ...conversationView(ended.conversation), status: ended.conversation.status }, messages: [] } };
       },

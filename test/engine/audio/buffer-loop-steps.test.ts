@@ -28,7 +28,7 @@ function collaborators(clock: ManualClock) {
       return Promise.resolve(name === 'segmentsWithIds' ? [] : true);
     },
   });
-  const loop = new BufferLoop({ uid: 'u1', sessionId: 's1', source: 'omi', language: 'en', conversationTimeoutS: 120, speechProfileProcessed: true, lifecycle, conversations, clock, logger: createLogger('silent') });
+  const loop = new BufferLoop({ uid: 'u1', sessionId: 's1', source: 'omi', language: 'en', conversationTimeoutS: 120, lifecycle, conversations, clock, logger: createLogger('silent') });
   return { loop, calls };
 }
 

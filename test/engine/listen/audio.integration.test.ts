@@ -38,7 +38,7 @@ t.test('opus_fs320 audio reaches the engine; scripted segments reach the client 
   const segments = await c.json((m) => Array.isArray(m));
   t.equal(segments.length, 2, 'both segments');
   const [a, b] = segments;
-  t.match(a, { text: 'Hello there.', speaker: 'SPEAKER_00', speaker_id: 0, is_user: false, person_id: null, start: 0.5, end: 1.2, speech_profile_processed: true, stt_provider: 'recording' });
+  t.match(a, { text: 'Hello there.', speaker: 'SPEAKER_00', speaker_id: 0, is_user: false, person_id: null, start: 0.5, end: 1.2, speech_profile_processed: false, stt_provider: 'recording' });
   t.match(b, { text: 'General Kenobi.', speaker: 'SPEAKER_01', speaker_id: 1 });
   t.match(a.id, UUID, 'uuid id');
   t.same(Object.keys(a).sort(), ['end', 'id', 'is_user', 'person_id', 'speaker', 'speaker_id', 'speech_profile_processed', 'start', 'stt_provider', 'text']);

@@ -6,7 +6,7 @@ t.test('defaults', async (t) => {
   const r = parseListenQuery('uid=u1');
   t.same(r, {
     ok: true,
-    params: { uid: 'u1', language: 'en', sampleRate: 8000, codec: 'pcm8', channels: 1, includeSpeechProfile: true, conversationTimeoutS: 120, sttService: null, customStt: false, source: null },
+    params: { uid: 'u1', language: 'en', sampleRate: 8000, codec: 'pcm8', channels: 1, includeSpeechProfile: true, conversationTimeoutS: 120, sttService: null, customStt: false, source: 'omi' },
   });
 });
 
@@ -41,6 +41,7 @@ t.test('refusals name the parameter', async (t) => {
     ['uid=u&custom_stt=on', 'custom_stt'],
     ['uid=u&language=English!', 'language'],
     ['uid=u&source=a%20b', 'source'],
+    ['uid=u&source=walkie_talkie', 'source'],
   ] as const) {
     const r = parseListenQuery(q);
     t.equal(r.ok, false, q);
