@@ -31,6 +31,9 @@ export type ConversationSource = (typeof CONVERSATION_SOURCES)[number];
 /** A /v4/listen session without `source`: the wearable itself, as in the compatible system. */
 export const DEFAULT_LIVE_SOURCE: ConversationSource = 'omi';
 
+/** What a source this version does not know is stored as. */
+export const UNKNOWN_SOURCE: ConversationSource = 'unknown';
+
 const KNOWN = new Set<string>(CONVERSATION_SOURCES);
 
 export function isConversationSource(value: string): value is ConversationSource {

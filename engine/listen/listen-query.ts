@@ -1,6 +1,6 @@
 // Parses and validates the /v4/listen query string (parameters and defaults in docs/protocol.md); pure, no sockets.
 import { LISTEN } from '../protocol.js';
-import { CONVERSATION_SOURCES, DEFAULT_LIVE_SOURCE, isConversationSource, type ConversationSource } from '../conversations/sources.js';
+import { DEFAULT_LIVE_SOURCE, UNKNOWN_SOURCE, isConversationSource, type ConversationSource } from '../conversations/sources.js';
 
 /** The session's parameters after defaults. `codec`, `sampleRate` and `channels` are checked later by the codec layer (close 1003). */
 export interface ListenParams {
@@ -16,7 +16,7 @@ export interface ListenParams {
   conversationTimeoutS: number;
   sttService: 'provider_a' | 'provider_b' | null;
   customStt: boolean;
-  /** One of CONVERSATION_SOURCES; DEFAULT_LIVE_SOURCE when the query has none. */
+  /** One of CONVERSATION_SOURCES; DEFAULT_LIVE_SOURCE when the query has none, UNKNOWN_SOURCE for a value not in the list. */
   source: ConversationSource;
 }
 
@@ -65,9 +65,10 @@ export function parseListenQuery(query: string): ParseResult {
   if (stt !== null && stt !== 'provider_a' && stt !== 'provider_b') return fail('stt_service must be provider_a or provider_b');
   const custom = q.get('custom_stt') || 'disabled';
   if (custom !== 'enabled' && custom !== 'disabled') return fail('custom_stt must be enabled or disabled');
-  // Refused rather than mapped to a catch-all: a device that names itself wrongly learns it at connect, not from its data.
-  const source = q.get('source') || DEFAULT_LIVE_SOURCE;
-  if (!isConversationSource(source)) return fail(`source must be one of ${CONVERSATION_SOURCES.join(', ')}`);
+  // Filed under the catch-all rather than refused, as the compatible system does: a device naming a source this
+  // version does not know yet must still record.
+  const named = q.get('source') || DEFAULT_LIVE_SOURCE;
+  const source: ConversationSource = isConversationSource(named) ? named : UNKNOWN_SOURCE;
   return {
     ok: true,
     params: {

@@ -40,8 +40,6 @@ t.test('refusals name the parameter', async (t) => {
     ['uid=u&stt_service=deepgram', 'stt_service'],
     ['uid=u&custom_stt=on', 'custom_stt'],
     ['uid=u&language=English!', 'language'],
-    ['uid=u&source=a%20b', 'source'],
-    ['uid=u&source=walkie_talkie', 'source'],
   ] as const) {
     const r = parseListenQuery(q);
     t.equal(r.ok, false, q);
