@@ -78,7 +78,7 @@ export const AppSchema = Type.Object({
   webhook_enabled: Type.Optional(Type.Boolean({ description: 'owner only' })),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
-});
+}, { title: 'App' });
 
 const CreatedAppSchema = Type.Intersect([AppSchema, Type.Object({ secret: Type.String({ description: 'the app secret (`svc_app_`); shown only in this response' }) })]);
 
@@ -87,7 +87,7 @@ const InstallationSchema = Type.Object({
   installed: Type.Literal(true),
   scopes: Type.Array(literals(PROACTIVE_SCOPES), { description: 'granted to the app by this install' }),
   installed_at: Type.String({ format: 'date-time' }),
-});
+}, { title: 'AppInstallation' });
 
 const ListAppsQuery = Type.Object({
   installed: Type.Optional(Type.Boolean({ description: 'true: only the apps you installed; false: only those you did not; omitted: both' })),
@@ -195,6 +195,12 @@ export function appRoutes(s: Services): AppRoute[] {
     } else if ((body.proactive_notification as { scopes?: string[] } | null | undefined)?.scopes?.length) {
       throw valueError(['body', 'capabilities'], 'must include proactive_notification for an app with proactive scopes');
     }
+    // A capability taken away takes its settings along, so no delivery or grant outlives it.
+    if (!caps.includes('external_integration') && (merged.triggersOn || merged.webhookUrl)) {
+      out.triggersOn = null;
+      out.webhookUrl = null;
+    }
+    if (!caps.includes('proactive_notification') && (merged.proactiveScopes ?? []).length > 0) out.proactiveScopes = [];
     return out;
   }
 

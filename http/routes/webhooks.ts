@@ -55,10 +55,11 @@ const WebhookSettingSchema = Type.Object({
   url: Type.Union([Type.String(), Type.Null()], { description: 'null when none is set; audio_bytes as `url,seconds`' }),
   enabled: Type.Boolean({ description: 'false when none is set or it is disabled' }),
   seconds: Type.Optional(Type.Integer({ description: 'audio_bytes only: seconds of audio per request' })),
-});
+}, { title: 'DeveloperWebhook' });
 
 const WebhookStatusSchema = Type.Object(Object.fromEntries(DEVELOPER_WEBHOOK_TYPES.map((x) => [x, Type.Boolean()])) as Record<DeveloperWebhookType, ReturnType<typeof Type.Boolean>>, {
   description: 'per type: a URL is set and enabled',
+  title: 'DeveloperWebhooksStatus',
 });
 
 export const WebhookSecretSchema = Type.Object({
@@ -67,7 +68,7 @@ export const WebhookSecretSchema = Type.Object({
     description: 'after a rotation: until when deliveries are also signed with the previous secret',
   }),
   rotated_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-});
+}, { title: 'WebhookSecret' });
 
 const SetWebhookBody = Type.Object({
   url: Type.String({ maxLength: MAX_WEBHOOK_URL_CHARS + 8, description: 'http(s) URL; audio_bytes takes `url,seconds` (seconds 1-60, default 5); empty clears it' }),

@@ -1,7 +1,7 @@
 // Apps over real sockets, on sqlite and PostgreSQL: a developer's CRUD (another user's ids answer 404), the app
 // secret shown once and replaced by rotation, installs checked against a local Setup Completed receiver, the scopes
 // an install grants, and the endpoints the delivery code gets for a user and trigger.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startService, type TestService } from '../helpers/service.js';
@@ -13,7 +13,7 @@ import { webhookParts } from '../../engine/webhooks/parts.js';
 const PUBLIC = 'https://93.184.215.14';
 
 /** The Setup Completed receiver: answers by the `uid` it is asked about, and records every uid asked. */
-async function setupReceiver(t: Parameters<Parameters<typeof t.test>[1]>[0]): Promise<{ url: string; asked: string[] }> {
+async function setupReceiver(t: Test): Promise<{ url: string; asked: string[] }> {
   const asked: string[] = [];
   const server = http.createServer((req, res) => {
     const uid = new URL(req.url ?? '/', 'http://x').searchParams.get('uid') ?? '';
@@ -53,7 +53,7 @@ for (const store of STORES) {
   t.test(`apps on ${store}`, async (t) => {
     const s = await startService(t, { store, env: { WEBHOOK_ALLOW_PRIVATE: 'on' } });
     const rx = await setupReceiver(t);
-    const [alice, bob, carol, dave, erin, frank] = await Promise.all(['alice', 'bob', 'carol', 'dave', 'erin', 'frank'].map((u) => s.token(u)));
+    const [alice, bob, carol, dave, erin, frank] = (await Promise.all(['alice', 'bob', 'carol', 'dave', 'erin', 'frank'].map((u) => s.token(u)))) as [string, string, string, string, string, string];
     const parts = webhookParts(s.service.services);
     let appId = '';
     let firstSecret = '';
@@ -231,7 +231,12 @@ for (const store of STORES) {
       t.same(await parts.webhooks.endpointsFor('bob', 'day_summary'), [], 'apps get no day summary');
       t.same(await parts.webhooks.endpointsFor('alice', 'memory_created'), [], 'only what this user set or installed');
 
-      // Uninstalling stops an app's deliveries; deleting an app removes every install of it.
+      // A capability taken away takes its trigger along; uninstalling stops an app's deliveries; deleting an app
+      // removes every install of it.
+      const dropped = await s.req(`/v1/apps/${proactive.json.id}`, { method: 'PATCH', headers: bearer(carol), body: { capabilities: ['proactive_notification'] } });
+      t.equal(dropped.status, 200);
+      t.equal(dropped.json.external_integration, null);
+      t.same(await parts.webhooks.endpointsFor('bob', 'realtime_transcript'), [], 'no trigger without the capability');
       t.equal((await s.req(`/v1/apps/${appId}/install`, { method: 'DELETE', headers: bearer(bob) })).status, 204);
       t.equal((await s.req(`/v1/apps/${appId}/install`, { method: 'DELETE', headers: bearer(bob) })).status, 404, 'not installed any more');
       t.same((await parts.webhooks.endpointsFor('bob', 'memory_created')).map((e) => e.ownerKind), ['user']);

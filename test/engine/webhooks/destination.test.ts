@@ -1,6 +1,6 @@
 // The destination guard: which addresses are refused and why, at check time and at connect time (a name that
 // resolved public when saved and private when sent), pinning to the checked address, and redirects not followed.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { classifyAddress, DestinationGuard, DestinationRefused, guardedRequest, type ResolvedAddress } from '../../../engine/webhooks/destination.js';
@@ -100,7 +100,7 @@ t.test('check: form and address rules, private allowed only when asked, metadata
 });
 
 /** A local receiver counting requests; `answer` decides each reply. */
-async function receiver(t: Parameters<Parameters<typeof t.test>[1]>[0], answer: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<{ port: number; seen: http.IncomingMessage[] }> {
+async function receiver(t: Test, answer: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<{ port: number; seen: http.IncomingMessage[] }> {
   const seen: http.IncomingMessage[] = [];
   const server = http.createServer((req, res) => {
     seen.push(req);
