@@ -149,6 +149,9 @@ for (const store of STORES) {
       t.equal((await parts.apps.findBySecretHash(hashKey(res.json.secret)))?.id, appId, 'the new secret verifies');
       t.equal(await parts.apps.findBySecretHash(hashKey(firstSecret)), undefined, 'the old one does not');
       t.equal((await s.req(`/v1/apps/${appId}`, { headers: bearer(alice) })).json.secret_prefix, res.json.secret_prefix);
+      const asKey = await s.req('/v1/dev/user/memories', { headers: bearer(res.json.secret) });
+      t.equal(asKey.status, 401, 'an app secret is no developer key');
+      t.equal(asKey.headers['x-error-code'], 'ENG_ERR_AUTH_KEY_WRONG_KIND');
     });
 
     await t.test("the app's webhook secret is its owner's to read and rotate", async (t) => {
@@ -253,6 +256,15 @@ for (const store of STORES) {
       const bobs = await s.req('/v1/apps?installed=true', { headers: bearer(bob) });
       t.same(bobs.json.map((a: { name: string }) => a.name), ['Coach']);
       t.equal((await s.req('/v1/apps?installed=maybe', { headers: bearer(bob) })).status, 422);
+
+      // An installed app its developer made private stays listed for its user, who can still uninstall it.
+      const coach = bobs.json[0].id as string;
+      t.equal((await s.req(`/v1/apps/${coach}`, { method: 'PATCH', headers: bearer(carol), body: { private: true } })).status, 200);
+      t.same((await s.req('/v1/apps', { headers: bearer(bob) })).json.map((a: { name: string; installed: boolean }) => [a.name, a.installed]), [['Coach', true], ['Notes sync', false]]);
+      t.equal((await s.req(`/v1/apps/${coach}`, { headers: bearer(bob) })).status, 200);
+      t.equal((await s.req(`/v1/apps/${coach}/install`, { method: 'POST', headers: bearer(bob) })).status, 404, 'but cannot install it again');
+      t.equal((await s.req(`/v1/apps/${coach}/install`, { method: 'DELETE', headers: bearer(bob) })).status, 204);
+      t.same((await s.req('/v1/apps', { headers: bearer(bob) })).json.map((a: { name: string }) => a.name), ['Notes sync'], 'then it is gone from their list');
     });
   });
 }
