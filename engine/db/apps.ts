@@ -177,6 +177,11 @@ export class AppsRepository {
     return n > 0;
   }
 
+  /** Turns the app's webhook off or back on for every user (a receiver that answered 410, or its owner); false when no such app. */
+  async setWebhookEnabled(id: string, enabled: boolean, now: number): Promise<boolean> {
+    return (await this.knex('apps').where({ id }).update({ webhook_enabled: enabled, updated_at: isoNow(now) })) > 0;
+  }
+
   /** The app whose secret hashes to `secretHash` (for an app calling the service with its secret). */
   async findBySecretHash(secretHash: string): Promise<AppRecord | undefined> {
     const row = (await this.knex('apps').where({ secret_hash: secretHash }).first()) as Row | undefined;

@@ -232,6 +232,10 @@ for (const store of STORES) {
         { ownerKind: 'app', ownerId: audio.json.id, url: `${PUBLIC}/audio`, seconds: 5 },
       ]);
       t.same(await parts.webhooks.endpointsFor('bob', 'day_summary'), [], 'apps get no day summary');
+      t.ok(await parts.apps.setWebhookEnabled(audio.json.id, false, s.clock.now()));
+      t.same((await parts.webhooks.endpointsFor('bob', 'audio_bytes')).map((e) => e.ownerKind), ['user'], "a disabled app webhook is no endpoint");
+      t.equal((await s.req(`/v1/apps/${audio.json.id}`, { headers: bearer(carol) })).json.webhook_enabled, false, 'its owner sees it disabled');
+      t.ok(await parts.apps.setWebhookEnabled(audio.json.id, true, s.clock.now()));
       t.same(await parts.webhooks.endpointsFor('alice', 'memory_created'), [], 'only what this user set or installed');
 
       // A capability taken away takes its trigger along; uninstalling stops an app's deliveries; deleting an app
