@@ -113,6 +113,11 @@ export interface Config {
   readonly providerBApiKey: string | undefined;
   /** ws:// or wss:// URL of an external custom transcription server for `custom_stt=enabled` sessions; unset: the app's suggested transcripts only. @defaultValue undefined */
   readonly customSttUrl: string | undefined;
+  /**
+   * Let webhook and app URLs reach loopback and private addresses ('on' for tests and on-premises receivers); cloud
+   * metadata addresses stay refused either way. @defaultValue false
+   */
+  readonly webhookAllowPrivate: boolean;
 }
 
 export const STT_PROVIDER_NAMES = ['provider_a', 'provider_b', 'local'] as const;
@@ -136,7 +141,7 @@ export const CONFIG_VARIABLES = [
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS',
   'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
-  'CUSTOM_STT_URL',
+  'CUSTOM_STT_URL', 'WEBHOOK_ALLOW_PRIVATE',
 ] as const;
 
 export const LOCAL_ISSUER = 'urn:wearable-backend:local-issuer';
@@ -263,6 +268,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobConcurrency: int(env, 'JOB_CONCURRENCY', 16, 1, 256),
     ...sttConfig(env),
     customSttUrl: url(env, 'CUSTOM_STT_URL', ['wss:', 'ws:']),
+    webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', ['on', 'off'] as const, 'off') === 'on',
   };
   return Object.freeze(config);
 }

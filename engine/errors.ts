@@ -45,6 +45,12 @@ export const ERRORS = {
   ENG_ERR_KEY_SCOPE_UNKNOWN: def(400, 'Invalid scopes. Available: {available}'),
   ENG_ERR_KEY_NOT_FOUND: def(404, 'API key not found'),
 
+  // Webhooks and apps (http/routes/webhooks.ts, http/routes/apps.ts, engine/webhooks/).
+  ENG_ERR_WEBHOOK_DESTINATION_REFUSED: def(400, '{reason}'),
+  ENG_ERR_WEBHOOK_NOT_SET: def(409, 'No {type} webhook URL is set: save one first'),
+  ENG_ERR_APP_SETUP_INCOMPLETE: def(409, "The app's setup is not completed yet: finish it with the app's instructions, then install again"),
+  ENG_ERR_APP_SETUP_CHECK_FAILED: def(502, "The app's setup check failed: {reason}", true),
+
   // Dependencies and the unexpected.
   ENG_ERR_DEPENDENCY_UNAVAILABLE: def(503, 'Service temporarily unavailable: {dependency} is unreachable', true),
   ENG_ERR_INTERNAL: def(500, 'Internal Server Error', true),

@@ -17,8 +17,8 @@ export type Scope = (typeof SCOPES)[number];
 /** Scopes a key receives when its creator names none. */
 export const DEFAULT_SCOPES: readonly Scope[] = SCOPES.filter((s) => s.endsWith(':read'));
 
-/** Key families: `svc_dev_` authenticates developer REST, `svc_mcp_` only the MCP endpoint. */
-export const KEY_KINDS = { dev: 'svc_dev_', mcp: 'svc_mcp_' } as const;
+/** Key families: `svc_dev_` authenticates developer REST, `svc_mcp_` only the MCP endpoint, `svc_app_` is an app's own secret. */
+export const KEY_KINDS = { dev: 'svc_dev_', mcp: 'svc_mcp_', app: 'svc_app_' } as const;
 export type KeyKind = keyof typeof KEY_KINDS;
 
 /** WebSocket close codes the listen endpoint uses. */

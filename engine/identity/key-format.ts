@@ -1,4 +1,4 @@
-// API key format: `svc_dev_` or `svc_mcp_`, 22 base62 characters of randomness (131 bits) and a 6-character CRC32 checksum.
+// API key format (developer keys and app secrets alike): `svc_dev_`, `svc_mcp_` or `svc_app_`, 22 base62 characters of randomness (131 bits) and a 6-character CRC32 checksum.
 // The checksum lets a secret scanner, or this service, reject a mistyped key offline without a store lookup.
 import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
@@ -7,7 +7,7 @@ import { KEY_KINDS, type KeyKind } from '../protocol.js';
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const RANDOM_CHARS = 22;
 const CHECKSUM_CHARS = 6;
-const BODY = new RegExp(`^svc_(dev|mcp)_([0-9A-Za-z]{${RANDOM_CHARS}})([0-9A-Za-z]{${CHECKSUM_CHARS}})$`);
+const BODY = new RegExp(`^svc_(${Object.keys(KEY_KINDS).join('|')})_([0-9A-Za-z]{${RANDOM_CHARS}})([0-9A-Za-z]{${CHECKSUM_CHARS}})$`);
 
 function base62(n: bigint, width: number): string {
   let out = '';

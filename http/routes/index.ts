@@ -10,6 +10,8 @@ import { folderRoutes } from './folders.js';
 import { mcpRoutes } from '../mcp.js';
 import { listenRoutes } from './listen.js';
 import { usageRoutes } from './usage.js';
+import { webhookRoutes } from './webhooks.js';
+import { appRoutes } from './apps.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
@@ -22,6 +24,8 @@ export function allRoutes(s: Services): AppRoute[] {
     ...memoryRoutes(s),
     ...actionItemRoutes(s),
     ...goalRoutes(s),
+    ...webhookRoutes(s),
+    ...appRoutes(s),
     ...mcpRoutes(s),
   ];
 }

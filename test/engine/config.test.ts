@@ -85,6 +85,7 @@ const SETTINGS = {
     set: ['wss://stt.example.org/stream?key=1', 'wss://stt.example.org/stream?key=1'],
     bad: ['https://stt.example.org/stream', 'not a url', ' ws://127.0.0.1:9000/'],
   },
+  WEBHOOK_ALLOW_PRIVATE: { field: 'webhookAllowPrivate', default: false, set: ['on', true], bad: ['yes', 'true', 'ON'] },
 } satisfies Record<Variable, Setting>;
 
 for (const [variable, s] of Object.entries(SETTINGS) as [Variable, Setting][]) {
