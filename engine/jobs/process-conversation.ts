@@ -5,17 +5,42 @@ import type { Services } from '../services.js';
 import { afterProcessed } from '../conversations/derived.js';
 import { ConversationStatus } from '../protocol.js';
 import { lastActivityMs } from '../conversations/lifecycle.js';
-import { bullConnection, QueueName, within, type ProcessConversationData } from './queues.js';
+import { bullConnection, processRetryDelayMs, QueueName, within, type ProcessConversationData } from './queues.js';
 import { SessionEventType, type SessionEvents } from './session-events.js';
 
 /** What one run did (tests and logs). */
 export type ProcessOutcome = 'completed' | 'deleted' | 'skipped' | 'deferred';
 
 /**
- * Runs the job for one conversation. Idempotent: a completed conversation is left alone, a second run of a failed
- * one re-enters `processing`. Throws after marking the conversation `failed`, so BullMQ retries it.
+ * A conversation finished processing: the seam for what fires on it (conversation-created webhooks). `reprocess` is
+ * false exactly once per conversation, at its first completion; a later completion (its owner's reprocess) says true,
+ * so that what must fire once (app webhooks) does not fire again.
  */
-export async function processConversation(s: Services, events: SessionEvents, data: ProcessConversationData, signal?: AbortSignal, kept?: { pending(conversationId: string): Promise<number> }): Promise<ProcessOutcome> {
+export interface ConversationProcessed {
+  conversationId: string;
+  uid: string;
+  reprocess: boolean;
+  discarded: boolean;
+}
+
+/** Called once the result is stored, before the job is done; a failure is logged and does not fail the job. */
+export type ProcessedListener = (event: ConversationProcessed) => Promise<void> | void;
+
+export interface ProcessRunOptions {
+  signal?: AbortSignal;
+  /** Conversations still waiting for kept audio (any node). */
+  kept?: { pending(conversationId: string): Promise<number> };
+  /** Whether this is the job's last attempt: its failure leaves the conversation `failed` until its owner reprocesses it. */
+  lastAttempt?: boolean;
+  onProcessed?: ProcessedListener;
+}
+
+/**
+ * Runs the job for one conversation. Idempotent: a completed conversation is left alone (an owner's reprocess moves
+ * it back to `processing` first), a failed one re-enters `processing`. Throws after marking the conversation `failed`,
+ * so BullMQ retries it; nothing of it is lost (its transcript and any earlier result stay).
+ */
+export async function processConversation(s: Services, events: SessionEvents, data: ProcessConversationData, o: ProcessRunOptions = {}): Promise<ProcessOutcome> {
   const { conversationId, uid } = data;
   const c = await s.conversations.getById(conversationId);
   if (!c || c.status === ConversationStatus.COMPLETED) return 'skipped';
@@ -27,13 +52,15 @@ export async function processConversation(s: Services, events: SessionEvents, da
   }
   if (data.idleMs !== undefined) return 'skipped';
   // Audio a failed provider left unanswered is still being transcribed: its last job enqueues processing again.
-  if (kept && (await kept.pending(conversationId)) > 0) return 'deferred';
+  if (o.kept && (await o.kept.pending(conversationId)) > 0) return 'deferred';
   if (c.status === ConversationStatus.FAILED) await s.conversations.setStatus(conversationId, ConversationStatus.PROCESSING, s.clock.now());
   const segments = await s.conversations.segments(conversationId);
   if (segments.length === 0 && (await s.conversations.photoCount(conversationId)) === 0) {
     await s.conversations.deleteById(conversationId);
     return 'deleted';
   }
+  let first: boolean;
+  let discarded: boolean;
   try {
     const result = await s.processor.process(
       {
@@ -43,17 +70,29 @@ export async function processConversation(s: Services, events: SessionEvents, da
         startedAt: c.startedAt,
         finishedAt: c.finishedAt ?? new Date(s.clock.now()).toISOString(),
         allowDiscard: true,
+        // A model outage fails the attempt rather than settling for the built-in structure: the job retries, and after
+        // the last attempt the conversation stays visibly `failed` for its owner to reprocess.
+        retryable: true,
       },
-      signal,
+      o.signal,
     );
-    await s.conversations.saveResult(conversationId, result, s.clock.now());
+    ({ first } = await s.conversations.saveResult(conversationId, result, s.clock.now()));
+    discarded = result.discarded;
     await afterProcessed(s, c.userId, conversationId, result);
   } catch (err) {
     await s.conversations.setStatus(conversationId, ConversationStatus.FAILED, s.clock.now());
-    s.logger.error({ conversationId, err: { name: (err as Error)?.name } }, 'conversation processing failed');
+    const name = (err as Error)?.name;
+    if (o.lastAttempt) s.logger.error({ conversationId, err: { name } }, 'conversation processing failed after its last attempt');
+    else s.logger.warn({ conversationId, err: { name } }, 'conversation processing failed; retried later');
     throw err;
   }
-  await events.publish({ type: SessionEventType.CREATED, uid: c.userId, conversationId }).catch(() => undefined);
+  const processed: ConversationProcessed = { conversationId, uid: c.userId, reprocess: !first, discarded };
+  try {
+    await o.onProcessed?.(processed);
+  } catch (err) {
+    s.logger.error({ conversationId, err: { name: (err as Error)?.name } }, 'conversation processed listener failed');
+  }
+  await events.publish({ type: SessionEventType.CREATED, uid: c.userId, conversationId, reprocess: processed.reprocess }).catch(() => undefined);
   return 'completed';
 }
 
@@ -67,6 +106,8 @@ export interface ProcessConversationWorkerOptions {
   concurrency?: number;
   /** Conversations still waiting for kept audio (any node): their processing is deferred until it is transcribed. */
   kept?: { pending(conversationId: string): Promise<number> };
+  /** Told of every completed processing (ConversationProcessed). */
+  onProcessed?: ProcessedListener;
 }
 
 /** The BullMQ consumer of the `processing` queue; started by Service when ROLE is all or jobs. */
@@ -79,8 +120,19 @@ export class ProcessConversationWorker {
     this.#connection = bullConnection(opts.redisUrl, 'worker', () => this.#closing);
     this.worker = new Worker<ProcessConversationData, ProcessOutcome>(
       QueueName.PROCESSING,
-      (job: Job<ProcessConversationData>, _token?: string, signal?: AbortSignal) => processConversation(opts.services, opts.events, job.data, signal, opts.kept),
-      { connection: this.#connection, prefix: opts.prefix, concurrency: opts.concurrency ?? 16 },
+      (job: Job<ProcessConversationData>, _token?: string, signal?: AbortSignal) =>
+        processConversation(opts.services, opts.events, job.data, {
+          ...(signal ? { signal } : {}),
+          ...(opts.kept ? { kept: opts.kept } : {}),
+          ...(opts.onProcessed ? { onProcessed: opts.onProcessed } : {}),
+          lastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+        }),
+      {
+        connection: this.#connection,
+        prefix: opts.prefix,
+        concurrency: opts.concurrency ?? 16,
+        settings: { backoffStrategy: (attemptsMade: number) => processRetryDelayMs(attemptsMade) },
+      },
     );
     this.worker.on('error', () => undefined);
   }

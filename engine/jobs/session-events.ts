@@ -12,6 +12,8 @@ export interface SessionEvent {
   type: SessionEventType;
   uid: string;
   conversationId: string;
+  /** On memory_created: the conversation had completed before (its owner asked for it to be processed again). */
+  reprocess?: boolean;
 }
 
 export class SessionEvents {

@@ -1,8 +1,9 @@
-// The jobs node: the process-conversation worker, which turns ended conversations into summaries, memories and action items.
+// The jobs node: the process-conversation worker, which turns ended conversations into summaries, memories and action
+// items, and at start-up re-queues the conversations a crash left in `processing`.
 import type { Services } from '../services.js';
 import type { SessionEvents } from '../jobs/session-events.js';
 import type { KeptAudioIndex } from '../jobs/kept-audio-jobs.js';
-import { ProcessConversationWorker } from '../jobs/process-conversation.js';
+import { ProcessConversationWorker, type ProcessedListener } from '../jobs/process-conversation.js';
 
 export interface JobsNodeOptions {
   readonly services: Services;
@@ -10,10 +11,27 @@ export interface JobsNodeOptions {
   readonly redisUrl: string;
   /** Kept audio still being transcribed holds a conversation's processing back until its last job. */
   readonly keptIndex: KeptAudioIndex;
+  /** Told of every completed processing, first or reprocess (the conversation-created seam). */
+  readonly onProcessed?: ProcessedListener;
 }
 
-/** Starts the processing worker at JOB_CONCURRENCY jobs at once. */
+/** Starts the processing worker at JOB_CONCURRENCY jobs at once, then re-queues stuck conversations in the background. */
 export function startJobsNode(o: JobsNodeOptions): ProcessConversationWorker {
-  const { config } = o.services;
-  return new ProcessConversationWorker({ services: o.services, events: o.events, redisUrl: o.redisUrl, prefix: config.redisPrefix, concurrency: config.jobConcurrency, kept: o.keptIndex });
+  const { config, lifecycle, logger } = o.services;
+  const worker = new ProcessConversationWorker({
+    services: o.services,
+    events: o.events,
+    redisUrl: o.redisUrl,
+    prefix: config.redisPrefix,
+    concurrency: config.jobConcurrency,
+    kept: o.keptIndex,
+    ...(o.onProcessed ? { onProcessed: o.onProcessed } : {}),
+  });
+  // In the background: a store or Redis slow to answer must not hold the node's start-up; live sessions re-queue
+  // their user's stuck conversations on connect too.
+  void lifecycle.requeueStuck().then(
+    (n) => n > 0 && logger.info({ conversations: n }, 'conversations left in processing re-queued'),
+    (err: unknown) => logger.error({ err: { name: (err as Error)?.name } }, 're-queueing conversations left in processing failed'),
+  );
+  return worker;
 }
