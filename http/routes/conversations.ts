@@ -85,7 +85,7 @@ export const CreatedConversationSchema = Type.Object({
   discarded: Type.Boolean(),
 });
 
-/** What the reprocess route answers: the conversation view plus its status and discarded flag, as in memory_created. */
+/** The owner's view of a conversation: the developer view plus its status and discarded flag, as in memory_created. */
 const ReprocessedSchema = Type.Composite([
   ConversationSchema,
   Type.Object({ status: Type.Union(Object.values(ConversationStatus).map((st) => Type.Literal(st))), discarded: Type.Boolean() }),
@@ -362,6 +362,24 @@ export function conversationRoutes(s: Services): AppRoute[] {
         const ok = await s.conversations.update(auth.uid, id, { ...(body.title !== undefined ? { title: body.title } : {}), ...(body.discarded !== undefined ? { discarded: body.discarded } : {}) }, s.clock.now());
         if (!ok) throw notFound('Conversation');
         return { body: await storedConversationView(s, auth.uid, id) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/conversations/{conversation_id}',
+      operationId: 'getOwnConversation',
+      summary: 'Get one of your conversations with its processing status',
+      description:
+        'For the signed-in owner: the developer view plus `status` (`in_progress`, `processing`, `completed`, `failed`) and `discarded`, ' +
+        'so a failed conversation can be found and reprocessed.',
+      tags: TAGS,
+      auth: { kind: 'id_token' },
+      query: GetQuery,
+      responses: { 200: { description: 'the conversation', schema: ReprocessedSchema }, 404: NOT_FOUND_DOC },
+      async handler({ auth, params, query }) {
+        const c = await s.conversations.get(auth.uid, params.conversation_id!, { includeSegments: query.include_transcript === true });
+        if (!c) throw notFound('Conversation');
+        return { body: { ...conversationView(c), status: c.status, discarded: c.discarded } };
       },
     },
     {
