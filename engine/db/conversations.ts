@@ -5,7 +5,7 @@ import type { Knex } from 'knex';
 import { ConversationStatus } from '../protocol.js';
 import type { ConversationCategory, ProcessResult, TextSource } from '../processing/types.js';
 import { GroupCommit } from './group-commit.js';
-import { execute, insertRowsSql, repeat, runInserts, select, writeTransaction, type RowValue, type TransactionRun } from './prepared.js';
+import { execute, insertRowsSql, repeat, runInserts, select, type RowValue, type TransactionRun } from './prepared.js';
 import { bool, isoNow } from './store.js';
 
 export interface Geolocation {
@@ -97,7 +97,7 @@ export interface ConversationRecord {
   folderId: string | null;
   folderName: string | null;
   geolocation: Geolocation | null;
-  /** When processing first completed (the conversation-created event fired then); null until it has. */
+  /** When the first completion of its processing was announced (conversation-created); null until then. */
   firstProcessedAt: string | null;
   /** Present only when segments were asked for. */
   segments?: SegmentRecord[];
@@ -525,25 +525,35 @@ export class ConversationsRepository {
       .update({ status, updated_at: isoNow(now), ...(extra.finishedAt ? { finished_at: extra.finishedAt } : {}) });
   }
 
-  /**
-   * Stores a processor result and marks the conversation completed. `first` is true when this is the conversation's
-   * first completion (recorded in `first_processed_at` in the same transaction), false for a reprocess.
-   */
-  async saveResult(id: string, result: ProcessResult, now: number): Promise<{ first: boolean }> {
+  /** Stores a processor result and marks the conversation completed. */
+  async saveResult(id: string, result: ProcessResult, now: number): Promise<void> {
     const at = isoNow(now);
     const s = result.structured;
     const extra = {
       action_items: s.actionItems.map((a): ActionItemView => ({ description: a.description, completed: false, completed_at: null, conversation_id: id, created_at: at, due_at: a.dueAt, updated_at: at })),
       events: s.events.map((e): EventView => ({ title: e.title, start: e.start, description: e.description, duration: e.duration, created: false })),
     };
-    return writeTransaction(this.knex, async (run) => {
-      const first = (await run('UPDATE conversations SET first_processed_at = ? WHERE id = ? AND first_processed_at IS NULL', [at, id])) > 0;
-      await run(
-        'UPDATE conversations SET status = ?, title = ?, overview = ?, emoji = ?, category = ?, structured_extra = ?, produced_by = ?, discarded = ?, updated_at = ? WHERE id = ?',
-        [ConversationStatus.COMPLETED, s.title, s.overview, s.emoji, s.category, JSON.stringify(extra), result.producedBy, result.discarded, at, id],
-      );
-      return { first };
-    });
+    await execute(
+      this.knex,
+      'UPDATE conversations SET status = ?, title = ?, overview = ?, emoji = ?, category = ?, structured_extra = ?, produced_by = ?, discarded = ?, updated_at = ? WHERE id = ?',
+      [ConversationStatus.COMPLETED, s.title, s.overview, s.emoji, s.category, JSON.stringify(extra), result.producedBy, result.discarded, at, id],
+    );
+  }
+
+  /** Records the conversation's first completion as announced; false when it already was (another node, a rerun). */
+  async markFirstProcessed(id: string, now: number): Promise<boolean> {
+    return (await execute(this.knex, 'UPDATE conversations SET first_processed_at = ? WHERE id = ? AND first_processed_at IS NULL', [isoNow(now), id])) > 0;
+  }
+
+  /** Completed conversations whose first completion was never announced (a crash between the two), at most `limit`. */
+  async completedUnannounced(limit: number): Promise<{ id: string; userId: string; discarded: boolean }[]> {
+    const rows = (await this.knex('conversations')
+      .whereNull('first_processed_at')
+      .andWhere({ status: ConversationStatus.COMPLETED, deleted: false })
+      .orderBy([{ column: 'updated_at' }, { column: 'id' }])
+      .limit(limit)
+      .select('id', 'user_id', 'discarded')) as { id: string; user_id: string; discarded: unknown }[];
+    return rows.map((r) => ({ id: r.id, userId: r.user_id, discarded: bool(r.discarded) }));
   }
 
   /** Ids and owners of every conversation in `status`, oldest change first, at most `limit` (a jobs node's start-up scan). */

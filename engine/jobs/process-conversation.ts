@@ -59,7 +59,8 @@ export async function processConversation(s: Services, events: SessionEvents, da
     await s.conversations.deleteById(conversationId);
     return 'deleted';
   }
-  let first: boolean;
+  // A conversation whose first completion was announced before is being reprocessed by its owner.
+  const reprocess = c.firstProcessedAt !== null;
   let discarded: boolean;
   try {
     const result = await s.processor.process(
@@ -76,7 +77,7 @@ export async function processConversation(s: Services, events: SessionEvents, da
       },
       o.signal,
     );
-    ({ first } = await s.conversations.saveResult(conversationId, result, s.clock.now()));
+    await s.conversations.saveResult(conversationId, result, s.clock.now());
     discarded = result.discarded;
     await afterProcessed(s, c.userId, conversationId, result);
   } catch (err) {
@@ -86,14 +87,26 @@ export async function processConversation(s: Services, events: SessionEvents, da
     else s.logger.warn({ conversationId, err: { name } }, 'conversation processing failed; retried later');
     throw err;
   }
-  const processed: ConversationProcessed = { conversationId, uid: c.userId, reprocess: !first, discarded };
-  try {
-    await o.onProcessed?.(processed);
-  } catch (err) {
-    s.logger.error({ conversationId, err: { name: (err as Error)?.name } }, 'conversation processed listener failed');
-  }
-  await events.publish({ type: SessionEventType.CREATED, uid: c.userId, conversationId, reprocess: processed.reprocess }).catch(() => undefined);
+  await announceProcessed(s, events, { conversationId, uid: c.userId, reprocess, discarded }, o.onProcessed);
   return 'completed';
+}
+
+/**
+ * Tells the listener and the user's live sessions (memory_created) that a conversation completed; a first completion
+ * is then recorded (first_processed_at). A crash before that record leaves the conversation for a jobs node's
+ * start-up to announce again (at least once: a listener dedupes by conversation id); a listener that throws is
+ * logged and also left for that start-up.
+ */
+export async function announceProcessed(s: Pick<Services, 'conversations' | 'clock' | 'logger'>, events: SessionEvents, e: ConversationProcessed, onProcessed?: ProcessedListener): Promise<void> {
+  let heard = true;
+  try {
+    await onProcessed?.(e);
+  } catch (err) {
+    heard = false;
+    s.logger.error({ conversationId: e.conversationId, err: { name: (err as Error)?.name } }, 'conversation processed listener failed');
+  }
+  if (heard && !e.reprocess) await s.conversations.markFirstProcessed(e.conversationId, s.clock.now());
+  await events.publish({ type: SessionEventType.CREATED, uid: e.uid, conversationId: e.conversationId, reprocess: e.reprocess }).catch(() => undefined);
 }
 
 export interface ProcessConversationWorkerOptions {

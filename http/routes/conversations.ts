@@ -229,6 +229,8 @@ async function createAndProcess(s: Services, uid: string, body: UploadBody, kind
   }
   await s.conversations.saveResult(record.id, result, s.clock.now());
   await afterProcessed(s, uid, record.id, result);
+  // An upload completes in the request and announces nothing: recorded so a jobs node's start-up scan does not either.
+  await s.conversations.markFirstProcessed(record.id, s.clock.now());
   return { id: record.id, status: ConversationStatus.COMPLETED, discarded: result.discarded };
 }
 

@@ -2,6 +2,7 @@
 // owner's reprocess, conversations a crash left in processing re-queued at start-up, and the completion event that
 // says whether it is the first.
 import t, { type Test } from 'tap';
+import { Writable } from 'node:stream';
 import { Queue, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { startService, type TestService } from '../../helpers/service.js';
@@ -10,6 +11,7 @@ import { STORES } from '../../helpers/stores.js';
 import { until, waitFor } from '../../helpers/until.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../../fakes/openai-server.js';
 import { ConversationStatus } from '../../../engine/protocol.js';
+import { createLogger } from '../../../engine/logger.js';
 import { PROCESS_RETRY_DELAYS_MS, PROCESS_RETRY_JITTER, processRetryDelayMs } from '../../../engine/jobs/queues.js';
 
 const LINES = [
@@ -135,7 +137,7 @@ for (const store of STORES) {
       const j = await queue.getJob(id);
       return j && (await j.getState()) === 'failed' ? j : undefined;
     }, { what: 'the job failed for good' });
-    t.ok(job.finishedOn, 'the job failed for good');
+    t.equal(await job.getState(), 'failed', 'the job failed for good');
     t.equal(fake.requests.length, PROCESS_RETRY_DELAYS_MS.length + 1, 'five attempts, each reached the model once');
     t.equal(await status(ts, id), ConversationStatus.FAILED);
     const auth = bearer(await ts.token('u1'));
@@ -163,7 +165,7 @@ t.test('reprocess: 404 for unknown or another user\'s, 409 while recording or pr
 
   fake.script(answer('First Title'));
   const id = await ended(ts, 'u1');
-  await until(async () => (await status(ts, id)) === ConversationStatus.COMPLETED, { what: 'first completion' });
+  await until(() => created.length === 1, { what: 'first completion announced' });
   const first = (await conversations.getById(id))!.firstProcessedAt;
   t.ok(first, 'the first completion is recorded');
 
@@ -195,24 +197,45 @@ t.test('reprocess: 404 for unknown or another user\'s, 409 while recording or pr
   t.equal((await conversations.getById(id))!.firstProcessedAt, first, 'the first completion time stays');
 });
 
+/** A debug logger whose lines the test reads. */
+function captureLogger(): { logger: ReturnType<typeof createLogger>; lines: { msg: string }[] } {
+  const lines: { msg: string }[] = [];
+  const dest = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(JSON.parse(String(chunk)) as { msg: string });
+      cb();
+    },
+  });
+  return { logger: createLogger('debug', dest as never), lines };
+}
+
 for (const store of STORES) {
-  t.test(`${store}: two jobs nodes starting together re-queue a conversation a crash left in processing, once`, async (t) => {
-    // A node that runs no jobs holds the deployment's store while the "crash" leaves the conversation behind.
+  t.test(`${store}: two jobs nodes starting together pick up what a crash left, once`, async (t) => {
+    // A node that runs no jobs holds the deployment's store while the "crash" leaves conversations behind.
     const base = await setup(t, { store, env: { ROLE: 'api' } });
     const { conversations } = base.ts.service.services;
-    const stuck = { id: await stored(base.ts, 'u1', ConversationStatus.PROCESSING) };
+    const stuck = await stored(base.ts, 'u1', ConversationStatus.PROCESSING);
+    // Completed, but the node died before announcing it.
+    const unannounced = await stored(base.ts, 'u2', ConversationStatus.PROCESSING);
+    await conversations.saveResult(unannounced, { structured: { title: 'Done Before', overview: '', emoji: '🧠', category: 'other', actionItems: [], events: [] }, memories: [], discarded: false, producedBy: 'builtin' }, base.ts.clock.now());
     base.fake.script(answer('Recovered'));
     base.fake.fallback = answer('Recovered Twice');
     const env = { ROLE: 'jobs', LLM_BASE_URL: base.fake.baseUrl };
-    await Promise.all([startService(t, { sameDeploymentAs: base.ts, env }), startService(t, { sameDeploymentAs: base.ts, env })]);
-    await until(async () => (await status(base.ts, stuck.id)) === ConversationStatus.COMPLETED, { what: 'the stuck conversation processed' });
-    await until(() => base.created.length === 1, { what: 'memory_created' });
-    t.equal((await conversations.getById(stuck.id))!.title, 'Recovered');
-    t.same(base.created, [{ conversationId: stuck.id, reprocess: false }]);
-    // A second run would have reached the model again; the job is gone once done, so no run is still pending.
-    await until(async () => (await base.queue.getJobCounts('waiting', 'active', 'delayed')).active === 0, { what: 'queue idle' });
-    const counts = await base.queue.getJobCounts('waiting', 'active', 'delayed');
-    t.same(counts, { waiting: 0, active: 0, delayed: 0 });
+    const logs = [captureLogger(), captureLogger()];
+    await Promise.all(logs.map(({ logger }) => startService(t, { sameDeploymentAs: base.ts, env, logger })));
+    await until(() => logs.every(({ lines }) => lines.some((l) => l.msg === 'start-up scan of conversations left behind done')), { what: 'both start-up scans' });
+    await until(async () => (await status(base.ts, stuck)) === ConversationStatus.COMPLETED, { what: 'the stuck conversation processed' });
+    await until(() => base.created.length === 2, { what: 'memory_created for both' });
+    t.equal((await conversations.getById(stuck))!.title, 'Recovered');
+    t.same(
+      [...base.created].sort((a, b) => (a.conversationId === stuck ? -1 : b.conversationId === stuck ? 1 : 0)),
+      [{ conversationId: stuck, reprocess: false }, { conversationId: unannounced, reprocess: false }],
+      'each announced once, as a first completion',
+    );
+    t.ok((await conversations.getById(unannounced))!.firstProcessedAt, 'the announcement recorded');
+    t.equal((await conversations.getById(unannounced))!.title, 'Done Before', 'not processed again');
+    await until(async () => (await base.queue.getJobCounts('active')).active === 0, { what: 'queue idle' });
+    t.same(await base.queue.getJobCounts('waiting', 'active', 'delayed'), { waiting: 0, active: 0, delayed: 0 }, 'no run still pending');
     t.equal(base.fake.requests.length, 1, 'processed once');
   });
 }
