@@ -71,16 +71,22 @@ export class ConversationLifecycle {
   }
 
   /**
-   * Re-queues every conversation a crash left in `processing` (its job lost with the node or with Redis); a jobs node
-   * runs this at start-up. Nodes starting together queue each once: the job id is the conversation id. Answers how
-   * many were queued anew.
+   * Re-queues what a crash left behind (a jobs node runs this at start-up): every conversation in `processing`, its
+   * job lost with the node or with Redis, and every completed one whose first completion was never announced (the job
+   * announces it). Nodes starting together queue each once: the job id is the conversation id, and a job that finds
+   * the work done does nothing. Answers how many of each were queued anew.
    */
-  async requeueStuck(limit = REQUEUE_SCAN_LIMIT): Promise<number> {
-    let queued = 0;
-    for (const { id, userId } of await this.#o.conversations.allWithStatus(ConversationStatus.PROCESSING, limit)) {
-      if ((await this.#o.queue.ensure(id, userId)) === 'queued') queued++;
+  async requeueStuck(limit = REQUEUE_SCAN_LIMIT): Promise<{ processing: number; unannounced: number }> {
+    const { conversations, queue } = this.#o;
+    let processing = 0;
+    let unannounced = 0;
+    for (const { id, userId } of await conversations.allWithStatus(ConversationStatus.PROCESSING, limit)) {
+      if ((await queue.ensure(id, userId)) === 'queued') processing++;
     }
-    return queued;
+    for (const { id, userId } of await conversations.completedUnannounced(limit)) {
+      if ((await queue.ensure(id, userId)) === 'queued') unannounced++;
+    }
+    return { processing, unannounced };
   }
 
   /**

@@ -9,7 +9,7 @@ import { bullConnection, processRetryDelayMs, QueueName, within, type ProcessCon
 import { SessionEventType, type SessionEvents } from './session-events.js';
 
 /** What one run did (tests and logs). */
-export type ProcessOutcome = 'completed' | 'deleted' | 'skipped' | 'deferred';
+export type ProcessOutcome = 'completed' | 'announced' | 'deleted' | 'skipped' | 'deferred';
 
 /**
  * A conversation finished processing: the seam for what fires on it (conversation-created webhooks). `reprocess` is
@@ -23,7 +23,10 @@ export interface ConversationProcessed {
   discarded: boolean;
 }
 
-/** Called once the result is stored, before the job is done; a failure is logged and does not fail the job. */
+/**
+ * Called once the result is stored, before the job is done. A failure is logged, does not fail the job, and leaves the
+ * completion unrecorded, so that the next process job of the conversation announces it again.
+ */
 export type ProcessedListener = (event: ConversationProcessed) => Promise<void> | void;
 
 export interface ProcessRunOptions {
@@ -36,14 +39,21 @@ export interface ProcessRunOptions {
 }
 
 /**
- * Runs the job for one conversation. Idempotent: a completed conversation is left alone (an owner's reprocess moves
- * it back to `processing` first), a failed one re-enters `processing`. Throws after marking the conversation `failed`,
- * so BullMQ retries it; nothing of it is lost (its transcript and any earlier result stay).
+ * Runs the job for one conversation. Idempotent: a completed conversation is left alone once its first completion is
+ * recorded as announced (an owner's reprocess moves it back to `processing` first), a failed one re-enters
+ * `processing`. Throws after marking the conversation `failed`, so BullMQ retries it; nothing of it is lost (its
+ * transcript and any earlier result stay).
  */
 export async function processConversation(s: Services, events: SessionEvents, data: ProcessConversationData, o: ProcessRunOptions = {}): Promise<ProcessOutcome> {
   const { conversationId, uid } = data;
   const c = await s.conversations.getById(conversationId);
-  if (!c || c.status === ConversationStatus.COMPLETED) return 'skipped';
+  if (!c) return 'skipped';
+  if (c.status === ConversationStatus.COMPLETED) {
+    if (c.firstProcessedAt !== null) return 'skipped';
+    // Completed but never recorded as announced: a run that died (or whose listener failed) between the two.
+    await announceProcessed(s, events, { conversationId, uid: c.userId, reprocess: false, discarded: c.discarded }, o.onProcessed);
+    return 'announced';
+  }
   if (c.status === ConversationStatus.IN_PROGRESS) {
     // Only the idle check finds it still in progress: end it if nobody spoke into it since.
     if (data.idleMs === undefined || s.clock.now() - lastActivityMs(c) < data.idleMs) return 'skipped';
@@ -93,9 +103,9 @@ export async function processConversation(s: Services, events: SessionEvents, da
 
 /**
  * Tells the listener and the user's live sessions (memory_created) that a conversation completed; a first completion
- * is then recorded (first_processed_at). A crash before that record leaves the conversation for a jobs node's
- * start-up to announce again (at least once: a listener dedupes by conversation id); a listener that throws is
- * logged and also left for that start-up.
+ * is then recorded (first_processed_at). A crash before that record leaves the conversation to the next process job
+ * of it (BullMQ's stalled-job check, a jobs node's start-up scan), which announces it again: at least once, so a
+ * listener dedupes by conversation id. A listener that throws is logged and left to that next job likewise.
  */
 export async function announceProcessed(s: Pick<Services, 'conversations' | 'clock' | 'logger'>, events: SessionEvents, e: ConversationProcessed, onProcessed?: ProcessedListener): Promise<void> {
   let heard = true;

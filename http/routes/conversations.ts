@@ -227,10 +227,10 @@ async function createAndProcess(s: Services, uid: string, body: UploadBody, kind
     s.logger.error({ conversationId: record.id, err: { name: (err as Error)?.name } }, 'conversation processing failed');
     throw err;
   }
+  // An upload completes in the request and announces nothing: recorded first, so no start-up scan announces it either.
+  await s.conversations.markFirstProcessed(record.id, s.clock.now());
   await s.conversations.saveResult(record.id, result, s.clock.now());
   await afterProcessed(s, uid, record.id, result);
-  // An upload completes in the request and announces nothing: recorded so a jobs node's start-up scan does not either.
-  await s.conversations.markFirstProcessed(record.id, s.clock.now());
   return { id: record.id, status: ConversationStatus.COMPLETED, discarded: result.discarded };
 }
 

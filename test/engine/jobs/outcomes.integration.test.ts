@@ -195,6 +195,16 @@ t.test('reprocess: 404 for unknown or another user\'s, 409 while recording or pr
   await until(() => created.length === 2, { what: 'second memory_created' });
   t.same(created, [{ conversationId: id, reprocess: false }, { conversationId: id, reprocess: true }], 'the reprocess says it is one');
   t.equal((await conversations.getById(id))!.firstProcessedAt, first, 'the first completion time stays');
+
+  // An upload is processed in the request (the model failing, by the built-in extractor) and announces nothing.
+  const key = await ts.devKey('u1', ['conversations:write']);
+  const upload = await ts.req('/v1/dev/user/conversations', { method: 'POST', headers: bearer(key), body: { text: 'Remember to call the dentist tomorrow about the appointment.' } });
+  t.equal(upload.status, 200);
+  t.equal(upload.json.status, 'completed');
+  fake.script(answer('Uploaded Then Reprocessed'));
+  t.equal((await post(upload.json.id)).status, 200);
+  await until(() => created.length === 3, { what: 'memory_created of the reprocessed upload' });
+  t.same(created[2], { conversationId: upload.json.id, reprocess: true }, 'an upload counts as completed once: its reprocess says so');
 });
 
 /** A debug logger whose lines the test reads. */
@@ -225,7 +235,9 @@ for (const store of STORES) {
     await Promise.all(logs.map(({ logger }) => startService(t, { sameDeploymentAs: base.ts, env, logger })));
     await until(() => logs.every(({ lines }) => lines.some((l) => l.msg === 'start-up scan of conversations left behind done')), { what: 'both start-up scans' });
     await until(async () => (await status(base.ts, stuck)) === ConversationStatus.COMPLETED, { what: 'the stuck conversation processed' });
-    await until(() => base.created.length === 2, { what: 'memory_created for both' });
+    await until(() => base.created.length === 2, { what: 'memory_created for both', timeoutMs: 5000 }).catch((err: Error) => {
+      throw new Error(`${err.message}: ${JSON.stringify(base.created)} stuck ${stuck}`);
+    });
     t.equal((await conversations.getById(stuck))!.title, 'Recovered');
     t.same(
       [...base.created].sort((a, b) => (a.conversationId === stuck ? -1 : b.conversationId === stuck ? 1 : 0)),
