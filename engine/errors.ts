@@ -40,6 +40,7 @@ export const ERRORS = {
   ENG_ERR_MEMORY_ACCESS_NOT_READY: def(403, 'Developer memory access is not enabled for this account yet. The key can be valid and correctly scoped.'),
   ENG_ERR_CATEGORY_INVALID: def(400, 'Invalid category: {category}. Valid categories: {valid}'),
   ENG_ERR_RATE_LIMITED: def(429, 'Rate limit exceeded. Try again in {seconds}s.', true),
+  ENG_ERR_CONVERSATION_BUSY: def(409, 'Conversation is {status}: it can be reprocessed once it is completed or failed', true),
 
   // API keys.
   ENG_ERR_KEY_SCOPE_UNKNOWN: def(400, 'Invalid scopes. Available: {available}'),

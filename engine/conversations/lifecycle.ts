@@ -21,6 +21,9 @@ export interface ConversationLifecycleOptions {
   keptAudio?: { pending(conversationId: string): Promise<number> };
 }
 
+/** Most conversations one start-up scan re-queues (a crash leaves at most JOB_CONCURRENCY per node in `processing`). */
+export const REQUEUE_SCAN_LIMIT = 10_000;
+
 /** What end() did. */
 export type EndOutcome = 'processing' | 'deleted' | 'gone';
 
@@ -75,7 +78,51 @@ export class ConversationLifecycle {
 
   /** Re-enqueues the user's conversations left in `processing` (a node died mid-job); jobs are idempotent. */
   async requeueProcessing(uid: string): Promise<void> {
-    for (const id of await this.#o.conversations.idsWithStatus(uid, ConversationStatus.PROCESSING)) await this.#o.queue.process(id, uid);
+    for (const id of await this.#o.conversations.idsWithStatus(uid, ConversationStatus.PROCESSING)) await this.#o.queue.ensure(id, uid);
+  }
+
+  /**
+   * Re-queues what a crash left behind (a jobs node runs this at start-up): every conversation in `processing`, its
+   * job lost with the node or with Redis, and every completed one whose first completion was never announced (the job
+   * announces it). Nodes starting together queue each once: the job id is the conversation id, and a job that finds
+   * the work done does nothing. Answers how many of each were queued anew.
+   */
+  async requeueStuck(limit = REQUEUE_SCAN_LIMIT): Promise<{ processing: number; unannounced: number }> {
+    const { conversations, queue } = this.#o;
+    let processing = 0;
+    let unannounced = 0;
+    for (const { id, userId } of await conversations.allWithStatus(ConversationStatus.PROCESSING, limit)) {
+      if ((await queue.ensure(id, userId)) === 'queued') processing++;
+    }
+    for (const { id, userId } of await conversations.completedUnannounced(limit)) {
+      if ((await queue.ensure(id, userId)) === 'queued') unannounced++;
+    }
+    return { processing, unannounced };
+  }
+
+  /**
+   * The owner's retry of a completed or failed conversation: back to `processing` and a job (a failed one's retry
+   * waiting for its backoff runs now). `busy` while it is recording or processing; undefined when the user has no
+   * such conversation. Its stored result stays until the new one replaces it.
+   */
+  async reprocess(uid: string, id: string): Promise<{ conversation: ConversationRecord } | { busy: ConversationStatus } | undefined> {
+    const { conversations, clock, queue, events } = this.#o;
+    const c = await conversations.get(uid, id);
+    if (!c) return undefined;
+    if (c.status !== ConversationStatus.COMPLETED && c.status !== ConversationStatus.FAILED) return { busy: c.status };
+    if (!(await conversations.transition(id, c.status, ConversationStatus.PROCESSING, clock.now()))) {
+      return { busy: (await conversations.getById(id))?.status ?? ConversationStatus.PROCESSING };
+    }
+    try {
+      await queue.ensure(id, uid, { promote: true });
+    } catch (err) {
+      // Not queued (Redis away): put it back as it was, so the caller may simply try again.
+      await conversations.transition(id, ConversationStatus.PROCESSING, c.status, clock.now()).catch(() => undefined);
+      throw err;
+    }
+    await events.publish({ type: SessionEventType.PROCESSING_STARTED, uid, conversationId: id }).catch(() => undefined);
+    this.#o.logger.info({ conversationId: id }, 'conversation queued for reprocessing');
+    return { conversation: (await conversations.getById(id)) ?? c };
   }
 
   /** in_progress → processing and a process-conversation job; a conversation without segments or photos is deleted instead. */

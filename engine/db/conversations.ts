@@ -97,6 +97,8 @@ export interface ConversationRecord {
   folderId: string | null;
   folderName: string | null;
   geolocation: Geolocation | null;
+  /** When the first completion of its processing was announced (conversation-created); null until then. */
+  firstProcessedAt: string | null;
   /** Present only when segments were asked for. */
   segments?: SegmentRecord[];
 }
@@ -152,6 +154,7 @@ interface Row {
   folder_id: string | null;
   folder_name?: string | null;
   geolocation: string | null;
+  first_processed_at?: string | null;
 }
 
 interface SegmentRow {
@@ -196,6 +199,7 @@ const toRecord = (r: Row): ConversationRecord => {
     folderId: r.folder_id,
     folderName: r.folder_name ?? null,
     geolocation: r.geolocation ? (JSON.parse(r.geolocation) as Geolocation) : null,
+    firstProcessedAt: r.first_processed_at ?? null,
   };
 };
 
@@ -534,6 +538,28 @@ export class ConversationsRepository {
       'UPDATE conversations SET status = ?, title = ?, overview = ?, emoji = ?, category = ?, structured_extra = ?, produced_by = ?, discarded = ?, updated_at = ? WHERE id = ?',
       [ConversationStatus.COMPLETED, s.title, s.overview, s.emoji, s.category, JSON.stringify(extra), result.producedBy, result.discarded, at, id],
     );
+  }
+
+  /** Records the conversation's first completion as announced; false when it already was (another node, a rerun). */
+  async markFirstProcessed(id: string, now: number): Promise<boolean> {
+    return (await execute(this.knex, 'UPDATE conversations SET first_processed_at = ? WHERE id = ? AND first_processed_at IS NULL', [isoNow(now), id])) > 0;
+  }
+
+  /** Completed conversations whose first completion was never announced (a crash between the two), at most `limit`. */
+  async completedUnannounced(limit: number): Promise<{ id: string; userId: string; discarded: boolean }[]> {
+    const rows = (await this.knex('conversations')
+      .whereNull('first_processed_at')
+      .andWhere({ status: ConversationStatus.COMPLETED, deleted: false })
+      .orderBy([{ column: 'updated_at' }, { column: 'id' }])
+      .limit(limit)
+      .select('id', 'user_id', 'discarded')) as { id: string; user_id: string; discarded: unknown }[];
+    return rows.map((r) => ({ id: r.id, userId: r.user_id, discarded: bool(r.discarded) }));
+  }
+
+  /** Ids and owners of every conversation in `status`, oldest change first, at most `limit` (a jobs node's start-up scan). */
+  async allWithStatus(status: ConversationStatus, limit: number): Promise<{ id: string; userId: string }[]> {
+    const rows = (await this.knex('conversations').where({ status, deleted: false }).orderBy([{ column: 'updated_at' }, { column: 'id' }]).limit(limit).select('id', 'user_id')) as { id: string; user_id: string }[];
+    return rows.map((r) => ({ id: r.id, userId: r.user_id }));
   }
 
   /** The user's newest conversation in `status` (live sessions resume their `in_progress` one). */

@@ -50,15 +50,32 @@ export async function within(p: Promise<unknown>, ms: number): Promise<boolean> 
 }
 
 /**
- * BullMQ options of a process-conversation job (its id, the conversation id, is set per job): three attempts, backing
- * off from 2 s; done jobs removed, the last 1,000 failed ones kept.
+ * Waits before each automatic retry of a failed process-conversation job: 30 s, 2 min, 10 min, 30 min (about 42 min
+ * in all, enough to ride out a language model's short outage), each lengthened by up to 10% so that conversations
+ * failed together by one outage do not all come back at once.
+ */
+export const PROCESS_RETRY_DELAYS_MS = [30_000, 120_000, 600_000, 1_800_000] as const;
+export const PROCESS_RETRY_JITTER = 0.1;
+
+/** The wait before retry `attemptsMade` (1 after the first failure); BullMQ's backoff strategy of the processing worker. */
+export function processRetryDelayMs(attemptsMade: number, random: () => number = Math.random): number {
+  const base = PROCESS_RETRY_DELAYS_MS[Math.min(Math.max(attemptsMade, 1), PROCESS_RETRY_DELAYS_MS.length) - 1]!;
+  return Math.round(base * (1 + PROCESS_RETRY_JITTER * random()));
+}
+
+/**
+ * BullMQ options of a process-conversation job (its id, the conversation id, is set per job): a first attempt and one
+ * per PROCESS_RETRY_DELAYS_MS; done jobs removed, the last 1,000 failed ones kept.
  */
 export const PROCESS_JOB_OPTIONS = {
-  attempts: 3,
-  backoff: { type: 'exponential', delay: 2000 },
+  attempts: PROCESS_RETRY_DELAYS_MS.length + 1,
+  backoff: { type: 'process-retry' },
   removeOnComplete: true,
   removeOnFail: 1000,
 } as const;
+
+/** What ProcessingQueue.ensure() found or did. */
+export type EnsureOutcome = 'queued' | 'present' | 'promoted';
 
 export class ProcessingQueue {
   readonly #connection: Redis;
@@ -73,6 +90,28 @@ export class ProcessingQueue {
   /** Enqueues processing; the job id is the conversation id, so enqueueing twice runs it once. */
   async process(conversationId: string, uid: string): Promise<void> {
     await this.queue.add(JobName.PROCESS_CONVERSATION, { conversationId, uid }, { ...PROCESS_JOB_OPTIONS, jobId: conversationId });
+  }
+
+  /**
+   * Makes sure a job will process the conversation: nothing is added while one waits, runs or waits for its retry
+   * (with `promote`, a retry waiting for its backoff runs now); a finished job's record under the same id (a final
+   * failure is kept for inspection) is replaced by a new job. Safe from several nodes at once: the job id is the
+   * conversation id, so only one job is ever queued.
+   */
+  async ensure(conversationId: string, uid: string, opts: { promote?: boolean } = {}): Promise<EnsureOutcome> {
+    const job = await this.queue.getJob(conversationId);
+    if (job) {
+      const state = await job.getState();
+      if (state === 'delayed' && opts.promote) {
+        await job.promote().catch(() => undefined); // promoted meanwhile by another caller, or it started
+        return 'promoted';
+      }
+      if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return 'present';
+      // Removing a job that another node just removed or restarted is harmless: the add below is deduplicated.
+      await job.remove().catch(() => undefined);
+    }
+    await this.process(conversationId, uid);
+    return 'queued';
   }
 
   /** Ends the conversation after `delayMs` unless a segment arrived meanwhile (a session left it `in_progress`). */

@@ -14,6 +14,8 @@ export interface SessionEvent {
   type: SessionEventType;
   uid: string;
   conversationId: string;
+  /** On memory_created: the conversation had completed before (its owner asked for it to be processed again). */
+  reprocess?: boolean;
 }
 
 /** What one node's sessions of a user did when asked to end their recording. */

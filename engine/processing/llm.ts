@@ -6,6 +6,7 @@ import { BuiltinProcessor, transcriptText, emptyStructured, MAX_MEMORY_CHARS, MA
 import {
   CONVERSATION_CATEGORIES,
   MEMORY_CATEGORIES,
+  ModelUnavailableError,
   type ConversationCategory,
   type ConversationProcessor,
   type MemoryCategory,
@@ -179,6 +180,7 @@ export class LlmProcessor implements ConversationProcessor {
       if (signal?.aborted) throw signal.reason ?? err;
       const status = err instanceof OpenAI.APIError ? err.status : undefined;
       const kind = err instanceof OpenAI.APIConnectionTimeoutError ? 'timeout' : err instanceof OpenAI.APIConnectionError ? 'connection' : 'api';
+      if (input.retryable) throw new ModelUnavailableError(status, kind);
       // Static message: provider bodies may echo the transcript.
       this.#opts.logger.warn({ status, kind }, 'llm request failed; using the built-in extractor');
       return this.#fallback.run(input, 'builtin-fallback');

@@ -39,6 +39,23 @@ export interface ProcessInput {
   finishedAt: string;
   /** Whether the processor may decide to discard (external texts are never discarded). */
   allowDiscard: boolean;
+  /**
+   * The caller can run again later (a queued job, which retries and which its owner can reprocess): when the language
+   * model cannot be reached (no connection, timeout, an error status), throw ModelUnavailableError instead of falling
+   * back to the built-in extractor, so the conversation gets the model's structure on a later attempt.
+   */
+  retryable?: boolean;
+}
+
+/** The language model did not answer (ProcessInput.retryable); carries no provider text. */
+export class ModelUnavailableError extends Error {
+  constructor(
+    readonly status: number | undefined,
+    readonly kind: 'timeout' | 'connection' | 'api',
+  ) {
+    super(`language model unavailable (${kind}${status ? ` ${status}` : ''})`);
+    this.name = 'ModelUnavailableError';
+  }
 }
 
 export interface ExtractedActionItem {

@@ -87,6 +87,12 @@ export const CreatedConversationSchema = Type.Object({
   discarded: Type.Boolean(),
 }, { title: 'CreatedConversation', description: 'a conversation just created and processed' });
 
+/** The owner's view of a conversation: the developer view plus its status and discarded flag, as in memory_created. */
+const ReprocessedSchema = Type.Composite([
+  ConversationSchema,
+  Type.Object({ status: Type.Union(Object.values(ConversationStatus).map((st) => Type.Literal(st))), discarded: Type.Boolean() }),
+]);
+
 const IncludeTranscript = Type.Boolean({ default: false, description: 'fill transcript_segments' });
 
 const GetQuery = Type.Object({ include_transcript: Type.Optional(IncludeTranscript) });
@@ -213,6 +219,8 @@ async function createAndProcess(s: Services, uid: string, body: UploadBody, kind
     s.logger.error({ conversationId: record.id, err: { name: (err as Error)?.name } }, 'conversation processing failed');
     throw err;
   }
+  // An upload completes in the request and announces nothing: recorded first, so no start-up scan announces it either.
+  await s.conversations.markFirstProcessed(record.id, s.clock.now());
   await s.conversations.saveResult(record.id, result, s.clock.now());
   await afterProcessed(s, uid, record.id, result);
   return { id: record.id, status: ConversationStatus.COMPLETED, discarded: result.discarded };
@@ -350,6 +358,48 @@ export function conversationRoutes(s: Services): AppRoute[] {
         const ok = await s.conversations.update(auth.uid, id, { ...(body.title !== undefined ? { title: body.title } : {}), ...(body.discarded !== undefined ? { discarded: body.discarded } : {}) }, s.clock.now());
         if (!ok) throw notFound('Conversation');
         return { body: await storedConversationView(s, auth.uid, id) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/conversations/{conversation_id}',
+      operationId: 'getOwnConversation',
+      summary: 'Get one of your conversations with its processing status',
+      description:
+        'For the signed-in owner: the developer view plus `status` (`in_progress`, `processing`, `completed`, `failed`) and `discarded`, ' +
+        'so a failed conversation can be found and reprocessed.',
+      tags: TAGS,
+      auth: { kind: 'id_token' },
+      query: GetQuery,
+      responses: { 200: { description: 'the conversation', schema: ReprocessedSchema }, 404: NOT_FOUND_DOC },
+      async handler({ auth, params, query }) {
+        const c = await s.conversations.get(auth.uid, params.conversation_id!, { includeSegments: query.include_transcript === true });
+        if (!c) throw notFound('Conversation');
+        return { body: { ...conversationView(c), status: c.status, discarded: c.discarded } };
+      },
+    },
+    {
+      method: 'post',
+      path: '/v1/conversations/{conversation_id}/reprocess',
+      operationId: 'reprocessConversation',
+      summary: 'Process a completed or failed conversation again',
+      description:
+        'The signed-in owner\'s retry: the conversation moves to `processing` and a process-conversation job is queued (a failed one\'s ' +
+        'automatic retry waiting for its backoff runs now). Its stored structure stays until the new result replaces it; live sessions hear ' +
+        '`memory_processing_started`, then `memory_created`. A reprocess does not fire conversation-created app webhooks again. ' +
+        'Answers the conversation, now `processing`; 409 while it is still recording or processing.',
+      tags: TAGS,
+      auth: { kind: 'id_token' },
+      responses: {
+        200: { description: 'the conversation, now processing', schema: ReprocessedSchema },
+        404: NOT_FOUND_DOC,
+        409: { description: 'the conversation is `in_progress` or `processing`' },
+      },
+      async handler({ auth, params }) {
+        const r = await s.lifecycle.reprocess(auth.uid, params.conversation_id!);
+        if (!r) throw notFound('Conversation');
+        if ('busy' in r) throw new EngineError('ENG_ERR_CONVERSATION_BUSY', { status: r.busy });
+        return { body: { ...conversationView(r.conversation), status: r.conversation.status, discarded: r.conversation.discarded } };
       },
     },
     {
