@@ -17,7 +17,7 @@ import {
 import { DestinationRefused, guardedRequest, parseDestination } from '../../engine/webhooks/destination.js';
 import { webhookParts } from '../../engine/webhooks/parts.js';
 import { notFound } from './common.js';
-import { checkDestination, MAX_WEBHOOK_URL_CHARS, secretView, WebhookSecretSchema } from './webhooks.js';
+import { checkDestination, MAX_WEBHOOK_URL_CHARS, webhookSecretRoutes } from './webhooks.js';
 import type { AppRoute, Services } from './types.js';
 
 /** Bounds of an app's text fields, in characters (ours; the compatible system names none). */
@@ -51,8 +51,8 @@ const appBodyFields = {
   private: Type.Optional(Type.Boolean({ description: 'true (the default): only you see and install it; false: every user can' })),
 };
 
-const CreateAppBody = Type.Object(appBodyFields);
-const UpdateAppBody = Type.Partial(Type.Object(appBodyFields));
+const CreateAppBody = Type.Object(appBodyFields, { title: 'CreateApp', description: 'a new app' });
+const UpdateAppBody = Type.Partial(Type.Object(appBodyFields), { title: 'UpdateApp', description: 'the fields to change; the others are kept' });
 
 const ExternalIntegrationView = Type.Object({
   triggers_on: Type.Union([literals(APP_TRIGGERS), Type.Null()]),
@@ -78,16 +78,16 @@ export const AppSchema = Type.Object({
   webhook_enabled: Type.Optional(Type.Boolean({ description: 'owner only' })),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
-}, { title: 'App' });
+}, { title: 'App', description: 'an app users can install: what it is, what it asks for and where its events go' });
 
-const CreatedAppSchema = Type.Intersect([AppSchema, Type.Object({ secret: Type.String({ description: 'the app secret (`svc_app_`); shown only in this response' }) })]);
+const CreatedAppSchema = Type.Intersect([AppSchema, Type.Object({ secret: Type.String({ description: 'the app secret (`svc_app_`); shown only in this response' }) })], { title: 'CreatedApp', description: 'the new app with its secret, shown once' });
 
 const InstallationSchema = Type.Object({
   app_id: Type.String(),
   installed: Type.Literal(true),
   scopes: Type.Array(literals(PROACTIVE_SCOPES), { description: 'granted to the app by this install' }),
   installed_at: Type.String({ format: 'date-time' }),
-}, { title: 'AppInstallation' });
+}, { title: 'AppInstallation', description: 'an app installed for you, with the scopes it was granted' });
 
 const ListAppsQuery = Type.Object({
   installed: Type.Optional(Type.Boolean({ description: 'true: only the apps you installed; false: only those you did not; omitted: both' })),
@@ -235,7 +235,7 @@ export function appRoutes(s: Services): AppRoute[] {
       tags,
       auth: { kind: 'id_token' },
       query: ListAppsQuery,
-      responses: { 200: { description: 'the apps', schema: Type.Array(AppSchema) } },
+      responses: { 200: { description: 'the apps', schema: Type.Array(AppSchema, { title: 'AppList', description: 'apps you can install, and those you installed' }) } },
       async handler({ auth, query }) {
         const [visible, installedApps] = await Promise.all([parts.apps.listVisible(auth.uid), parts.apps.listInstalled(auth.uid)]);
         const installed = new Set(installedApps.map((a) => a.id));
@@ -330,7 +330,7 @@ export function appRoutes(s: Services): AppRoute[] {
       summary: "Replace your app's secret; the old one stops working at once and the new one is shown only here",
       tags,
       auth: { kind: 'id_token' },
-      responses: { 200: { description: 'the new secret', schema: Type.Object({ secret: Type.String(), secret_prefix: Type.String() }) }, 404: { description: 'no such app of yours' } },
+      responses: { 200: { description: 'the new secret', schema: Type.Object({ secret: Type.String(), secret_prefix: Type.String() }, { title: 'AppSecret', description: 'the new app secret, shown once' }) }, 404: { description: 'no such app of yours' } },
       async handler({ auth, params }) {
         const secret = generateKey('app');
         if (!(await parts.apps.replaceSecret(auth.uid, params.app_id!, secret.hash, secret.prefix, s.clock.now()))) throw notFound('App');
@@ -338,38 +338,17 @@ export function appRoutes(s: Services): AppRoute[] {
         return { body: { secret: secret.key, secret_prefix: secret.prefix } };
       },
     },
-    {
-      method: 'get',
+    ...webhookSecretRoutes(s, {
       path: '/v1/apps/{app_id}/webhook-secret',
-      operationId: 'getAppWebhookSecret',
-      summary: "The secret your app's webhooks are signed with (created on first read)",
+      name: 'AppWebhookSecret',
+      whose: "your app's webhooks",
       tags,
-      auth: { kind: 'id_token' },
-      responses: { 200: { description: 'the secret', schema: WebhookSecretSchema }, 404: { description: 'no such app of yours' } },
-      async handler({ auth, params }) {
+      notFound: 'no such app of yours',
+      owner: async ({ auth, params }) => {
         const app = await parts.apps.owned(params.app_id!, auth.uid);
-        if (!app) throw notFound('App');
-        const now = s.clock.now();
-        return { body: secretView(await parts.secrets.get('app', app.id, now), now) };
+        return app ? { kind: 'app', id: app.id } : undefined;
       },
-    },
-    {
-      method: 'post',
-      path: '/v1/apps/{app_id}/webhook-secret/rotate',
-      operationId: 'rotateAppWebhookSecret',
-      summary: "Replace your app's webhook secret; the previous one keeps signing for 24 hours",
-      tags,
-      auth: { kind: 'id_token' },
-      responses: { 200: { description: 'the new secret', schema: WebhookSecretSchema }, 404: { description: 'no such app of yours' } },
-      async handler({ auth, params }) {
-        const app = await parts.apps.owned(params.app_id!, auth.uid);
-        if (!app) throw notFound('App');
-        const now = s.clock.now();
-        const record = await parts.secrets.rotate('app', app.id, now);
-        s.logger.info({ appId: app.id }, 'app webhook secret rotated');
-        return { body: secretView(record, now) };
-      },
-    },
+    }),
     {
       method: 'post',
       path: '/v1/apps/{app_id}/install',

@@ -91,7 +91,7 @@ export const CreatedConversationSchema = Type.Object({
 const ReprocessedSchema = Type.Composite([
   ConversationSchema,
   Type.Object({ status: Type.Union(Object.values(ConversationStatus).map((st) => Type.Literal(st))), discarded: Type.Boolean() }),
-]);
+], { title: 'OwnConversation', description: 'a conversation as its owner sees it: the developer view plus its processing status' });
 
 const IncludeTranscript = Type.Boolean({ default: false, description: 'fill transcript_segments' });
 

@@ -49,13 +49,13 @@ export function splitAudioUrl(raw: string): { url: string; seconds: number } {
   return { url, seconds: Number(tail) };
 }
 
-const StatusOk = Type.Object({ status: Type.Literal('ok') });
+const StatusOk = Type.Object({ status: Type.Literal('ok') }, { title: 'WebhookSettingSaved', description: 'the change was stored' });
 
 const WebhookSettingSchema = Type.Object({
   url: Type.Union([Type.String(), Type.Null()], { description: 'null when none is set; audio_bytes as `url,seconds`' }),
   enabled: Type.Boolean({ description: 'false when none is set or it is disabled' }),
   seconds: Type.Optional(Type.Integer({ description: 'audio_bytes only: seconds of audio per request' })),
-}, { title: 'DeveloperWebhook' });
+}, { title: 'DeveloperWebhook', description: 'where one type of event is sent for you, and whether it is on' });
 
 const WebhookStatusSchema = Type.Object(Object.fromEntries(DEVELOPER_WEBHOOK_TYPES.map((x) => [x, Type.Boolean()])) as Record<DeveloperWebhookType, ReturnType<typeof Type.Boolean>>, {
   description: 'per type: a URL is set and enabled',
@@ -68,15 +68,70 @@ export const WebhookSecretSchema = Type.Object({
     description: 'after a rotation: until when deliveries are also signed with the previous secret',
   }),
   rotated_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-}, { title: 'WebhookSecret' });
+}, { title: 'WebhookSecret', description: 'the Standard Webhooks secret deliveries are signed with' });
 
 const SetWebhookBody = Type.Object({
   url: Type.String({ maxLength: MAX_WEBHOOK_URL_CHARS + 8, description: 'http(s) URL; audio_bytes takes `url,seconds` (seconds 1-60, default 5); empty clears it' }),
-});
+}, { title: 'SetDeveloperWebhook', description: 'the URL to send one type of event to' });
 
-export function secretView(r: WebhookSecretRecord, now: number): Record<string, unknown> {
+function secretView(r: WebhookSecretRecord, now: number): Record<string, unknown> {
   const live = r.previousExpiresAt !== null && Date.parse(r.previousExpiresAt) > now;
   return { secret: r.secret, previous_secret_expires_at: live ? r.previousExpiresAt : null, rotated_at: r.rotatedAt };
+}
+
+/** Who a secret route's caller may read and rotate the secret of; undefined answers 404 `notFound`. */
+interface SecretRoutesOptions {
+  path: string;
+  /** Suffix of the routes' operation ids: `get<name>`, `rotate<name>`. */
+  name: string;
+  /** Whose deliveries the secret signs, for the summaries. */
+  whose: string;
+  tags: string[];
+  notFound?: string;
+  owner(req: Parameters<AppRoute['handler']>[0]): Promise<{ kind: 'user' | 'app'; id: string } | undefined>;
+}
+
+/** GET a Standard Webhooks secret (created on first read) and POST `/rotate` it, for a user or an app. */
+export function webhookSecretRoutes(s: Services, o: SecretRoutesOptions): AppRoute[] {
+  const { secrets } = webhookParts(s);
+  const missing: Record<number, { description: string }> = o.notFound ? { 404: { description: o.notFound } } : {};
+  const ownerOf = async (req: Parameters<AppRoute['handler']>[0]): Promise<{ kind: 'user' | 'app'; id: string }> => {
+    const owner = await o.owner(req);
+    if (!owner) throw new EngineError('ENG_ERR_RESOURCE_NOT_FOUND', { resource: 'App' });
+    return owner;
+  };
+  return [
+    {
+      method: 'get',
+      path: o.path,
+      operationId: `get${o.name}`,
+      summary: `The secret ${o.whose} are signed with (created on first read)`,
+      tags: o.tags,
+      auth: { kind: 'id_token' },
+      responses: { 200: { description: 'the secret', schema: WebhookSecretSchema }, ...missing },
+      async handler(req) {
+        const owner = await ownerOf(req);
+        const now = s.clock.now();
+        return { body: secretView(await secrets.get(owner.kind, owner.id, now), now) };
+      },
+    },
+    {
+      method: 'post',
+      path: `${o.path}/rotate`,
+      operationId: `rotate${o.name}`,
+      summary: `Replace the secret ${o.whose} are signed with; the previous one keeps signing for 24 hours`,
+      tags: o.tags,
+      auth: { kind: 'id_token' },
+      responses: { 200: { description: 'the new secret', schema: WebhookSecretSchema }, ...missing },
+      async handler(req) {
+        const owner = await ownerOf(req);
+        const now = s.clock.now();
+        const record = await secrets.rotate(owner.kind, owner.id, now);
+        s.logger.info({ ownerKind: owner.kind, appId: owner.kind === 'app' ? owner.id : undefined }, 'webhook secret rotated');
+        return { body: secretView(record, now) };
+      },
+    },
+  ];
 }
 
 function settingView(w: DeveloperWebhook | undefined): Record<string, unknown> {
@@ -160,33 +215,12 @@ export function webhookRoutes(s: Services): AppRoute[] {
         return { body: Object.fromEntries(DEVELOPER_WEBHOOK_TYPES.map((x) => [x, set.get(x) === true])) };
       },
     },
-    {
-      method: 'get',
+    ...webhookSecretRoutes(s, {
       path: '/v1/users/developer/webhook-secret',
-      operationId: 'getDeveloperWebhookSecret',
-      summary: 'The secret your developer webhooks are signed with (created on first read)',
+      name: 'DeveloperWebhookSecret',
+      whose: 'your developer webhooks',
       tags,
-      auth: { kind: 'id_token' },
-      responses: { 200: { description: 'the secret', schema: WebhookSecretSchema } },
-      async handler({ auth }) {
-        const now = s.clock.now();
-        return { body: secretView(await parts.secrets.get('user', auth.uid, now), now) };
-      },
-    },
-    {
-      method: 'post',
-      path: '/v1/users/developer/webhook-secret/rotate',
-      operationId: 'rotateDeveloperWebhookSecret',
-      summary: 'Replace your webhook secret; the previous one keeps signing for 24 hours',
-      tags,
-      auth: { kind: 'id_token' },
-      responses: { 200: { description: 'the new secret', schema: WebhookSecretSchema } },
-      async handler({ auth }) {
-        const now = s.clock.now();
-        const record = await parts.secrets.rotate('user', auth.uid, now);
-        s.logger.info({}, 'developer webhook secret rotated');
-        return { body: secretView(record, now) };
-      },
-    },
+      owner: async ({ auth }) => ({ kind: 'user', id: auth.uid }),
+    }),
   ];
 }
