@@ -67,9 +67,9 @@ t.test('fleet --stt provider_b --open-rate: devices arrive over time and stream 
   const w = r.service.window;
   t.type(w.lag.p99, 'number', 'frame latency is measured at the provider_b fake');
   t.ok(w.lag.count >= 4 * 2 * 5, `PCM messages arrived there (${w.lag.count})`);
-  // A session that turns ready inside the window sends the audio it held before ready as one larger message, which
-  // lifts the mean a little when the machine is slow; the send plan's 100 ms must still be what the fake sees.
-  t.ok(w.messageMs >= 100 && w.messageMs <= 110, `100 ms of PCM per message, in the mean (${w.messageMs})`);
+  // A mean over the window: a session that turns ready inside it sends a shorter first message (drawn per stream, so
+  // sessions that start together do not send together) and what it held before ready as one larger message.
+  t.ok(w.messageMs >= 95 && w.messageMs <= 110, `about 100 ms of PCM per message, in the mean (${w.messageMs})`);
   t.equal(r.service.drain.lostFrames, 0, 'no frame lost between the devices and the provider');
   t.equal(r.service.drain.streamsLeftOpen, 0, 'every provider stream ended');
 });
