@@ -29,13 +29,14 @@ t.test('release() frees the libopus state before any GC, once, and the handle is
   const live = Array.from({ length: 200 }, () => new OpusDecoder(16000));
   for (const d of live) decodeAll(d, ps);
   const held = mallocStats()!.inUseBytes - before.inUseBytes;
-  t.ok(held >= 200 * OPUS_DECODER_BYTES * 0.9, `200 decoders hold ${held} bytes of malloc (${OPUS_DECODER_BYTES} each)`);
+  // malloc's count is the process's: V8's helper threads free and allocate meanwhile, so allow a fifth either way.
+  t.ok(held >= 200 * OPUS_DECODER_BYTES * 0.8, `200 decoders hold ${held} bytes of malloc (${OPUS_DECODER_BYTES} each)`);
   const mid = mallocStats()!.inUseBytes;
   for (const d of live) d.release();
   for (const d of live) d.release();
   const freed = mid - mallocStats()!.inUseBytes;
   // Synchronously, so no GC can have run the finalizers: only release() can have freed them.
-  t.ok(freed >= 200 * OPUS_DECODER_BYTES * 0.9, `released, ${freed} bytes went back to malloc at once`);
+  t.ok(freed >= 200 * OPUS_DECODER_BYTES * 0.8, `released, ${freed} bytes went back to malloc at once`);
   t.throws(() => live[0]!.decode(ps[0]!), /after release/, 'the released handle is dead');
 });
 
