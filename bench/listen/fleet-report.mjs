@@ -127,6 +127,9 @@ export function fleetResult(a) {
       [`${f.stt === 'provider_b' ? 'provider_b' : 'provider_a'} fake CPU, cores (a stand-in for a remote service, on the same cores)`, v(w.fakeCores), '-', '', ''],
       ['PCM per message at the provider (bare: per decoded frame), mean ms', v(w.messageMs), v(b?.messageMs), '', ''],
       ['generator lateness p50 / p95 / p99 / max, ms', pct(w.lateness), pct(b?.lateness), '', ''],
+      ...(f.webhook
+        ? [[`${f.webhook.type} webhook in the window: requests / KiB / segments (users reached)`, `${v(f.webhook.requests)} / ${v(Math.round(f.webhook.bytes / 1024))} / ${v(f.webhook.segments)} (${v(f.webhook.users)})`, '-', '', '']]
+        : []),
       ['sessions closed early', v(w.unexpectedCloses), v(b?.unexpectedCloses), '', '0'],
     ],
   };

@@ -50,6 +50,8 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
   --keepalive S       keep-alive interval of every device (default 10)
   --idle-settle S     least seconds the idle service's RSS is watched before it counts as idle (default 20: an idle
                       service still shrinks in its first seconds); per-session memory is measured from it
+  --webhook TYPE      every device's user has a realtime_transcript (or audio_bytes, 5 s) developer webhook pointed at a
+                      local receiver in its own process; compare with the same run without it
   --profile           run the service under node --cpu-prof (profile in bench/results/profiles/)
   --out FILE          result file (default bench/results/<timestamp>-fleet.json; the HTML report goes beside it)`;
 
@@ -108,6 +110,8 @@ export async function run(options) {
   const codec = /** @type {import('./fixtures.mjs').CodecName} */ (String(options.codec ?? 'opus_fs320'));
   const stt = /** @type {any} */ (String(options.stt ?? 'auto'));
   if (!['auto', 'provider_a', 'provider_b', 'custom', 'local'].includes(stt)) throw new Error('--stt must be auto, provider_a, provider_b, custom or local');
+  const webhook = /** @type {any} */ (options.webhook === undefined ? undefined : String(options.webhook));
+  if (webhook !== undefined && !['realtime_transcript', 'audio_bytes'].includes(webhook)) throw new Error('--webhook must be realtime_transcript or audio_bytes');
   const rounds = options.rounds === undefined ? undefined : Math.round(num(options, 'rounds', 3));
   if (rounds !== undefined && !(rounds >= 1)) throw new Error('--rounds must be at least 1');
   if (rounds !== undefined && (options.ramp || options['open-rate'] !== undefined)) throw new Error('--rounds goes with neither --ramp nor --open-rate');
@@ -188,7 +192,7 @@ export async function run(options) {
     if (options['open-rate'] !== undefined && !(openRate > 0)) throw new Error('--open-rate must be more than 0');
     const baselineSeconds = num(options, 'baseline-seconds', 5);
     if (sessions < 1 || seconds < 1) throw new Error('--sessions and --seconds must be at least 1');
-    const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs });
+    const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs, ...(webhook ? { webhook } : {}) });
     const pid = svc.service.pid;
     // The baseline runs while the service's idle RSS settles (the samples taken meanwhile do not count), so that
     // `fleet --sessions 50 --seconds 20` stays under a minute; with --open-rate it runs after the service, for as
@@ -260,8 +264,11 @@ export async function run(options) {
         await new Promise((r) => setTimeout(r, 2000));
         // Arriving devices: the figures are per session streaming when the window starts (the refused ones retry).
         if (openRate > 0) measured = fleet.totals().streaming;
+        const hooksBefore = await svc.webhookStats?.();
         figures.window = await observe(svc.ctx, { seconds, label: `service: ${measured} sessions streaming`, sessions: measured });
         figures.windowMem = await svc.service.memory();
+        const hooksAfter = await svc.webhookStats?.();
+        if (hooksBefore && hooksAfter) figures.webhook = { type: webhook, requests: hooksAfter.requests - hooksBefore.requests, bytes: hooksAfter.bytes - hooksBefore.bytes, segments: hooksAfter.segments - hooksBefore.segments, users: hooksAfter.users };
         figures.drain = await drain(svc.ctx, fixture);
         figures.liveAfterDrain = await svc.service.liveSessions();
       } finally {

@@ -92,6 +92,11 @@ export async function startFakeProvider(key, provider = 'provider_a') {
   return startPortChild(`${provider} fake`, [file, '--port', '0', '--key', key]);
 }
 
+/** The listen benches' webhook receiver (webhook-receiver.mjs) in its own process; `stats.get()` reads its counts. */
+export async function startWebhookReceiver() {
+  return startPortChild('webhook receiver', [path.join(BENCH_DIR, 'listen/webhook-receiver.mjs'), '--port', '0']);
+}
+
 /**
  * The baseline: a bare uWS server that decodes each frame inline (bare-listen.mjs).
  * @param {string} codec

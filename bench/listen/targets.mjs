@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT_DIR } from '../lib/report.mjs';
 import { DeviceFleet } from './device-fleet.mjs';
-import { FAKE_PROVIDER, PROVIDER_A_ENTRY, SERVICE_ENTRY, signTokens, startBare, startFakeProvider, startService, streamsToProvider } from './stack.mjs';
+import { FAKE_PROVIDER, PROVIDER_A_ENTRY, SERVICE_ENTRY, signTokens, startBare, startFakeProvider, startService, startWebhookReceiver, streamsToProvider } from './stack.mjs';
 
 /**
  * @typedef {object} TargetOptions
@@ -36,7 +36,8 @@ function watchGenerators(fleet, sampler, suffix) {
  * The service, and the provider fake when `stt` is provider_a (or auto and the service streams to it) or provider_b.
  * `stt`: 'auto' (provider_a when the service uses it, else custom), 'provider_a', 'provider_b', 'custom' (custom_stt=enabled:
  * no STT; devices send suggested_transcript), 'local' (the service's default engine).
- * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'provider_b' | 'custom' | 'local', nodeArgs?: string[] }} o
+ * With `webhook`, every device's user has that developer webhook pointed at a local receiver (its own process).
+ * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'provider_b' | 'custom' | 'local', nodeArgs?: string[], webhook?: 'realtime_transcript' | 'audio_bytes' }} o
  */
 export async function serviceTarget(o) {
   const { fixture } = o;
@@ -64,6 +65,7 @@ export async function serviceTarget(o) {
         ? { STT_PROVIDERS: 'provider_a', PROVIDER_A_URL: `ws://127.0.0.1:${fake.port}/v1/listen`, PROVIDER_A_API_KEY: key }
         : { STT_PROVIDERS: 'provider_b', PROVIDER_B_URL: `ws://127.0.0.1:${fake.port}/transcribe-websocket`, PROVIDER_B_API_KEY: key };
     }
+    if (o.webhook) env.WEBHOOK_ALLOW_PRIVATE = 'on';
     const service = await startService({ env, nodeArgs: o.nodeArgs, entry });
     const tokens = await signTokens(service.env, [...uids, 'bench-probe'], o.tokenTtlS ?? 7200);
     if (!fake) return { service, tokens, wired: false };
@@ -95,6 +97,21 @@ export async function serviceTarget(o) {
     throw new Error('the service opened no stream at the provider_b fake');
   }
   const { service, tokens } = s;
+  const receiver = o.webhook ? await startWebhookReceiver() : undefined;
+  if (receiver && o.webhook) {
+    o.progress.log(`service: pointing ${uids.length} users' ${o.webhook} webhook at the receiver`);
+    const url = `http://127.0.0.1:${receiver.port}/hook${o.webhook === 'audio_bytes' ? ',5' : ''}`;
+    let next = 0;
+    const configure = async () => {
+      while (next < uids.length) {
+        const i = next++;
+        const res = await fetch(`http://127.0.0.1:${service.port}/v1/users/developer/webhook/${o.webhook}`, { method: 'POST', headers: { authorization: `Bearer ${tokens[i]}`, 'content-type': 'application/json' }, body: JSON.stringify({ url }) });
+        if (res.status !== 200) throw new Error(`setting the ${o.webhook} webhook answered ${res.status}: ${await res.text()}`);
+        await res.arrayBuffer();
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, configure));
+  }
   const fleet = await DeviceFleet.start({
     host: '127.0.0.1',
     port: service.port,
@@ -106,6 +123,7 @@ export async function serviceTarget(o) {
   });
   o.sampler.add('service', service.pid);
   if (fake) o.sampler.add('provider fake', fake.pid);
+  if (receiver) o.sampler.add('webhook receiver', receiver.pid);
   const unwatch = watchGenerators(fleet, o.sampler, '');
   /** @type {import('./measure.mjs').Ctx} */
   const ctx = {
@@ -125,13 +143,19 @@ export async function serviceTarget(o) {
     stt,
     note,
     fakePid: fake?.pid,
+    /** The webhook receiver's counts (requests, bytes, segments, users), or undefined without --webhook. */
+    webhookStats: receiver
+      ? async () => /** @type {{ requests: number, bytes: number, segments: number, users: number }} */ (await (await fetch(`http://127.0.0.1:${receiver.port}/stats`)).json())
+      : undefined,
     async stop() {
       await fleet.exit();
       unwatch();
       o.sampler.remove('service');
       o.sampler.remove('provider fake');
+      o.sampler.remove('webhook receiver');
       const code = await service.stop();
       await fake?.stop();
+      await receiver?.stop();
       return code;
     },
   };
