@@ -81,7 +81,7 @@ export function deliveryRoutes(s: Services, o: DeliveryRoutesOptions): AppRoute[
       tags: o.tags,
       auth: { kind: 'id_token' },
       query: ListQuery,
-      responses: { 200: { description: 'a page of deliveries', schema: Type.Array(DeliverySchema, { title: `${o.name}DeliveryList` }) }, 404: { description: 'no such app of yours' } },
+      responses: { 200: { description: 'a page of deliveries', schema: Type.Array(DeliverySchema, { title: `${o.name}DeliveryList`, description: 'a page of deliveries, newest first' }) }, 404: { description: 'no such app of yours' } },
       async handler(req) {
         const owner = await ownerOf(req);
         const limit = Math.min(req.query.limit as number, MAX_DELIVERIES_PAGE);

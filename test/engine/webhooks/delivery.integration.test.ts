@@ -168,6 +168,7 @@ t.test('reprocess: the user gets it again flagged, under a new id; the app only 
   t.equal(appBody.id, id, "the app's body is the same conversation");
   t.equal(app.received[0]!.query.get('uid'), 'u1');
 
+  await until(async () => (await s.service.services.conversations.getById(id))?.firstProcessedAt !== null, { what: 'the first completion announced' });
   const res = await s.req(`/v1/conversations/${id}/reprocess`, { method: 'POST', headers: bearer(await s.token('u1')) });
   t.ok(res.status < 300, `reprocess accepted (${res.status})`);
   await until(async () => (await deliveries(s, 'user', 'u1')).filter((x) => x.state === 'delivered').length === 2, { what: 'second user delivery', timeoutMs: 15_000 });
@@ -189,7 +190,11 @@ t.test('a failure run of five days disables the endpoint and records a note for 
   await until(async () => (await deliveries(s, 'user', 'u1')).filter((x) => x.state === 'failed').length === 2, { what: 'second failure' });
   const token = await s.token('u1');
   await until(async () => (await s.req('/v1/users/developer/webhook/memory_created', { headers: bearer(token) })).json.enabled === false, { what: 'the endpoint disabled' });
-  t.match(await webhookParts(s.service.services).deliveries.unsentNotifications('u1'), [{ kind: 'webhook_disabled', detail: { reason: 'failing' } }]);
+  const notes = await waitFor(async () => {
+    const n = await webhookParts(s.service.services).deliveries.unsentNotifications('u1');
+    return n.length > 0 ? n : undefined;
+  }, { what: 'the note' });
+  t.match(notes, [{ kind: 'webhook_disabled', detail: { reason: 'failing' } }]);
 });
 
 t.test('the circuit: after five failures in a row an endpoint is left alone until one probe goes through', async (t) => {
