@@ -1,5 +1,5 @@
 // The BullMQ producer side: queue and job names, payload shapes, and the processing queue live sessions and routes enqueue to.
-import { Queue } from 'bullmq';
+import { Queue, type Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 
 export const QueueName = { PROCESSING: 'processing' } as const;
@@ -47,6 +47,15 @@ export async function within(p: Promise<unknown>, ms: number): Promise<boolean> 
   const settled = await Promise.race([p.then(() => true, () => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
   clearTimeout(timer);
   return settled;
+}
+
+/** Lets a worker's running jobs finish (bounded), then drops its connections even when Redis is gone. */
+export async function closeWorker(worker: Worker, connection: Redis, timeoutMs: number): Promise<void> {
+  // With Redis gone no job can finish anyway: close at once (BullMQ re-runs stalled jobs elsewhere).
+  await within(worker.close(connection.status !== 'ready'), timeoutMs);
+  await within(worker.disconnect(), 500);
+  await within(connection.quit(), 500);
+  connection.disconnect();
 }
 
 /**

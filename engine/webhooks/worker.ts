@@ -5,7 +5,7 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import client from 'prom-client';
 import type { Services } from '../services.js';
-import { bullConnection, within } from '../jobs/queues.js';
+import { bullConnection, closeWorker } from '../jobs/queues.js';
 import { OPEN_STATES, type DeliveriesRepository, type DeliveryRecord, type EndpointKey } from '../db/deliveries.js';
 import { attemptDelivery, deliveryAgents, ATTEMPT_TIMEOUT_MS, type AttemptResult } from './attempt.js';
 import { APP_TRIGGER_OF } from '../db/webhooks.js';
@@ -142,9 +142,10 @@ export class WebhookWorker {
     const bodyBytes = Buffer.byteLength(frozen.body);
     const record = { attempts, lastStatus: r.status, lastError: r.error, lastLatencyMs: r.latencyMs, bodyBytes };
     if (r.outcome === 'delivered') {
-      await this.#deliveries.recordAttempt(d.id, { ...record, state: 'delivered', nextAttemptAt: null });
+      // The reply and the endpoint's health first: whoever sees the delivery delivered sees them too.
       await this.#deliveries.recordSuccess(key);
       if (d.ownerKind === 'app' && d.eventType === 'memory_created') await this.#storeReply(d, r);
+      await this.#deliveries.recordAttempt(d.id, { ...record, state: 'delivered', nextAttemptAt: null });
       return 'delivered';
     }
     const delay = r.outcome === 'retry' ? retryDelayMs(attempts - job.data.firstAttempt, r.retryAfterMs, this.#random) : undefined;
@@ -226,10 +227,7 @@ export class WebhookWorker {
   /** Lets running attempts finish (bounded), then drops the connections even when Redis is gone. */
   async close(timeoutMs = 5000): Promise<void> {
     this.#closing = true;
-    await within(this.worker.close(this.#connection.status !== 'ready'), timeoutMs);
-    await within(this.worker.disconnect(), 500);
-    await within(this.#connection.quit(), 500);
-    this.#connection.disconnect();
+    await closeWorker(this.worker, this.#connection, timeoutMs);
     this.#agents.http.destroy();
     this.#agents.https.destroy();
   }

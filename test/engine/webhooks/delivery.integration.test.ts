@@ -11,6 +11,7 @@ import { endedConversation, installedApp, receiver, secretOf, setUserHook, verif
 import { webhookParts } from '../../../engine/webhooks/parts.js';
 import { CIRCUIT_FAILURES, CIRCUIT_OPEN_MS, DISABLE_AFTER_MS, RETRY_DELAYS_MS, RETRY_JITTER, retryDelayMs } from '../../../engine/webhooks/worker.js';
 import type { DeliveryRecord } from '../../../engine/db/deliveries.js';
+import { STORES, type StoreKind } from '../../helpers/stores.js';
 
 const PRIVATE_OK = { WEBHOOK_ALLOW_PRIVATE: 'on' };
 
@@ -27,8 +28,8 @@ const delayedJob = (s: TestService, id: string): Promise<Job> =>
     return job && (await job.getState()) === 'delayed' ? job : undefined;
   }, { what: 'the retry waiting', timeoutMs: 15_000 });
 
-async function userHooked(t: Test, answer?: Receiver['answer'], env: Record<string, string> = {}, tuning = {}): Promise<{ s: TestService; rx: Receiver }> {
-  const s = await startService(t, { env: { ...PRIVATE_OK, ...env }, tuning });
+async function userHooked(t: Test, answer?: Receiver['answer'], env: Record<string, string> = {}, tuning = {}, store: StoreKind = 'sqlite'): Promise<{ s: TestService; rx: Receiver }> {
+  const s = await startService(t, { env: { ...PRIVATE_OK, ...env }, tuning, store });
   const rx = await receiver(t, answer);
   await setUserHook(s, 'u1', rx.url);
   return { s, rx };
@@ -197,8 +198,8 @@ t.test('a failure run of five days disables the endpoint and records a note for 
   t.match(notes, [{ kind: 'webhook_disabled', detail: { reason: 'failing' } }]);
 });
 
-t.test('the circuit: after five failures in a row an endpoint is left alone until one probe goes through', async (t) => {
-  const { s, rx } = await userHooked(t, (_q, res) => res.writeHead(400).end());
+for (const store of STORES) t.test(`${store}: the circuit: after five failures in a row an endpoint is left alone until one probe goes through`, async (t) => {
+  const { s, rx } = await userHooked(t, (_q, res) => res.writeHead(400).end(), {}, {}, store);
   for (let i = 0; i < CIRCUIT_FAILURES; i++) {
     await endedConversation(s, 'u1');
     await until(async () => (await deliveries(s, 'user', 'u1')).filter((x) => x.state === 'failed').length === i + 1, { what: `failure ${i + 1}` });
@@ -255,4 +256,23 @@ t.test('the delivery log and redelivery, for a user and for an app owner', async
   const busy = await s.req(`/v1/apps/${appId}/webhooks/deliveries/${appDelivery}/redeliver`, { method: 'POST', headers: bearer(dev) });
   t.equal(busy.status, 409, 'not while it is under way');
   t.match(busy.json, { detail: /under way/ });
+});
+
+t.test('a live batch given up on is logged as dropped, without its body, and cannot be sent again', async (t) => {
+  const s = await startService(t, { store: 'pg' });
+  const log = webhookParts(s.service.services).deliveries;
+  log.dropped({
+    webhookId: 'msg_live1', uid: 'u1', eventType: 'realtime_transcript', endpoint: { ownerKind: 'user', ownerId: 'u1', url: 'https://93.184.215.14/rt' },
+    attempts: 3, sessionId: 'sess-1', bodyBytes: 812,
+    last: { outcome: 'retry', status: 503, latencyMs: 12, error: null, retryAfterMs: null, reply: Buffer.alloc(0) },
+  });
+  const u1 = await s.token('u1');
+  const list = await waitFor(async () => {
+    const r = await s.req('/v1/users/developer/webhooks/deliveries', { headers: bearer(u1) });
+    return r.json.length > 0 ? r.json : undefined;
+  }, { what: 'the dropped row' });
+  t.match(list, [{ id: 'msg_live1', event_type: 'realtime_transcript', subject_id: 'sess-1', state: 'dropped', attempts: 3, last_status_code: 503, body_bytes: 812 }]);
+  const again = await s.req('/v1/users/developer/webhooks/deliveries/msg_live1/redeliver', { method: 'POST', headers: bearer(u1) });
+  t.equal(again.status, 409);
+  t.match(again.json, { detail: /realtime_transcript/ });
 });
