@@ -276,3 +276,17 @@ t.test('a live batch given up on is logged as dropped, without its body, and can
   t.equal(again.status, 409);
   t.match(again.json, { detail: /realtime_transcript/ });
 });
+
+t.test("a disabled endpoint's deliveries under way end cancelled", async (t) => {
+  const { s, rx } = await userHooked(t, (_q, res, n) => res.writeHead(n === 1 ? 500 : 410).end());
+  await endedConversation(s, 'u1');
+  const waiting = await settled(s, 'user', 'u1', (x) => x.state === 'retrying', 'the first waits for its retry');
+  await endedConversation(s, 'u1');
+  await settled(s, 'user', 'u1', (x) => x.id !== waiting.id && x.state === 'failed', 'the second answered 410');
+  const cancelled = await settled(s, 'user', 'u1', (x) => x.id === waiting.id && x.state === 'cancelled', 'the first cancelled');
+  t.equal(cancelled.attempts, 1);
+  await (await delayedJob(s, waiting.id)).promote();
+  await until(async () => (await s.service.services.webhookQueue.queue.getJob(waiting.id)) === undefined, { what: 'its job done' });
+  t.equal(rx.received.length, 2, 'its retry was not sent');
+  t.equal((await webhookParts(s.service.services).deliveries.get(waiting.id))?.state, 'cancelled');
+});
