@@ -126,21 +126,17 @@ export class DeliveriesRepository implements LiveDeliveryLog {
     private readonly logger?: Logger,
   ) {}
 
-  /** Inserts the deliveries not recorded yet (an id seen before is left as it is); answers the ids inserted. */
-  async insert(rows: readonly NewDelivery[]): Promise<string[]> {
-    if (rows.length === 0) return [];
-    const known = new Set(((await this.knex('webhook_deliveries').whereIn('id', rows.map((r) => r.id)).select('id')) as { id: string }[]).map((r) => r.id));
-    const fresh = rows.filter((r) => !known.has(r.id));
-    if (fresh.length === 0) return [];
+  /** Inserts the deliveries not recorded yet; an id seen before is left as it is. */
+  async insert(rows: readonly NewDelivery[]): Promise<void> {
+    if (rows.length === 0) return;
     const at = isoNow(this.now());
     await this.knex('webhook_deliveries')
-      .insert(fresh.map((r) => ({
+      .insert(rows.map((r) => ({
         id: r.id, owner_kind: r.ownerKind, owner_id: r.ownerId, uid: r.uid, event_type: r.eventType, subject_id: r.subjectId,
         state: 'pending', attempts: 0, reprocess: r.reprocess, created_at: at, updated_at: at,
       })))
       .onConflict('id')
       .ignore();
-    return fresh.map((r) => r.id);
   }
 
   async get(id: string): Promise<DeliveryRecord | undefined> {

@@ -290,3 +290,14 @@ t.test("a disabled endpoint's deliveries under way end cancelled", async (t) => 
   t.equal(rx.received.length, 2, 'its retry was not sent');
   t.equal((await webhookParts(s.service.services).deliveries.get(waiting.id))?.state, 'cancelled');
 });
+
+t.test('a first completion announced twice (after a crash) is delivered once', async (t) => {
+  const { s, rx } = await userHooked(t);
+  const id = await endedConversation(s, 'u1');
+  const d = await settled(s, 'user', 'u1', (x) => x.state === 'delivered', 'delivered');
+  const again = await s.service.services.webhookQueue.enqueueConversationCreated('u1', id, { reprocess: false, discarded: false });
+  t.same(again.map((x) => x.id), [d.id], 'the same webhook id');
+  await until(async () => (await s.service.services.webhookQueue.queue.getJob(d.id)) === undefined, { what: 'the second job done' });
+  t.equal(rx.received.length, 1, 'sent once');
+  t.equal((await deliveries(s, 'user', 'u1')).length, 1, 'one row');
+});
