@@ -14,6 +14,7 @@ const SCENARIOS = {
   codecs: './scripts/bench-codecs.mjs',
   rest: './http/rest.mjs',
   jobs: './jobs/jobs.mjs',
+  webhooks: './webhooks/webhooks.mjs',
   compare: './compare.mjs',
 };
 
@@ -30,6 +31,8 @@ scenarios:
   rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
   jobs      conversations ended over REST and processed by the queue's worker: jobs/s and end → processed latency,
             vs a bare BullMQ worker
+  webhooks  conversation-created deliveries from the service's queue to a local keep-alive receiver: deliveries/s,
+            and p99 enqueue → receipt at a fixed rate
   compare   compare A.json B.json: the ratio between two result files' figures
 each run prints a table and writes bench/results/<timestamp>-<scenario>.json and .html (charts);
 \`npm run bench -- <scenario> --help\` for options`;

@@ -44,6 +44,11 @@ import { createSessions, startListenNode, type ListenNode } from './node/listen.
 import { createApiNode } from './node/api.js';
 import { startJobsNode } from './node/jobs.js';
 import type { Tuning } from './node/tuning.js';
+import { WebhookQueue } from './webhooks/queue.js';
+import { WebhookWorker } from './webhooks/worker.js';
+import { webhookParts } from './webhooks/parts.js';
+import { conversationCreatedListener } from './webhooks/conversation-created.js';
+import type { Resolver } from './webhooks/destination.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -68,6 +73,8 @@ export interface ServiceOptions {
   readonly schedulerResolutionMs?: number;
   /** Overrides of the live path's tuning constants, for tests that exercise one of them; never read from the environment. */
   readonly tuning?: Tuning;
+  /** Resolves webhook destinations' host names (tests); @defaultValue the system resolver */
+  readonly webhookResolver?: Resolver;
 }
 
 /** The live path's parts; present on every node, the socket and worker only for the roles that run them. */
@@ -79,6 +86,8 @@ interface LiveParts {
   stt: EngineList;
   codecPool: CodecPool | undefined;
   worker: ProcessConversationWorker | undefined;
+  webhookQueue: WebhookQueue;
+  webhookWorker: WebhookWorker | undefined;
   keptJobs: KeptAudioJobs | undefined;
   compaction: HeapCompaction | undefined;
   pacer: LoopPacer | undefined;
@@ -137,11 +146,13 @@ export class Service {
     subscriber.on('error', () => undefined);
     const scheduler = new Scheduler({ clock, resolutionMs: opts.schedulerResolutionMs ?? 50, onError: (err) => logger.error({ err: { name: (err as Error)?.name } }, 'scheduled task failed') });
     const queue = new ProcessingQueue({ redisUrl, prefix: config.redisPrefix });
+    const webhookQueue = new WebhookQueue({ redisUrl, prefix: config.redisPrefix, knex: store.knex, now: () => clock.now(), logger });
     const events = new SessionEvents({ publisher: redis, subscriber, channel: `${config.redisPrefix}:listen:events` });
     const runsListen = config.role === 'all' || config.role === 'listen';
     const runsJobs = config.role === 'all' || config.role === 'jobs';
     let codecPool: CodecPool | undefined;
     let worker: ProcessConversationWorker | undefined;
+    let webhookWorker: WebhookWorker | undefined;
     let keptJobs: KeptAudioJobs | undefined;
     let compaction: HeapCompaction | undefined;
     let pacer: LoopPacer | undefined;
@@ -150,7 +161,7 @@ export class Service {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
-      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : [])]);
+      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, { name: 'webhooks', queue: webhookQueue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : [])]);
       startMemoryTrim({ scheduler, registry, intervalS: opts.tuning?.mallocTrimIntervalS ?? MALLOC_TRIM_INTERVAL_S });
       compaction = startHeapCompaction({ scheduler, registry, intervalS: opts.tuning?.heapCompactIntervalS ?? HEAP_COMPACT_INTERVAL_S, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
       const apiKeys = new ApiKeysRepository(store.knex);
@@ -190,12 +201,23 @@ export class Service {
         lifecycle,
         usage,
         usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
+        webhookQueue,
       };
+      webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const sessions = createSessions(services, registry);
       await events.attach((event) => void sessions.actors.deliver(event), (uid) => sessions.actors.endRecording(uid));
       const kept = new KeptAudioStore(config.dataDir);
-      if (runsJobs) worker = startJobsNode({ services, events, redisUrl, keptIndex });
+      if (runsJobs) {
+        webhookWorker = new WebhookWorker({
+          services,
+          redisUrl,
+          prefix: config.redisPrefix,
+          ...(opts.tuning?.webhookTimeoutMs ? { timeoutMs: opts.tuning.webhookTimeoutMs } : {}),
+          ...(opts.tuning?.webhookStalledIntervalMs ? { stalledIntervalMs: opts.tuning.webhookStalledIntervalMs } : {}),
+        });
+        worker = startJobsNode({ services, events, redisUrl, keptIndex, onProcessed: conversationCreatedListener(services) });
+      }
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.
       if (runsListen) keptJobs = new KeptAudioJobs({ redisUrl, prefix: config.redisPrefix, dataDir: config.dataDir, index: keptIndex, deps: { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id, uid) => queue.process(id, uid) } });
       const http = createApiNode({ services, registry, versions, ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}) });
@@ -218,7 +240,7 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, keptJobs, compaction, pacer });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -227,8 +249,10 @@ export class Service {
       pacer?.close();
       scheduler.close();
       await worker?.close();
+      await webhookWorker?.close();
       await keptJobs?.close();
       await queue.close();
+      await webhookQueue.close();
       await codecPool?.close().catch(() => undefined);
       redis.disconnect();
       subscriber.disconnect();
@@ -257,10 +281,13 @@ export class Service {
     // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
     await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));
     await this.#step('jobs', () => live.worker?.close(), bound);
+    // Attempts under way finish (bounded); one cut short is sent again by another jobs process, same webhook id.
+    await this.#step('webhooks', () => live.webhookWorker?.close(), bound);
     // No job runs now, and the HTTP routes that process in the request have finished (or timed out) above.
     await this.#step('processor', () => this.services.processor.close?.(), bound);
     await this.#step('kept-audio-jobs', () => live.keptJobs?.close(), bound);
     await this.#step('queue', () => live.queue.close(), bound);
+    await this.#step('webhook-queue', () => live.webhookQueue.close(), bound);
     await this.#step('session-events', () => live.events.close(), bound);
     // A thread that died while closing took its decoders with it: nothing is left to flush, so that is no failure.
     await this.#step('codec-shards', () => live.codecPool?.close().catch(() => undefined), bound);

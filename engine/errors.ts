@@ -49,6 +49,8 @@ export const ERRORS = {
   // Webhooks and apps (http/routes/webhooks.ts, http/routes/apps.ts, engine/webhooks/).
   ENG_ERR_WEBHOOK_DESTINATION_REFUSED: def(400, '{reason}'),
   ENG_ERR_WEBHOOK_NOT_SET: def(409, 'No {type} webhook URL is set: save one first'),
+  ENG_ERR_WEBHOOK_DELIVERY_IN_FLIGHT: def(409, 'The delivery is still under way: it can be sent again once it has ended', true),
+  ENG_ERR_WEBHOOK_DELIVERY_LIVE: def(409, 'A live {type} delivery cannot be sent again: its batch is not kept'),
   ENG_ERR_APP_SETUP_INCOMPLETE: def(409, "The app's setup is not completed yet: finish it with the app's instructions, then install again"),
   ENG_ERR_APP_SETUP_CHECK_FAILED: def(502, "The app's setup check failed: {reason}", true),
 

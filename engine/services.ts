@@ -17,6 +17,7 @@ import type { UsageRecorder } from './stt/usage.js';
 import type { ConversationProcessor } from './processing/types.js';
 import type { Authenticator } from './identity/authenticator.js';
 import type { ConversationLifecycle } from './conversations/lifecycle.js';
+import type { WebhookQueue } from './webhooks/queue.js';
 
 export interface Services {
   readonly config: Config;
@@ -41,4 +42,6 @@ export interface Services {
   readonly usage: UsageRepository;
   /** Records usage as sessions end: metrics at once, the store in batches. */
   readonly usageRecorder: UsageRecorder;
+  /** Durable webhook deliveries (conversation created, day summary): enqueue, redeliver, the delivery log. */
+  readonly webhookQueue: WebhookQueue;
 }

@@ -114,7 +114,7 @@ export class ConversationLifecycle {
       return { busy: (await conversations.getById(id))?.status ?? ConversationStatus.PROCESSING };
     }
     try {
-      await queue.ensure(id, uid, { promote: true });
+      await queue.ensure(id, uid, { promote: true, rerunActive: true });
     } catch (err) {
       // Not queued (Redis away): put it back as it was, so the caller may simply try again.
       await conversations.transition(id, ConversationStatus.PROCESSING, c.status, clock.now()).catch(() => undefined);

@@ -182,6 +182,11 @@ export class AppsRepository {
     return (await this.knex('apps').where({ id }).update({ webhook_enabled: enabled, updated_at: isoNow(now) })) > 0;
   }
 
+  /** Turns an enabled app webhook off (its receiver is gone or kept failing); false when it was not on. */
+  async disableWebhook(id: string, now: number): Promise<boolean> {
+    return (await this.knex('apps').where({ id, webhook_enabled: true }).update({ webhook_enabled: false, updated_at: isoNow(now) })) > 0;
+  }
+
   /** The app whose secret hashes to `secretHash` (for an app calling the service with its secret). */
   async findBySecretHash(secretHash: string): Promise<AppRecord | undefined> {
     const row = (await this.knex('apps').where({ secret_hash: secretHash }).first()) as Row | undefined;

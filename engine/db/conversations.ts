@@ -99,8 +99,16 @@ export interface ConversationRecord {
   geolocation: Geolocation | null;
   /** When the first completion of its processing was announced (conversation-created); null until then. */
   firstProcessedAt: string | null;
+  /** Installed apps' replies to its conversation-created webhook, in the order they arrived. */
+  appsResults: AppResult[];
   /** Present only when segments were asked for. */
   segments?: SegmentRecord[];
+}
+
+/** An app's reply `{"message": …}` to a conversation-created webhook, as the compatible system keeps it. */
+export interface AppResult {
+  app_id: string;
+  content: string;
 }
 
 export interface NewConversation {
@@ -155,6 +163,7 @@ interface Row {
   folder_name?: string | null;
   geolocation: string | null;
   first_processed_at?: string | null;
+  apps_results?: string | null;
 }
 
 interface SegmentRow {
@@ -200,6 +209,7 @@ const toRecord = (r: Row): ConversationRecord => {
     folderName: r.folder_name ?? null,
     geolocation: r.geolocation ? (JSON.parse(r.geolocation) as Geolocation) : null,
     firstProcessedAt: r.first_processed_at ?? null,
+    appsResults: r.apps_results ? (JSON.parse(r.apps_results) as AppResult[]) : [],
   };
 };
 
@@ -538,6 +548,22 @@ export class ConversationsRepository {
       'UPDATE conversations SET status = ?, title = ?, overview = ?, emoji = ?, category = ?, structured_extra = ?, produced_by = ?, discarded = ?, updated_at = ? WHERE id = ?',
       [ConversationStatus.COMPLETED, s.title, s.overview, s.emoji, s.category, JSON.stringify(extra), result.producedBy, result.discarded, at, id],
     );
+  }
+
+  /**
+   * Stores an app's reply, replacing an earlier one of the same app; false when the conversation is gone. A
+   * compare-and-set on the whole array, so replies of several apps arriving at once all stay.
+   */
+  async addAppResult(id: string, result: AppResult): Promise<boolean> {
+    for (;;) {
+      const row = (await this.knex('conversations').where({ id }).first('apps_results')) as { apps_results: string | null } | undefined;
+      if (!row) return false;
+      const prior = row.apps_results ?? '';
+      const list = (prior ? (JSON.parse(prior) as AppResult[]) : []).filter((r) => r.app_id !== result.app_id);
+      list.push(result);
+      const n = await execute(this.knex, "UPDATE conversations SET apps_results = ? WHERE id = ? AND COALESCE(apps_results, '') = ?", [JSON.stringify(list), id, prior]);
+      if (n > 0) return true;
+    }
   }
 
   /** Records the conversation's first completion as announced; false when it already was (another node, a rerun). */

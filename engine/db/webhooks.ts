@@ -97,6 +97,11 @@ export class WebhooksRepository {
     return n > 0;
   }
 
+  /** Turns an enabled URL off (its receiver is gone or kept failing); false when it was not on. */
+  async disable(uid: string, type: DeveloperWebhookType, now: number): Promise<boolean> {
+    return (await this.knex('developer_webhooks').where({ uid, type, enabled: true }).update({ enabled: false, updated_at: isoNow(now) })) > 0;
+  }
+
   async get(uid: string, type: DeveloperWebhookType): Promise<DeveloperWebhook | undefined> {
     const row = (await this.knex('developer_webhooks').where({ uid, type }).first()) as WebhookRow | undefined;
     return row ? { type: row.type as DeveloperWebhookType, url: row.url, seconds: row.seconds, enabled: bool(row.enabled), updatedAt: row.updated_at } : undefined;

@@ -1,5 +1,5 @@
 // The BullMQ producer side: queue and job names, payload shapes, and the processing queue live sessions and routes enqueue to.
-import { Queue } from 'bullmq';
+import { Queue, type Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 
 export const QueueName = { PROCESSING: 'processing' } as const;
@@ -49,6 +49,15 @@ export async function within(p: Promise<unknown>, ms: number): Promise<boolean> 
   return settled;
 }
 
+/** Lets a worker's running jobs finish (bounded), then drops its connections even when Redis is gone. */
+export async function closeWorker(worker: Worker, connection: Redis, timeoutMs: number): Promise<void> {
+  // With Redis gone no job can finish anyway: close at once (BullMQ re-runs stalled jobs elsewhere).
+  await within(worker.close(connection.status !== 'ready'), timeoutMs);
+  await within(worker.disconnect(), 500);
+  await within(connection.quit(), 500);
+  connection.disconnect();
+}
+
 /**
  * Waits before each automatic retry of a failed process-conversation job: 30 s, 2 min, 10 min, 30 min (about 42 min
  * in all, enough to ride out a language model's short outage), each lengthened by up to 10% so that conversations
@@ -96,12 +105,19 @@ export class ProcessingQueue {
    * Makes sure a job will process the conversation: nothing is added while one waits, runs or waits for its retry
    * (with `promote`, a retry waiting for its backoff runs now); a finished job's record under the same id (a final
    * failure is kept for inspection) is replaced by a new job. Safe from several nodes at once: the job id is the
-   * conversation id, so only one job is ever queued.
+   * conversation id, so only one job is ever queued. With `rerunActive` (an owner's reprocess of a completed or
+   * failed conversation), a job still running gets a follow-up.
    */
-  async ensure(conversationId: string, uid: string, opts: { promote?: boolean } = {}): Promise<EnsureOutcome> {
+  async ensure(conversationId: string, uid: string, opts: { promote?: boolean; rerunActive?: boolean } = {}): Promise<EnsureOutcome> {
     const job = await this.queue.getJob(conversationId);
     if (job) {
       const state = await job.getState();
+      if (state === 'active' && opts.rerunActive) {
+        // An owner's reprocess while the last run finishes its tail (result stored, webhooks being announced): that
+        // run will not look at the conversation again, so a follow-up job does the new run.
+        await this.queue.add(JobName.PROCESS_CONVERSATION, { conversationId, uid }, { ...PROCESS_JOB_OPTIONS, jobId: `${conversationId}-rerun-${Date.now()}` });
+        return 'queued';
+      }
       if (state === 'delayed' && opts.promote) {
         await job.promote().catch(() => undefined); // promoted meanwhile by another caller, or it started
         return 'promoted';

@@ -99,7 +99,9 @@ export class ActorRegistry {
     const c = await this.#o.conversations.get(event.uid, event.conversationId, { includeSegments: true });
     if (!c) return;
     const memory = { ...conversationView(c), status: c.status, discarded: c.discarded };
-    for (const a of actors) a.conversationEvent(event.type, event.conversationId, memory);
+    // memory_created carries the installed apps' replies to the conversation-created webhook, as the compatible system's messages.
+    const messages = c.appsResults.map((r) => ({ id: `${c.id}:${r.app_id}`, text: r.content, sender: 'ai', app_id: r.app_id, type: 'text' }));
+    for (const a of actors) a.conversationEvent(event.type, event.conversationId, memory, messages);
   }
 
   /** Manual end of recording: each of this node's sessions of `uid` ends the conversation it records into. */

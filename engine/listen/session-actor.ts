@@ -258,14 +258,14 @@ export class SessionActor {
     void this.drain(CloseCode.NORMAL, 'client closed');
   }
 
-  /** A conversation event for this user (memory_processing_started / memory_created), `memory` already rendered. */
-  conversationEvent(type: string, conversationId: string, memory: Record<string, unknown>): void {
+  /** A conversation event for this user (memory_processing_started / memory_created), `memory` and `messages` already rendered. */
+  conversationEvent(type: string, conversationId: string, memory: Record<string, unknown>, messages: readonly unknown[] = []): void {
     if (type === ListenMessage.MEMORY_PROCESSING_STARTED && this.#loop.conversationId === conversationId) {
       this.#loop.conversationEnded(conversationId);
       if (this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
     }
     if (this.#state === SessionState.CLOSED) return;
-    this.#out.send(JSON.stringify(type === ListenMessage.MEMORY_CREATED ? { type, memory, messages: [] } : { type, memory }));
+    this.#out.send(JSON.stringify(type === ListenMessage.MEMORY_CREATED ? { type, memory, messages } : { type, memory }));
   }
 
   /**

@@ -17,4 +17,8 @@ export interface Tuning {
   readonly heapCompactIntervalS?: number;
   /** Audio per message to remote speech providers, in ms. */
   readonly sttSendMs?: number;
+  /** Whole-request timeout of a durable webhook attempt, in ms. */
+  readonly webhookTimeoutMs?: number;
+  /** How often the webhook worker looks for deliveries whose process died, in ms. */
+  readonly webhookStalledIntervalMs?: number;
 }

@@ -18,6 +18,7 @@ import { DestinationRefused, guardedRequest, parseDestination } from '../../engi
 import { webhookParts } from '../../engine/webhooks/parts.js';
 import { notFound } from './common.js';
 import { checkDestination, MAX_WEBHOOK_URL_CHARS, webhookSecretRoutes } from './webhooks.js';
+import { deliveryRoutes } from './deliveries.js';
 import type { AppRoute, Services } from './types.js';
 
 /** Bounds of an app's text fields, in characters (ours; the compatible system names none). */
@@ -344,6 +345,16 @@ export function appRoutes(s: Services): AppRoute[] {
       whose: "your app's webhooks",
       tags,
       notFound: 'no such app of yours',
+      owner: async ({ auth, params }) => {
+        const app = await parts.apps.owned(params.app_id!, auth.uid);
+        return app ? { kind: 'app', id: app.id } : undefined;
+      },
+    }),
+    ...deliveryRoutes(s, {
+      path: '/v1/apps/{app_id}/webhooks',
+      name: 'AppWebhook',
+      whose: "your app's webhooks",
+      tags,
       owner: async ({ auth, params }) => {
         const app = await parts.apps.owned(params.app_id!, auth.uid);
         return app ? { kind: 'app', id: app.id } : undefined;

@@ -7,6 +7,7 @@ import { DestinationRefused } from '../../engine/webhooks/destination.js';
 import { webhookParts } from '../../engine/webhooks/parts.js';
 import type { WebhookSecretRecord } from '../../engine/db/webhooks.js';
 import type { DestinationGuard } from '../../engine/webhooks/destination.js';
+import { deliveryRoutes } from './deliveries.js';
 import type { AppRoute, Services } from './types.js';
 
 /** Longest webhook URL accepted, in characters (our bound; browsers and proxies commonly stop near 2,000). */
@@ -218,6 +219,13 @@ export function webhookRoutes(s: Services): AppRoute[] {
     ...webhookSecretRoutes(s, {
       path: '/v1/users/developer/webhook-secret',
       name: 'DeveloperWebhookSecret',
+      whose: 'your developer webhooks',
+      tags,
+      owner: async ({ auth }) => ({ kind: 'user', id: auth.uid }),
+    }),
+    ...deliveryRoutes(s, {
+      path: '/v1/users/developer/webhooks',
+      name: 'DeveloperWebhook',
       whose: 'your developer webhooks',
       tags,
       owner: async ({ auth }) => ({ kind: 'user', id: auth.uid }),

@@ -35,6 +35,8 @@ export interface StartOptions {
   codecWorker?: string;
   /** Tuning constants to override (ServiceOptions.tuning). */
   tuning?: ServiceOptions['tuning'];
+  /** Resolves webhook destinations (ServiceOptions.webhookResolver). */
+  webhookResolver?: ServiceOptions['webhookResolver'];
   /** The test checks itself how the service's stop() fails: the teardown's stop() does not throw it again. */
   stopMayFail?: boolean;
   /** Where the service logs (default: a logger at TEST_LOG_LEVEL, silent unless set). */
@@ -71,6 +73,7 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     ...(opts.sttEngines ? { sttEngines: opts.sttEngines } : {}),
     ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
     ...(opts.tuning ? { tuning: opts.tuning } : {}),
+    ...(opts.webhookResolver ? { webhookResolver: opts.webhookResolver } : {}),
     schedulerResolutionMs: opts.schedulerResolutionMs ?? 0,
   });
   t.teardown(async () => {

@@ -1,0 +1,134 @@
+// Macro bench of durable webhook delivery: conversation-created deliveries enqueued by the service's producer, sent
+// by its worker to a local keep-alive receiver. Deliveries per second at full speed, and enqueue → receipt latency
+// at a fixed rate. The service runs in this process (ROLE=all), the receiver in a child process.
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
+import { Histogram } from '../lib/histogram.mjs';
+import { cleanRedis, serviceEnv, track } from '../lib/processes.mjs';
+
+export const USAGE = `npm run bench -- webhooks [--deliveries 5000] [--rate 200] [--latency-deliveries 2000] [--store sqlite|pg] [--smoke]
+  --deliveries          deliveries enqueued as fast as the producer takes them, for deliveries/s (default 5000; 50 with --smoke)
+  --rate                deliveries per second for the latency run (default 200)
+  --latency-deliveries  deliveries of the latency run (default 2000; 50 with --smoke)
+  --store               sqlite (default) or pg (PostgreSQL at 127.0.0.1:5432/test, a schema of its own)
+  --out                 result file (default bench/results/<timestamp>-webhooks.json)`;
+
+const RECEIVER = fileURLToPath(new URL('./receiver.mjs', import.meta.url));
+const dist = (/** @type {string} */ p) => import(path.join(ROOT_DIR, 'dist', p));
+
+/** @param {Record<string, string | true>} options */
+export async function run(options) {
+  const smoke = options.smoke === true;
+  const total = Number(options.deliveries ?? (smoke ? 50 : 5000));
+  const rate = Number(options.rate ?? 200);
+  const latencyN = Number(options['latency-deliveries'] ?? (smoke ? 50 : 2000));
+  const pg = options.store === 'pg';
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-webhooks-'));
+  const schema = `bench_${Date.now()}`;
+  const env = await serviceEnv(dataDir, { WEBHOOK_ALLOW_PRIVATE: 'on', ...(pg ? { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test', DATABASE_SCHEMA: schema } : {}) });
+  const { loadConfig } = await dist('engine/config.js');
+  const { Service } = await dist('engine/app.js');
+  const { createLogger } = await dist('engine/logger.js');
+  const { webhookParts } = await dist('engine/webhooks/parts.js');
+
+  const rx = track(fork(RECEIVER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  /** @type {Map<string, number>} */
+  const sentAt = new Map();
+  /** @type {Map<string, number>} */
+  const receivedAt = new Map();
+  const port = await new Promise((resolve) => rx.once('message', (/** @type {any} */ m) => resolve(m.port)));
+  rx.on('message', (/** @type {any} */ m) => {
+    if (m.ids) for (const [id, at] of m.ids) receivedAt.set(id, at);
+  });
+
+  const config = loadConfig(env);
+  const service = await Service.start({ config, logger: createLogger('warn') });
+  const s = service.services;
+  try {
+    const users = 100;
+    for (let u = 0; u < users; u++) await s.users.ensure(`u${u}`, Date.now(), true);
+    for (let u = 0; u < users; u++) await webhookParts(s).webhooks.set(`u${u}`, 'memory_created', `http://127.0.0.1:${port}/hook`, null, Date.now());
+    const seedConversations = async (/** @type {number} */ n) => {
+      const out = [];
+      for (let i = 0; i < n; i++) {
+        const uid = `u${i % users}`;
+        const now = Date.now();
+        const c = await s.conversations.create({ userId: uid, status: 'completed', startedAt: new Date(now - 60_000).toISOString(), finishedAt: new Date(now).toISOString(), source: 'omi', language: 'en',
+          segments: Array.from({ length: 10 }, (_, k) => ({ text: `segment ${k} of a conversation about the quarterly plan and the offsite`, start: k * 4, end: k * 4 + 3.8, speaker: `SPEAKER_0${k % 2}`, speakerId: k % 2, isUser: k % 2 === 0 })), now });
+        out.push({ uid, id: c.id });
+      }
+      return out;
+    };
+    const enqueue = async (/** @type {{uid: string, id: string}} */ c) => {
+      const t = performance.now() + performance.timeOrigin;
+      const [d] = await s.webhookQueue.enqueueConversationCreated(c.uid, c.id, { reprocess: false, discarded: false });
+      sentAt.set(d.id, t);
+    };
+    const waitAll = async (/** @type {number} */ n, /** @type {number} */ timeoutMs) => {
+      const until = Date.now() + timeoutMs;
+      while (receivedAt.size < n && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    };
+
+    // Throughput: everything enqueued at once (64 in flight), until the receiver has seen each.
+    const batch = await seedConversations(total);
+    const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
+    let next = 0;
+    await Promise.all(Array.from({ length: 64 }, async () => {
+      while (next < batch.length) await enqueue(/** @type {any} */ (batch[next++]));
+    }));
+    await waitAll(total, 600_000);
+    const seconds = (performance.now() - t0) / 1000;
+    const perSec = receivedAt.size / seconds;
+    const cpu = process.cpuUsage(cpu0);
+    const cpuMsPer = (cpu.user + cpu.system) / 1000 / Math.max(receivedAt.size, 1);
+
+    // Latency at a fixed rate.
+    receivedAt.clear();
+    sentAt.clear();
+    const paced = await seedConversations(latencyN);
+    const start = performance.now();
+    const pending = [];
+    for (let i = 0; i < paced.length; i++) {
+      const wait = start + (i / rate) * 1000 - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      pending.push(enqueue(/** @type {any} */ (paced[i])));
+    }
+    await Promise.all(pending);
+    await waitAll(latencyN, 120_000);
+    const hist = new Histogram();
+    for (const [id, at] of receivedAt) {
+      const t = sentAt.get(id);
+      if (t !== undefined) hist.record(at - t);
+    }
+    const lat = hist.summary();
+    const result = {
+      scenario: 'webhooks',
+      version: 2,
+      startedAt: new Date().toISOString(),
+      machine: machine(),
+      options: { total, rate, latencyN, store: pg ? 'pg' : 'sqlite' },
+      baseline: 'none: the absolute deliveries/s and latency',
+      summary: {
+        head: ['run', 'deliveries', 'received', 'deliveries/s', 'CPU ms/delivery', 'p50 ms', 'p99 ms'],
+        rows: [
+          ['full speed', String(total), String(Math.round(perSec * seconds)), perSec.toFixed(0), cpuMsPer.toFixed(2), '', ''],
+          [`${rate}/s`, String(latencyN), String(receivedAt.size), '', '', String(lat.p50), String(lat.p99)],
+        ],
+      },
+      figures: figuresOf({ 'deliveries/s': [perSec, '/s', 'higher'], 'CPU per delivery': [cpuMsPer, 'ms', 'lower'], 'p99 enqueue to receipt': [lat.p99, 'ms', 'lower'] }),
+      goals: [{ name: 'deliveries/s', target: '≥ 5000', value: Math.round(perSec), met: perSec >= 5000 }],
+      notes: ['service (ROLE=all, one process) and producer in the bench process; the receiver in a child process, keep-alive, answering 200'],
+    };
+    finish(/** @type {any} */ (result), options);
+  } finally {
+    await service.stop().catch(() => undefined);
+    rx.kill();
+    await cleanRedis(env.REDIS_PREFIX);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}

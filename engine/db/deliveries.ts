@@ -1,0 +1,260 @@
+// The webhook delivery log (one row per delivery, updated by every attempt, never a body), each endpoint's health
+// (failure run, circuit, disabling) and the notes an owner is told of. Also the log the live senders report their
+// dropped batches to.
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Logger } from '../logger.js';
+import type { LiveDeliveryLog, LiveDeliveryReport, WebhookEventType } from '../webhooks/types.js';
+import { bool, isoNow } from './store.js';
+
+export type OwnerKind = 'user' | 'app';
+
+/** `pending` (first attempt to come), `retrying`, then one of the ends: delivered, failed, dropped (a live batch given up on), cancelled (its endpoint was disabled or removed). */
+export type DeliveryState = 'pending' | 'retrying' | 'delivered' | 'failed' | 'dropped' | 'cancelled';
+
+export const DELIVERY_STATES: readonly DeliveryState[] = ['pending', 'retrying', 'delivered', 'failed', 'dropped', 'cancelled'];
+
+/** States a delivery is still under way in. */
+export const OPEN_STATES: readonly DeliveryState[] = ['pending', 'retrying'];
+
+export interface DeliveryRecord {
+  /** The `webhook-id` every attempt carries. */
+  id: string;
+  ownerKind: OwnerKind;
+  ownerId: string;
+  uid: string;
+  eventType: WebhookEventType;
+  /** The conversation id, the summary's date, the live session id. */
+  subjectId: string;
+  state: DeliveryState;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  lastLatencyMs: number | null;
+  nextAttemptAt: string | null;
+  bodyBytes: number | null;
+  reprocess: boolean;
+  createdAt: string;
+  updatedAt: string;
+  deliveredAt: string | null;
+}
+
+export type NewDelivery = Pick<DeliveryRecord, 'id' | 'ownerKind' | 'ownerId' | 'uid' | 'eventType' | 'subjectId' | 'reprocess'>;
+
+export interface AttemptUpdate {
+  state: DeliveryState;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  lastLatencyMs: number | null;
+  nextAttemptAt: number | null;
+  bodyBytes: number | null;
+}
+
+export interface EndpointKey {
+  ownerKind: OwnerKind;
+  ownerId: string;
+  eventType: WebhookEventType;
+}
+
+export interface EndpointHealth {
+  consecutiveFailures: number;
+  firstFailureAt: string | null;
+  circuitOpenUntil: string | null;
+  disabledAt: string | null;
+  disabledReason: string | null;
+}
+
+export interface OwnerNotification {
+  id: number;
+  uid: string;
+  kind: string;
+  appId: string | null;
+  detail: Record<string, unknown>;
+  createdAt: string;
+}
+
+interface Row {
+  id: string;
+  owner_kind: string;
+  owner_id: string;
+  uid: string;
+  event_type: string;
+  subject_id: string;
+  state: string;
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  last_latency_ms: number | null;
+  next_attempt_at: string | null;
+  body_bytes: number | null;
+  reprocess: unknown;
+  created_at: string;
+  updated_at: string;
+  delivered_at: string | null;
+}
+
+const toRecord = (r: Row): DeliveryRecord => ({
+  id: r.id,
+  ownerKind: r.owner_kind as OwnerKind,
+  ownerId: r.owner_id,
+  uid: r.uid,
+  eventType: r.event_type as WebhookEventType,
+  subjectId: r.subject_id,
+  state: r.state as DeliveryState,
+  attempts: Number(r.attempts),
+  lastStatus: r.last_status === null ? null : Number(r.last_status),
+  lastError: r.last_error,
+  lastLatencyMs: r.last_latency_ms === null ? null : Number(r.last_latency_ms),
+  nextAttemptAt: r.next_attempt_at,
+  bodyBytes: r.body_bytes === null ? null : Number(r.body_bytes),
+  reprocess: bool(r.reprocess),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  deliveredAt: r.delivered_at,
+});
+
+const keyWhere = (k: EndpointKey): Record<string, string> => ({ owner_kind: k.ownerKind, owner_id: k.ownerId, event_type: k.eventType });
+
+/** A new `webhook-id`: `msg_` and 32 hex digits. */
+export const newWebhookId = (): string => `msg_${randomUUID().replace(/-/g, '')}`;
+
+export class DeliveriesRepository implements LiveDeliveryLog {
+  constructor(
+    private readonly knex: Knex,
+    private readonly now: () => number,
+    private readonly logger?: Logger,
+  ) {}
+
+  /** Inserts the deliveries not recorded yet; an id seen before is left as it is. */
+  async insert(rows: readonly NewDelivery[]): Promise<void> {
+    if (rows.length === 0) return;
+    const at = isoNow(this.now());
+    await this.knex('webhook_deliveries')
+      .insert(rows.map((r) => ({
+        id: r.id, owner_kind: r.ownerKind, owner_id: r.ownerId, uid: r.uid, event_type: r.eventType, subject_id: r.subjectId,
+        state: 'pending', attempts: 0, reprocess: r.reprocess, created_at: at, updated_at: at,
+      })))
+      .onConflict('id')
+      .ignore();
+  }
+
+  async get(id: string): Promise<DeliveryRecord | undefined> {
+    const row = (await this.knex('webhook_deliveries').where({ id }).first()) as Row | undefined;
+    return row ? toRecord(row) : undefined;
+  }
+
+  /** An owner's deliveries, newest first (ties by id, so pages are stable); `limit` + 1 rows tell whether more follow. */
+  async listForOwner(ownerKind: OwnerKind, ownerId: string, limit: number, offset: number): Promise<DeliveryRecord[]> {
+    const rows = (await this.knex('webhook_deliveries')
+      .where({ owner_kind: ownerKind, owner_id: ownerId })
+      .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+      .limit(limit)
+      .offset(offset)) as Row[];
+    return rows.map(toRecord);
+  }
+
+  /** Records one attempt (or the end without one, attempts unchanged). */
+  async recordAttempt(id: string, u: AttemptUpdate): Promise<void> {
+    const at = isoNow(this.now());
+    await this.knex('webhook_deliveries').where({ id }).update({
+      state: u.state,
+      attempts: u.attempts,
+      last_status: u.lastStatus,
+      last_error: u.lastError,
+      last_latency_ms: u.lastLatencyMs === null ? null : Math.round(u.lastLatencyMs),
+      next_attempt_at: u.nextAttemptAt === null ? null : isoNow(u.nextAttemptAt),
+      body_bytes: u.bodyBytes,
+      updated_at: at,
+      ...(u.state === 'delivered' ? { delivered_at: at } : {}),
+    });
+  }
+
+  /** When the next attempt is due (a circuit held it back), without counting an attempt. */
+  async setNextAttempt(id: string, at: number): Promise<void> {
+    await this.knex('webhook_deliveries').where({ id }).update({ next_attempt_at: isoNow(at), updated_at: isoNow(this.now()) });
+  }
+
+  /** Moves a delivery from one of `from` to `to`; false when it was in none of them (another caller won). */
+  async transition(id: string, from: readonly DeliveryState[], to: DeliveryState): Promise<boolean> {
+    const n = await this.knex('webhook_deliveries').where({ id }).whereIn('state', from).update({ state: to, next_attempt_at: null, updated_at: isoNow(this.now()) });
+    return n > 0;
+  }
+
+  /** Ends an endpoint's deliveries still under way as `cancelled` (it was disabled); answers how many. */
+  async cancelOpen(k: EndpointKey): Promise<number> {
+    return this.knex('webhook_deliveries').where(keyWhere(k)).whereIn('state', OPEN_STATES).update({ state: 'cancelled', next_attempt_at: null, updated_at: isoNow(this.now()) });
+  }
+
+  async health(k: EndpointKey): Promise<EndpointHealth> {
+    const r = (await this.knex('webhook_endpoint_health').where(keyWhere(k)).first()) as
+      | { consecutive_failures: number; first_failure_at: string | null; circuit_open_until: string | null; disabled_at: string | null; disabled_reason: string | null }
+      | undefined;
+    return {
+      consecutiveFailures: r ? Number(r.consecutive_failures) : 0,
+      firstFailureAt: r?.first_failure_at ?? null,
+      circuitOpenUntil: r?.circuit_open_until ?? null,
+      disabledAt: r?.disabled_at ?? null,
+      disabledReason: r?.disabled_reason ?? null,
+    };
+  }
+
+  /** A delivered attempt ends the endpoint's failure run and closes its circuit. */
+  async recordSuccess(k: EndpointKey): Promise<void> {
+    await this.knex('webhook_endpoint_health').where(keyWhere(k)).where('consecutive_failures', '>', 0).update({ consecutive_failures: 0, first_failure_at: null, circuit_open_until: null });
+  }
+
+  /**
+   * Counts a failed attempt in the endpoint's run (one statement, so jobs processes failing at once all count); from
+   * `circuitAfter` failures on, the circuit stays open until `openUntil`. Answers the health after it.
+   */
+  async recordFailure(k: EndpointKey, now: number, circuitAfter: number, openUntil: number): Promise<EndpointHealth> {
+    const t = 'webhook_endpoint_health';
+    await this.knex(t)
+      .insert({ ...keyWhere(k), consecutive_failures: 1, first_failure_at: isoNow(now) })
+      .onConflict(['owner_kind', 'owner_id', 'event_type'])
+      .merge({ consecutive_failures: this.knex.raw('??.?? + 1', [t, 'consecutive_failures']), first_failure_at: this.knex.raw('COALESCE(??.??, ?)', [t, 'first_failure_at', isoNow(now)]) });
+    await this.knex(t).where(keyWhere(k)).where('consecutive_failures', '>=', circuitAfter).update({ circuit_open_until: isoNow(openUntil) });
+    return this.health(k);
+  }
+
+  /**
+   * Half-open: the one caller that moves the circuit's end from `seen` (already past) to `until` sends the probe;
+   * everyone else waits for its answer.
+   */
+  async claimProbe(k: EndpointKey, seen: string, until: number): Promise<boolean> {
+    return (await this.knex('webhook_endpoint_health').where(keyWhere(k)).where({ circuit_open_until: seen }).update({ circuit_open_until: isoNow(until) })) > 0;
+  }
+
+  /** Records the endpoint disabled (`reason`: gone, failing) and starts a fresh run should it be enabled again. */
+  async markDisabled(k: EndpointKey, reason: string, now: number): Promise<void> {
+    const fields = { disabled_at: isoNow(now), disabled_reason: reason, consecutive_failures: 0, first_failure_at: null, circuit_open_until: null };
+    await this.knex('webhook_endpoint_health').insert({ ...keyWhere(k), ...fields }).onConflict(['owner_kind', 'owner_id', 'event_type']).merge(fields);
+  }
+
+  /** A note for a user (an endpoint of theirs or of their app was disabled), for the notifications to push. */
+  async notify(uid: string, kind: string, appId: string | null, detail: Record<string, unknown>, now: number): Promise<void> {
+    await this.knex('owner_notifications').insert({ uid, kind, app_id: appId, detail: JSON.stringify(detail), created_at: isoNow(now), sent_at: null });
+  }
+
+  /** A user's notes not sent yet, oldest first. */
+  async unsentNotifications(uid: string): Promise<OwnerNotification[]> {
+    const rows = (await this.knex('owner_notifications').where({ uid }).whereNull('sent_at').orderBy('id')) as { id: number; uid: string; kind: string; app_id: string | null; detail: string; created_at: string }[];
+    return rows.map((r) => ({ id: Number(r.id), uid: r.uid, kind: r.kind, appId: r.app_id, detail: JSON.parse(r.detail) as Record<string, unknown>, createdAt: r.created_at }));
+  }
+
+  /** LiveDeliveryLog: a live batch given up on becomes a `dropped` row (content-free), written in the background. */
+  dropped(report: LiveDeliveryReport): void {
+    const at = isoNow(this.now());
+    const l = report.last;
+    void this.knex('webhook_deliveries')
+      .insert({
+        id: report.webhookId, owner_kind: report.endpoint.ownerKind, owner_id: report.endpoint.ownerId, uid: report.uid, event_type: report.eventType,
+        subject_id: report.sessionId, state: 'dropped', attempts: report.attempts, last_status: l.status, last_error: l.error ?? l.outcome,
+        last_latency_ms: Math.round(l.latencyMs), next_attempt_at: null, body_bytes: report.bodyBytes, reprocess: false, created_at: at, updated_at: at,
+      })
+      .onConflict('id')
+      .ignore()
+      .catch((err: unknown) => this.logger?.warn({ err: { name: (err as Error)?.name } }, 'dropped live delivery not recorded'));
+  }
+}

@@ -1,0 +1,234 @@
+// The consumer of the `webhooks` queue on jobs nodes: one attempt per run, recorded on the delivery row; retries on the
+// Standard Webhooks schedule; a per-endpoint circuit; endpoints disabled when gone (410) or failing for too long; apps'
+// replies to a created conversation stored on it.
+import { DelayedError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import client from 'prom-client';
+import type { Services } from '../services.js';
+import { bullConnection, closeWorker } from '../jobs/queues.js';
+import { OPEN_STATES, type DeliveriesRepository, type DeliveryRecord, type EndpointKey } from '../db/deliveries.js';
+import { attemptDelivery, deliveryAgents, ATTEMPT_TIMEOUT_MS, type AttemptResult } from './attempt.js';
+import { APP_TRIGGER_OF } from '../db/webhooks.js';
+import { webhookParts, type WebhookParts } from './parts.js';
+import { WEBHOOKS_QUEUE, type DeliverJobData } from './queue.js';
+
+/** Waits after attempt 1, 2, … fails: the Standard Webhooks schedule (immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). */
+export const RETRY_DELAYS_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000] as const;
+
+/** Each wait is lengthened by up to this fraction, so deliveries failed together by one outage do not return together. */
+export const RETRY_JITTER = 0.1;
+
+/** Consecutive failed attempts that open an endpoint's circuit. */
+export const CIRCUIT_FAILURES = 5;
+
+/** How long an open circuit holds an endpoint's deliveries back before one probe is let through. */
+export const CIRCUIT_OPEN_MS = 60_000;
+
+/** A failure run disables its endpoint once it counts this many failed attempts… */
+export const DISABLE_AFTER_FAILURES = 100;
+
+/** …or has lasted this long (5 days), whichever comes first. */
+export const DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
+
+/** Characters of an app's reply message kept. */
+export const MAX_APP_REPLY_CHARS = 4000;
+
+/** Deliveries one jobs process sends at once. */
+export const WEBHOOK_CONCURRENCY = 64;
+
+export interface WebhookWorkerOptions {
+  services: Services;
+  redisUrl: string;
+  prefix: string;
+  /** @defaultValue ATTEMPT_TIMEOUT_MS */
+  timeoutMs?: number;
+  /** BullMQ's check for jobs whose process died, in milliseconds. @defaultValue BullMQ's 30 s */
+  stalledIntervalMs?: number;
+  random?: () => number;
+}
+
+/** What one run did (tests, logs). */
+export type RunOutcome = 'skipped' | 'cancelled' | 'delivered' | 'retry' | 'failed' | 'held';
+
+interface Metrics {
+  deliveries: client.Counter<'event' | 'outcome'>;
+  latency: client.Histogram<'event'>;
+}
+
+function metrics(registry: client.Registry): Metrics {
+  return {
+    deliveries: new client.Counter({ name: 'webhook_deliveries_total', help: 'Webhook delivery attempts by event type and outcome', labelNames: ['event', 'outcome'] as const, registers: [registry] }),
+    latency: new client.Histogram({
+      name: 'webhook_attempt_seconds',
+      help: 'Time from sending a webhook attempt to its answer (or failure), seconds',
+      labelNames: ['event'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
+      registers: [registry],
+    }),
+  };
+}
+
+/** The wait before the attempt after failed attempt `n` (1-based, within this round); undefined once the schedule is spent. */
+export function retryDelayMs(n: number, retryAfterMs: number | null, random: () => number = Math.random): number | undefined {
+  const base = RETRY_DELAYS_MS[n - 1];
+  if (base === undefined) return undefined;
+  return Math.max(Math.round(base * (1 + RETRY_JITTER * random())), retryAfterMs ?? 0);
+}
+
+export class WebhookWorker {
+  readonly #connection: Redis;
+  #closing = false;
+  readonly worker: Worker<DeliverJobData, RunOutcome>;
+  readonly #s: Services;
+  readonly #parts: WebhookParts;
+  readonly #deliveries: DeliveriesRepository;
+  readonly #agents = deliveryAgents();
+  readonly #metrics: Metrics;
+  readonly #timeoutMs: number;
+  readonly #random: () => number;
+
+  constructor(o: WebhookWorkerOptions) {
+    this.#s = o.services;
+    this.#parts = webhookParts(o.services);
+    this.#deliveries = this.#parts.deliveries;
+    this.#metrics = metrics(o.services.registry);
+    this.#timeoutMs = o.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
+    this.#random = o.random ?? Math.random;
+    this.#connection = bullConnection(o.redisUrl, 'worker', () => this.#closing);
+    this.worker = new Worker<DeliverJobData, RunOutcome>(WEBHOOKS_QUEUE, (job, token) => this.run(job, token), {
+      connection: this.#connection,
+      prefix: o.prefix,
+      concurrency: WEBHOOK_CONCURRENCY,
+      // A delivery interrupted by its process dying is sent again (same webhook id): at least once.
+      maxStalledCount: 10,
+      ...(o.stalledIntervalMs ? { stalledInterval: o.stalledIntervalMs, lockDuration: o.stalledIntervalMs } : {}),
+    });
+    this.worker.on('error', () => undefined);
+  }
+
+  /** One run of a delivery's job: at most one attempt. */
+  async run(job: Job<DeliverJobData>, token?: string): Promise<RunOutcome> {
+    const { logger, clock } = this.#s;
+    const d = await this.#deliveries.get(job.data.deliveryId);
+    if (!d || !OPEN_STATES.includes(d.state)) return 'skipped';
+    const key: EndpointKey = { ownerKind: d.ownerKind, ownerId: d.ownerId, eventType: d.eventType };
+    const url = await this.#endpointUrl(d);
+    if (url === undefined) return this.#cancel(d);
+    let now = clock.now();
+    const held = await this.#circuitWait(key, now);
+    if (held !== undefined) {
+      await this.#deliveries.setNextAttempt(d.id, now + held);
+      return this.#later(job, token, held);
+    }
+    let frozen = job.data.frozen;
+    if (!frozen) {
+      const built = await this.#parts.bodies.build(d);
+      if (!built) return this.#cancel(d);
+      frozen = built;
+      await job.updateData({ ...job.data, frozen });
+    }
+    const target = new URL(url);
+    for (const [k, v] of Object.entries(frozen.query)) target.searchParams.set(k, v);
+    now = clock.now();
+    const secrets = await this.#parts.secrets.signingSecrets(d.ownerKind, d.ownerId, now);
+    const r = await attemptDelivery(
+      this.#parts.guard,
+      { url: target.href, webhookId: d.id, timestampS: Math.floor(now / 1000), body: frozen.body, secrets, timeoutMs: this.#timeoutMs },
+      { now: () => clock.now(), agents: this.#agents },
+    );
+    this.#metrics.deliveries.inc({ event: d.eventType, outcome: r.outcome });
+    this.#metrics.latency.observe({ event: d.eventType }, r.latencyMs / 1000);
+    const attempts = d.attempts + 1;
+    const bodyBytes = Buffer.byteLength(frozen.body);
+    const record = { attempts, lastStatus: r.status, lastError: r.error, lastLatencyMs: r.latencyMs, bodyBytes };
+    if (r.outcome === 'delivered') {
+      // The reply and the endpoint's health first: whoever sees the delivery delivered sees them too.
+      await this.#deliveries.recordSuccess(key);
+      if (d.ownerKind === 'app' && d.eventType === 'memory_created') await this.#storeReply(d, r);
+      await this.#deliveries.recordAttempt(d.id, { ...record, state: 'delivered', nextAttemptAt: null });
+      return 'delivered';
+    }
+    const delay = r.outcome === 'retry' ? retryDelayMs(attempts - job.data.firstAttempt, r.retryAfterMs, this.#random) : undefined;
+    const at = clock.now();
+    await this.#deliveries.recordAttempt(d.id, { ...record, state: delay === undefined ? 'failed' : 'retrying', nextAttemptAt: delay === undefined ? null : at + delay });
+    logger.info({ deliveryId: d.id, eventType: d.eventType, ownerKind: d.ownerKind, outcome: r.outcome, status: r.status, error: r.error, attempts }, 'webhook attempt failed');
+    if (r.outcome === 'gone') await this.#disable(d, key, 'gone', at);
+    else {
+      const h = await this.#deliveries.recordFailure(key, at, CIRCUIT_FAILURES, at + CIRCUIT_OPEN_MS);
+      const runMs = h.firstFailureAt === null ? 0 : at - Date.parse(h.firstFailureAt);
+      if (h.consecutiveFailures >= DISABLE_AFTER_FAILURES || runMs >= DISABLE_AFTER_MS) {
+        await this.#disable(d, key, 'failing', at);
+        return 'failed';
+      }
+    }
+    return delay === undefined ? 'failed' : this.#later(job, token, delay);
+  }
+
+  /** The URL a delivery goes to now: its endpoint as currently set and enabled (an app still installed); undefined when none. */
+  async #endpointUrl(d: DeliveryRecord): Promise<string | undefined> {
+    const { webhooks, apps } = this.#parts;
+    if (d.ownerKind === 'user') {
+      const w = await webhooks.get(d.uid, d.eventType);
+      return w?.enabled ? w.url : undefined;
+    }
+    const app = await apps.get(d.ownerId);
+    if (!app || !app.webhookEnabled || app.webhookUrl === null || app.triggersOn !== APP_TRIGGER_OF[d.eventType] || !(await apps.installation(app.id, d.uid))) return undefined;
+    return app.webhookUrl;
+  }
+
+  /**
+   * Undefined when an attempt may go now: the endpoint's circuit is closed, or it half-opens and this run won the one
+   * probe. Else how long to wait (to the circuit's end, or one open period while a probe is out), with jitter.
+   */
+  async #circuitWait(key: EndpointKey, now: number): Promise<number | undefined> {
+    const h = await this.#deliveries.health(key);
+    if (h.circuitOpenUntil === null) return undefined;
+    const until = Date.parse(h.circuitOpenUntil);
+    if (until <= now && (await this.#deliveries.claimProbe(key, h.circuitOpenUntil, now + CIRCUIT_OPEN_MS))) return undefined;
+    const wait = until > now ? until - now : CIRCUIT_OPEN_MS;
+    return Math.round(wait * (1 + RETRY_JITTER * this.#random()));
+  }
+
+  /** Puts the job back to run after `delayMs` (BullMQ's delay runs on real time; the row holds the clock's due time). */
+  async #later(job: Job<DeliverJobData>, token: string | undefined, delayMs: number): Promise<never> {
+    await job.moveToDelayed(Date.now() + delayMs, token);
+    throw new DelayedError();
+  }
+
+  async #cancel(d: DeliveryRecord): Promise<RunOutcome> {
+    await this.#deliveries.transition(d.id, OPEN_STATES, 'cancelled');
+    return 'cancelled';
+  }
+
+  /** Disables the endpoint, cancels what it still had under way, and, when this run switched it off, tells its owner. */
+  async #disable(d: DeliveryRecord, key: EndpointKey, reason: 'gone' | 'failing', now: number): Promise<void> {
+    const { webhooks, apps } = this.#parts;
+    const switched = d.ownerKind === 'user' ? await webhooks.disable(d.ownerId, d.eventType, now) : await apps.disableWebhook(d.ownerId, now);
+    await this.#deliveries.markDisabled(key, reason, now);
+    await this.#deliveries.cancelOpen(key);
+    if (!switched) return;
+    const ownerUid = d.ownerKind === 'user' ? d.ownerId : (await apps.get(d.ownerId))?.ownerUid;
+    if (ownerUid !== undefined) await this.#deliveries.notify(ownerUid, 'webhook_disabled', d.ownerKind === 'app' ? d.ownerId : null, { event_type: d.eventType, reason }, now);
+    this.#s.logger.warn({ ownerKind: d.ownerKind, eventType: d.eventType, reason }, 'webhook endpoint disabled');
+  }
+
+  /** An app's 2xx answer `{"message": "…"}` joins the conversation's apps_results; anything else is ignored. */
+  async #storeReply(d: DeliveryRecord, r: AttemptResult): Promise<void> {
+    let message: unknown;
+    try {
+      message = (JSON.parse(r.reply.toString('utf8')) as { message?: unknown })?.message;
+    } catch {
+      return;
+    }
+    if (typeof message !== 'string' || message.trim() === '') return;
+    await this.#s.conversations.addAppResult(d.subjectId, { app_id: d.ownerId, content: message.slice(0, MAX_APP_REPLY_CHARS) });
+  }
+
+  /** Lets running attempts finish (bounded), then drops the connections even when Redis is gone. */
+  async close(timeoutMs = 5000): Promise<void> {
+    this.#closing = true;
+    await closeWorker(this.worker, this.#connection, timeoutMs);
+    this.#agents.http.destroy();
+    this.#agents.https.destroy();
+  }
+}
