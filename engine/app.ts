@@ -44,6 +44,10 @@ import { createSessions, startListenNode, type ListenNode } from './node/listen.
 import { createApiNode } from './node/api.js';
 import { startJobsNode } from './node/jobs.js';
 import type { Tuning } from './node/tuning.js';
+import { UserSettingsRepository } from './db/user-settings.js';
+import { NotificationsRepository } from './db/notifications.js';
+import { Notifier } from './notifications/notifier.js';
+import { startPushes, type Pushes } from './notifications/pushes.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -82,6 +86,7 @@ interface LiveParts {
   keptJobs: KeptAudioJobs | undefined;
   compaction: HeapCompaction | undefined;
   pacer: LoopPacer | undefined;
+  pushes: Pushes;
 }
 
 
@@ -146,11 +151,12 @@ export class Service {
     let compaction: HeapCompaction | undefined;
     let pacer: LoopPacer | undefined;
     let listen: ListenNode | undefined;
+    let pushes: Pushes | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
-      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : [])]);
+      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : []), ...(pushes?.queue ? [{ name: 'notifications', queue: pushes.queue.queue }] : [])]);
       startMemoryTrim({ scheduler, registry, intervalS: opts.tuning?.mallocTrimIntervalS ?? MALLOC_TRIM_INTERVAL_S });
       compaction = startHeapCompaction({ scheduler, registry, intervalS: opts.tuning?.heapCompactIntervalS ?? HEAP_COMPACT_INTERVAL_S, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
       const apiKeys = new ApiKeysRepository(store.knex);
@@ -171,6 +177,11 @@ export class Service {
       });
       await authenticator.attach(redis, subscriber);
       const usage = new UsageRepository(store.knex);
+      const userSettings = new UserSettingsRepository(store.knex);
+      const notifications = new NotificationsRepository(store.knex);
+      pushes = startPushes({ config, redisUrl, clock, logger, notifications, settings: userSettings, consume: runsJobs });
+      const notifier = new Notifier({ notifications, settings: userSettings, publisher: redis, subscriber, channel: `${config.redisPrefix}:notifications`, pushes: pushes.queue, clock, logger });
+      await notifier.attach();
       const services: Services = {
         config,
         clock,
@@ -190,6 +201,8 @@ export class Service {
         lifecycle,
         usage,
         usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
+        userSettings,
+        notifier,
       };
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const sessions = createSessions(services, registry);
@@ -218,7 +231,7 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, keptJobs, compaction, pacer });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, keptJobs, compaction, pacer, pushes });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -228,6 +241,7 @@ export class Service {
       scheduler.close();
       await worker?.close();
       await keptJobs?.close();
+      await pushes?.close();
       await queue.close();
       await codecPool?.close().catch(() => undefined);
       redis.disconnect();
@@ -260,6 +274,10 @@ export class Service {
     // No job runs now, and the HTTP routes that process in the request have finished (or timed out) above.
     await this.#step('processor', () => this.services.processor.close?.(), bound);
     await this.#step('kept-audio-jobs', () => live.keptJobs?.close(), bound);
+    await this.#step('notifications', async () => {
+      await this.services.notifier.close();
+      await live.pushes.close();
+    }, bound);
     await this.#step('queue', () => live.queue.close(), bound);
     await this.#step('session-events', () => live.events.close(), bound);
     // A thread that died while closing took its decoders with it: nothing is left to flush, so that is no failure.

@@ -17,6 +17,8 @@ import type { UsageRecorder } from './stt/usage.js';
 import type { ConversationProcessor } from './processing/types.js';
 import type { Authenticator } from './identity/authenticator.js';
 import type { ConversationLifecycle } from './conversations/lifecycle.js';
+import type { UserSettingsRepository } from './db/user-settings.js';
+import type { Notifier } from './notifications/notifier.js';
 
 export interface Services {
   readonly config: Config;
@@ -41,4 +43,8 @@ export interface Services {
   readonly usage: UsageRepository;
   /** Records usage as sessions end: metrics at once, the store in batches. */
   readonly usageRecorder: UsageRecorder;
+  /** Display name, time zone, language, day summary settings and push tokens of each user. */
+  readonly userSettings: UserSettingsRepository;
+  /** Sends a user a notification: outbox row, stream event, push jobs. */
+  readonly notifier: Notifier;
 }
