@@ -62,11 +62,11 @@ export class NotificationsRepository {
     return r ? toRecord(r) : undefined;
   }
 
-  /** A page of the user's notifications, newest first; `limit` + 1 rows are read so the caller knows whether more follow. */
+  /** A page of the user's notifications, newest first. */
   async list(uid: string, o: { limit: number; offset: number; unreadOnly?: boolean }): Promise<NotificationRecord[]> {
     const q = this.knex('notifications').where({ uid });
     if (o.unreadOnly) q.whereNull('read_at');
-    const rows = (await q.orderBy('id', 'desc').limit(o.limit + 1).offset(o.offset)) as Row[];
+    const rows = (await q.orderBy('id', 'desc').limit(o.limit).offset(o.offset)) as Row[];
     return rows.map(toRecord);
   }
 
