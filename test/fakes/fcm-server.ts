@@ -130,9 +130,6 @@ export async function startFakeFcm(account: TestServiceAccount): Promise<FakeFcm
   }
 
   function send(project: string, auth: string | undefined, body: string, res: http.ServerResponse): void {
-    const access = /^Bearer (.+)$/.exec(auth ?? '')?.[1];
-    if (!access || !issued.has(access)) return fcmError(res, 401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials.');
-    if (project !== account.projectId) return fcmError(res, 403, 'PERMISSION_DENIED', 'Permission denied on the project.', 'SENDER_ID_MISMATCH');
     let message: { token?: unknown; notification?: { title?: unknown; body?: unknown }; data?: Record<string, unknown> };
     try {
       message = (JSON.parse(body) as { message: typeof message }).message;
@@ -141,6 +138,15 @@ export async function startFakeFcm(account: TestServiceAccount): Promise<FakeFcm
     }
     const token = typeof message?.token === 'string' ? message.token : '';
     const record = (status: number): void => void fake.attempts.push({ token, status });
+    const access = /^Bearer (.+)$/.exec(auth ?? '')?.[1];
+    if (!access || !issued.has(access)) {
+      record(401);
+      return fcmError(res, 401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials.');
+    }
+    if (project !== account.projectId) {
+      record(403);
+      return fcmError(res, 403, 'PERMISSION_DENIED', 'Permission denied on the project.', 'SENDER_ID_MISMATCH');
+    }
     if (message.data !== undefined && Object.values(message.data).some((v) => typeof v !== 'string')) {
       record(400);
       return fcmError(res, 400, 'INVALID_ARGUMENT', 'Invalid value at message.data: values must be strings', 'INVALID_ARGUMENT');

@@ -193,9 +193,9 @@ t.test('direct notifications: every answer, the hourly limit across two API node
   t.equal(res.headers['x-ratelimit-reset'], String(Date.UTC(2026, 11, 2, 12) / 1000));
 });
 
-t.test('the outbox: pages, read marks, and a stream on another node resumed with Last-Event-ID', async (t) => {
+for (const store of STORES) t.test(`the outbox on ${store}: pages, read marks, and a stream on another node resumed with Last-Event-ID`, async (t) => {
   const clock = new ManualClock(AT);
-  const a = await startService(t, { clock });
+  const a = await startService(t, { clock, store });
   const b = await startService(t, { clock, sameDeploymentAs: a });
   const app = await createApp(a, 'dev', 'Journal');
   await install(a, 'alice', app.id);
