@@ -2,6 +2,7 @@
 // not a push service is configured.
 import type { Knex } from 'knex';
 import { isoNow } from './store.js';
+import { select } from './prepared.js';
 
 /** What sent a notification: an app directly, an app's proactive prompt, a webhook's reply, the day summary, the service. */
 export const NOTIFICATION_SOURCES = ['app', 'proactive', 'webhook', 'day_summary', 'system'] as const;
@@ -50,11 +51,28 @@ const toRecord = (r: Row): NotificationRecord => ({
 export class NotificationsRepository {
   constructor(private readonly knex: Knex) {}
 
+  /** On every notification sent: a kept statement, not the query builder. */
   async add(uid: string, n: NotificationInput, now: number): Promise<NotificationRecord> {
     const row = { uid, source: n.source, app_id: n.appId ?? null, title: n.title, body: n.body, data: JSON.stringify(n.data), created_at: isoNow(now), read_at: null };
-    const [inserted] = (await this.knex('notifications').insert(row).returning('id')) as ({ id: number | string } | number)[];
-    const id = typeof inserted === 'object' ? inserted.id : inserted!;
-    return toRecord({ ...row, id });
+    const [inserted] = await select<{ id: number | string }>(
+      this.knex,
+      'insert into notifications (uid, source, app_id, title, body, data, created_at) values (?, ?, ?, ?, ?, ?, ?) returning id',
+      [row.uid, row.source, row.app_id, row.title, row.body, row.data, row.created_at],
+    );
+    return toRecord({ ...row, id: inserted!.id });
+  }
+
+  /**
+   * What a direct notification needs in one read: the app whose secret hashes to `secretHash`, and whether `uid`
+   * installed it. Undefined when no app has that secret.
+   */
+  async directTarget(secretHash: string, uid: string): Promise<{ appId: string; appName: string; installed: boolean } | undefined> {
+    const [row] = await select<{ id: string; name: string; installed: number | null }>(
+      this.knex,
+      'select a.id, a.name, (select 1 from app_installs i where i.app_id = a.id and i.uid = ?) as installed from apps a where a.secret_hash = ?',
+      [uid, secretHash],
+    );
+    return row ? { appId: row.id, appName: row.name, installed: row.installed !== null } : undefined;
   }
 
   async get(id: number): Promise<NotificationRecord | undefined> {

@@ -24,8 +24,16 @@ export interface LimitState {
   retryAfterS: number;
 }
 
+type Counting = Redis & { directNotificationTake(key: string, limit: number, ttlMs: number): Promise<[number, number]> };
+
 export class DirectLimit {
-  constructor(private readonly o: { redis: Redis; clock: Clock; prefix: string }) {}
+  readonly #redis: Counting;
+
+  constructor(private readonly o: { redis: Redis; clock: Clock; prefix: string }) {
+    // A defined command goes by its SHA after the first call, not as the script's text each time.
+    if (!('directNotificationTake' in o.redis)) o.redis.defineCommand('directNotificationTake', { numberOfKeys: 1, lua: TAKE });
+    this.#redis = o.redis as Counting;
+  }
 
   #window(appId: string, uid: string): { key: string; endMs: number; now: number } {
     const now = this.o.clock.now();
@@ -48,7 +56,7 @@ export class DirectLimit {
   /** Takes one from the window, unless it is full. */
   async take(appId: string, uid: string): Promise<LimitState> {
     const { key, endMs, now } = this.#window(appId, uid);
-    const [taken, count] = (await this.o.redis.eval(TAKE, 1, key, DIRECT_PER_HOUR, endMs - now + 60_000)) as [number, number];
+    const [taken, count] = await this.#redis.directNotificationTake(key, DIRECT_PER_HOUR, endMs - now + 60_000);
     return this.#state(taken === 1, count, endMs, now);
   }
 

@@ -175,13 +175,13 @@ export function notificationRoutes(s: Services): AppRoute[] {
           const { uid, message } = checkDirect(query) as { uid: string; message: string };
           if (message.trim() === '') throw valueError(['query', 'message'], 'must not be blank');
           const { apps } = webhookParts(s);
-          const caller = parseKey(secret) === 'app' ? await apps.findBySecretHash(hashKey(secret)) : undefined;
-          const app = caller?.id === appId ? caller : undefined;
+          const caller = parseKey(secret) === 'app' ? await outbox.directTarget(hashKey(secret), uid) : undefined;
+          const app = caller?.appId === appId ? caller : undefined;
           if (!app) {
             if (!(await apps.get(appId))) throw new EngineError('ENG_ERR_RESOURCE_NOT_FOUND', { resource: 'App' });
             throw new EngineError('ENG_ERR_AUTH_KEY_INVALID');
           }
-          if (!(await apps.installation(appId, uid))) {
+          if (!app.installed) {
             const known = (await s.users.get(uid)) !== undefined || (await apps.installedIds(uid)).size > 0;
             throw known ? new EngineError('ENG_ERR_APP_NOT_INSTALLED') : new EngineError('ENG_ERR_RESOURCE_NOT_FOUND', { resource: 'User' });
           }
@@ -190,7 +190,7 @@ export function notificationRoutes(s: Services): AppRoute[] {
             throw new EngineError('ENG_ERR_NOTIFICATION_RATE_LIMITED', { limit: DIRECT_PER_HOUR }, { headers: { 'retry-after': String(state.retryAfterS) } });
           }
           const n = await s.notifier.notify(uid, {
-            title: `${app.name} says`,
+            title: `${app.appName} says`,
             body: message,
             data: { notification_type: 'plugin', navigate_to: `/chat/${appId}`, app_id: appId },
             source: 'app',
