@@ -126,6 +126,24 @@ t.test('tokens FCM disowns are removed; 429 and 5xx are retried until sent', asy
   t.same(fcm.attempts.slice(before).map((x) => x.token).sort(), [BUSY, PHONE].sort(), 'the removed tokens are not tried again');
 });
 
+t.test('an assertion signed with another key is refused, and the send fails without retries', async (t) => {
+  const account = writeServiceAccount();
+  const impostor = writeServiceAccount();
+  const fcm = await startFakeFcm(account);
+  t.teardown(() => fcm.close());
+  const { s, app } = await setup(t, fcm, impostor.file);
+  await register(s, 'alice', PHONE);
+  const queue = new Queue(NOTIFICATIONS_QUEUE, { connection: { url: s.env.REDIS_URL }, prefix: s.env.REDIS_PREFIX });
+  t.teardown(() => queue.close());
+  await notify(s, app, 'Signed by the wrong key');
+  await until(async () => ((await queue.getJobCounts('failed')).failed ?? 0) === 1, { what: 'the push job to fail' });
+  t.match(fcm.refused, [/signature verification failed/], "the fake checked the signature against the account's public key");
+  t.same(fcm.sent, [], 'nothing was pushed');
+  t.equal((await queue.getJobCounts('delayed')).delayed, 0, 'no retry is waiting');
+  const list = (await s.req('/v1/notifications', { headers: bearer(await s.token('alice')) })).json;
+  t.equal(list.length, 1, 'the notification is still in the outbox');
+});
+
 t.test('without FCM a notification is an outbox row only', async (t) => {
   const s = await startService(t);
   const created = await s.req('/v1/apps', { method: 'POST', headers: bearer(await s.token('alice')), body: { name: 'Solo', capabilities: [] } });
