@@ -5,7 +5,7 @@ import type { Services } from '../services.js';
 import { afterProcessed } from '../conversations/derived.js';
 import { ConversationStatus } from '../protocol.js';
 import { lastActivityMs } from '../conversations/lifecycle.js';
-import { bullConnection, processRetryDelayMs, QueueName, within, type ProcessConversationData } from './queues.js';
+import { bullConnection, closeWorker, processRetryDelayMs, QueueName, type ProcessConversationData } from './queues.js';
 import { SessionEventType, type SessionEvents } from './session-events.js';
 
 /** What one run did (tests and logs). */
@@ -163,10 +163,6 @@ export class ProcessConversationWorker {
   /** Lets running jobs finish (bounded), then drops the connections even when Redis is gone. */
   async close(timeoutMs = 5000): Promise<void> {
     this.#closing = true;
-    // With Redis gone no job can finish anyway: close at once (BullMQ re-runs stalled jobs elsewhere).
-    await within(this.worker.close(this.#connection.status !== 'ready'), timeoutMs);
-    await within(this.worker.disconnect(), 500);
-    await within(this.#connection.quit(), 500);
-    this.#connection.disconnect();
+    await closeWorker(this.worker, this.#connection, timeoutMs);
   }
 }

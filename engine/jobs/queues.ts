@@ -1,5 +1,5 @@
 // The BullMQ producer side: queue and job names, payload shapes, and the processing queue live sessions and routes enqueue to.
-import { Queue } from 'bullmq';
+import { Queue, type Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 
 export const QueueName = { PROCESSING: 'processing' } as const;
@@ -47,6 +47,17 @@ export async function within(p: Promise<unknown>, ms: number): Promise<boolean> 
   const settled = await Promise.race([p.then(() => true, () => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
   clearTimeout(timer);
   return settled;
+}
+
+/**
+ * Closes a worker: lets running jobs finish (bounded by `timeoutMs`), then drops its connections even when Redis is
+ * gone; with Redis gone no job can finish anyway, so it closes at once (BullMQ re-runs stalled jobs elsewhere).
+ */
+export async function closeWorker(worker: Worker, connection: Redis, timeoutMs: number): Promise<void> {
+  await within(worker.close(connection.status !== 'ready'), timeoutMs);
+  await within(worker.disconnect(), 500);
+  await within(connection.quit(), 500);
+  connection.disconnect();
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 import type { NotificationsRepository } from '../db/notifications.js';
 import type { UserSettingsRepository } from '../db/user-settings.js';
-import { bullConnection, within } from '../jobs/queues.js';
+import { bullConnection, closeWorker, within } from '../jobs/queues.js';
 import type { FcmClient } from './fcm.js';
 
 export const NOTIFICATIONS_QUEUE = 'notifications';
@@ -97,10 +97,7 @@ export class PushWorker {
 
   async close(timeoutMs = 5000): Promise<void> {
     this.#closing = true;
-    await within(this.worker.close(this.#connection.status !== 'ready'), timeoutMs);
-    await within(this.worker.disconnect(), 500);
-    await within(this.#connection.quit(), 500);
-    this.#connection.disconnect();
+    await closeWorker(this.worker, this.#connection, timeoutMs);
   }
 }
 
