@@ -196,7 +196,7 @@ export function notificationRoutes(s: Services): AppRoute[] {
             source: 'app',
             appId,
           });
-          s.logger.info({ appId, notificationId: n.id }, 'direct notification sent');
+          s.logger.debug({ appId, notificationId: n.id }, 'direct notification sent');
           return { body: { status: 'Ok' }, headers: state.headers };
         } catch (err) {
           if (!isEngineError(err)) throw err;
