@@ -144,6 +144,24 @@ t.test('an assertion signed with another key is refused, and the send fails with
   t.equal(list.length, 1, 'the notification is still in the outbox');
 });
 
+t.test('an API node queues pushes; a jobs node started later sends them', async (t) => {
+  const account = writeServiceAccount();
+  const fcm = await startFakeFcm(account);
+  t.teardown(() => fcm.close());
+  const api = await startService(t, { env: { ROLE: 'api', FCM_SERVICE_ACCOUNT_FILE: account.file, FCM_TOKEN_URL: fcm.tokenUrl, FCM_BASE_URL: fcm.url } });
+  const created = await api.req('/v1/apps', { method: 'POST', headers: bearer(await api.token('dev')), body: { name: 'Later', capabilities: [], private: false } });
+  const app = { id: created.json.id as string, secret: created.json.secret as string };
+  await api.req(`/v1/apps/${app.id}/install`, { method: 'POST', headers: bearer(await api.token('alice')) });
+  await register(api, 'alice', PHONE);
+  await notify(api, app, 'Queued while no jobs node ran');
+  const queue = new Queue(NOTIFICATIONS_QUEUE, { connection: { url: api.env.REDIS_URL }, prefix: api.env.REDIS_PREFIX });
+  t.teardown(() => queue.close());
+  t.equal((await queue.getJobCounts('waiting')).waiting, 1, 'the push waits in Redis');
+  await startService(t, { sameDeploymentAs: api, env: { ROLE: 'jobs' } });
+  await until(() => fcm.sent.length === 1, { what: 'the jobs node to send it' });
+  t.same([fcm.sent[0]!.token, fcm.sent[0]!.body], [PHONE, 'Queued while no jobs node ran']);
+});
+
 t.test('without FCM a notification is an outbox row only', async (t) => {
   const s = await startService(t);
   const created = await s.req('/v1/apps', { method: 'POST', headers: bearer(await s.token('alice')), body: { name: 'Solo', capabilities: [] } });
