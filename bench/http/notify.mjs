@@ -3,14 +3,17 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
+import { readdirSync } from 'node:fs';
+import { summarize } from '../lib/cpuprofile.mjs';
+import { RESULTS_DIR, ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
 import { load } from './load.mjs';
 import { cleanRedis, idToken, serviceEnv, startChild } from '../lib/processes.mjs';
 
-export const USAGE = `npm run bench -- notify [--seconds 10] [--connections 50] [--users 8000] [--smoke]
+export const USAGE = `npm run bench -- notify [--seconds 10] [--connections 50] [--users 8000] [--profile] [--smoke]
   --seconds      measured duration, in seconds (default 10)
   --connections  keep-alive connections (default 50)
   --users        users who installed the app; requests go to each in turn, and each takes 10 an hour (default 8000)
+  --profile      run the service under node --cpu-prof and print its top self-time costs
   --smoke        1 s, 200 users (the test in test/bench/ uses it)
   --out          result file (default bench/results/<timestamp>-notify.json)`;
 
@@ -26,6 +29,7 @@ export async function run(options) {
   const seconds = Number(options.seconds ?? (smoke ? 1 : 10));
   const connections = Number(options.connections ?? 50);
   const users = Number(options.users ?? (smoke ? 200 : 8000));
+  const profileDir = options.profile === true ? path.join(RESULTS_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
   const m = machine();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-notify-'));
   const env = await serviceEnv(dataDir);
@@ -35,7 +39,7 @@ export async function run(options) {
   let r;
   let stored = 0;
   try {
-    service = await startChild({ name: 'service', args: ['dist/engine/index.js'], env, port: Number(env.PORT), probePath: '/health' });
+    service = await startChild({ name: 'service', args: [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/engine/index.js'], env, port: Number(env.PORT), probePath: '/health' });
     const token = await idToken('bench-dev', env);
     const created = await fetch(`${service.url}/v1/apps`, {
       method: 'POST',
@@ -66,6 +70,8 @@ export async function run(options) {
     rmSync(dataDir, { recursive: true, force: true });
   }
   const perSec = Math.round(r.requests.average);
+  const profFile = profileDir ? readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile')) : undefined;
+  const prof = profFile && profileDir ? summarize(path.join(profileDir, profFile)) : undefined;
   const result = {
     scenario: 'notify',
     version: 2,
@@ -82,7 +88,13 @@ export async function run(options) {
       { name: 'direct notifications accepted', target: `≥ ${GOAL_PER_SEC}/s`, value: perSec, met: perSec >= GOAL_PER_SEC },
       { name: 'their p99 latency', target: `< ${GOAL_P99_MS} ms`, value: r.latency.p99, met: r.latency.p99 < GOAL_P99_MS },
     ],
-    notes: [`${users} users × ${PER_USER} an hour bound the run to ${users * PER_USER} notifications`],
+    notes: [`${users} users × ${PER_USER} an hour bound the run to ${users * PER_USER} notifications`, ...(prof ? [`profile of the service: ${prof.busyMs} ms busy of ${prof.totalMs} ms`] : [])],
+    tables: prof
+      ? [
+          { title: 'service profile by area', head: ['self ms', '%', 'area'], rows: prof.areas.map((a) => [String(a.selfMs), a.pct.toFixed(1), a.area]) },
+          { title: 'service profile by function', head: ['self ms', '%', 'function', 'where'], rows: prof.functions.map((f) => [String(f.selfMs), f.pct.toFixed(1), f.name, f.where]) },
+        ]
+      : [],
     serviceExitCode: serviceExit,
   };
   finish(/** @type {any} */ (result), options);
