@@ -49,6 +49,10 @@ import { WebhookWorker } from './webhooks/worker.js';
 import { webhookParts } from './webhooks/parts.js';
 import { conversationCreatedListener } from './webhooks/conversation-created.js';
 import type { Resolver } from './webhooks/destination.js';
+import { UserSettingsRepository } from './db/user-settings.js';
+import { NotificationsRepository } from './db/notifications.js';
+import { Notifier } from './notifications/notifier.js';
+import { startPushes, type Pushes } from './notifications/pushes.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -91,6 +95,7 @@ interface LiveParts {
   keptJobs: KeptAudioJobs | undefined;
   compaction: HeapCompaction | undefined;
   pacer: LoopPacer | undefined;
+  pushes: Pushes;
 }
 
 
@@ -157,11 +162,12 @@ export class Service {
     let compaction: HeapCompaction | undefined;
     let pacer: LoopPacer | undefined;
     let listen: ListenNode | undefined;
+    let pushes: Pushes | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
-      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, { name: 'webhooks', queue: webhookQueue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : [])]);
+      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, { name: 'webhooks', queue: webhookQueue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : []), ...(pushes?.queue ? [{ name: 'notifications', queue: pushes.queue.queue }] : [])]);
       startMemoryTrim({ scheduler, registry, intervalS: opts.tuning?.mallocTrimIntervalS ?? MALLOC_TRIM_INTERVAL_S });
       compaction = startHeapCompaction({ scheduler, registry, intervalS: opts.tuning?.heapCompactIntervalS ?? HEAP_COMPACT_INTERVAL_S, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
       const apiKeys = new ApiKeysRepository(store.knex);
@@ -182,6 +188,11 @@ export class Service {
       });
       await authenticator.attach(redis, subscriber);
       const usage = new UsageRepository(store.knex);
+      const userSettings = new UserSettingsRepository(store.knex);
+      const notifications = new NotificationsRepository(store.knex);
+      pushes = startPushes({ config, redisUrl, clock, logger, notifications, settings: userSettings, consume: runsJobs });
+      const notifier = new Notifier({ notifications, settings: userSettings, publisher: redis, subscriber, channel: `${config.redisPrefix}:notifications`, pushes: pushes.queue, clock, logger });
+      await notifier.attach();
       const services: Services = {
         config,
         clock,
@@ -202,6 +213,8 @@ export class Service {
         usage,
         usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
         webhookQueue,
+        userSettings,
+        notifier,
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
@@ -240,7 +253,7 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -251,6 +264,7 @@ export class Service {
       await worker?.close();
       await webhookWorker?.close();
       await keptJobs?.close();
+      await pushes?.close();
       await queue.close();
       await webhookQueue.close();
       await codecPool?.close().catch(() => undefined);
@@ -286,6 +300,10 @@ export class Service {
     // No job runs now, and the HTTP routes that process in the request have finished (or timed out) above.
     await this.#step('processor', () => this.services.processor.close?.(), bound);
     await this.#step('kept-audio-jobs', () => live.keptJobs?.close(), bound);
+    await this.#step('notifications', async () => {
+      await this.services.notifier.close();
+      await live.pushes.close();
+    }, bound);
     await this.#step('queue', () => live.queue.close(), bound);
     await this.#step('webhook-queue', () => live.webhookQueue.close(), bound);
     await this.#step('session-events', () => live.events.close(), bound);
