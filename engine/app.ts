@@ -44,6 +44,8 @@ import { createSessions, startListenNode, type ListenNode } from './node/listen.
 import { createApiNode } from './node/api.js';
 import { startJobsNode } from './node/jobs.js';
 import type { Tuning } from './node/tuning.js';
+import type { LiveWebhooks } from './webhooks/live.js';
+import type { AppReplyHandler } from './webhooks/live-send.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -68,6 +70,8 @@ export interface ServiceOptions {
   readonly schedulerResolutionMs?: number;
   /** Overrides of the live path's tuning constants, for tests that exercise one of them; never read from the environment. */
   readonly tuning?: Tuning;
+  /** Handed each stored reply of a live transcript endpoint (a push or a proactive notification to make). @defaultValue none */
+  readonly onAppReply?: AppReplyHandler;
 }
 
 /** The live path's parts; present on every node, the socket and worker only for the roles that run them. */
@@ -82,6 +86,7 @@ interface LiveParts {
   keptJobs: KeptAudioJobs | undefined;
   compaction: HeapCompaction | undefined;
   pacer: LoopPacer | undefined;
+  liveWebhooks: LiveWebhooks | undefined;
 }
 
 
@@ -212,13 +217,14 @@ export class Service {
           keptJobs: () => keptJobs,
           tuning: opts.tuning ?? {},
           ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
+          ...(opts.onAppReply ? { onAppReply: opts.onAppReply } : {}),
         });
         codecPool = listen.codecPool;
         pacer = listen.pacer;
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, keptJobs, compaction, pacer });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, keptJobs, compaction, pacer, liveWebhooks: listen?.liveWebhooks });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -256,6 +262,8 @@ export class Service {
     // Live sessions: stop admitting, finalise STT, flush the last segments, close with 1001; their open
     // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
     await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));
+    // The last audio windows and transcript batches of the sessions just drained, while the store still takes replies.
+    await this.#step('live-webhooks', () => live.liveWebhooks?.close(), bound);
     await this.#step('jobs', () => live.worker?.close(), bound);
     // No job runs now, and the HTTP routes that process in the request have finished (or timed out) above.
     await this.#step('processor', () => this.services.processor.close?.(), bound);

@@ -39,6 +39,8 @@ export interface StartOptions {
   stopMayFail?: boolean;
   /** Where the service logs (default: a logger at TEST_LOG_LEVEL, silent unless set). */
   logger?: Logger;
+  /** Handed each stored reply of a live transcript endpoint (ServiceOptions.onAppReply). */
+  onAppReply?: ServiceOptions['onAppReply'];
   /** Scheduler interval; default 0: tests drive timers with `service.scheduler.tick()` after `clock.advance()`. */
   schedulerResolutionMs?: number;
 }
@@ -71,6 +73,7 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     ...(opts.sttEngines ? { sttEngines: opts.sttEngines } : {}),
     ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
     ...(opts.tuning ? { tuning: opts.tuning } : {}),
+    ...(opts.onAppReply ? { onAppReply: opts.onAppReply } : {}),
     schedulerResolutionMs: opts.schedulerResolutionMs ?? 0,
   });
   t.teardown(async () => {
