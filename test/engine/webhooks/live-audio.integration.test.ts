@@ -12,12 +12,13 @@ import { RecordingSttEngine } from '../../fakes/recording-stt.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
 import { frames, sine } from '../../helpers/codec-fixtures.js';
 import { AUDIO_WINDOWS_QUEUED_MAX } from '../../../engine/webhooks/live-audio.js';
+import { FAKE_SONIOX_KEY, startFakeSoniox } from '../../fakes/soniox-server.js';
 
 const ENV = { WEBHOOK_ALLOW_PRIVATE: 'on' };
 
-async function setup(t: Test, uid: string, seconds: number) {
+async function setup(t: Test, uid: string, seconds: number, env: Record<string, string> = {}) {
   const engine = new RecordingSttEngine();
-  const ts: TestService = await startService(t, { env: ENV, sttEngines: [engine] });
+  const ts: TestService = await startService(t, { env: { ...ENV, ...env }, ...(Object.keys(env).length === 0 ? { sttEngines: [engine] } : {}) });
   const rx = await startReceiver(t);
   const h = bearer(await ts.token(uid));
   const saved = await ts.req('/v1/users/developer/webhook/audio_bytes', { method: 'POST', headers: h, body: { url: `${rx.url},${seconds}` } });
@@ -105,4 +106,32 @@ t.test('an endpoint that does not answer loses its oldest windows while the sess
   t.pass('every whole window sent or counted as dropped');
   t.ok(rx.received.every((r) => r.verified));
   c.close();
+});
+
+// A remote provider's socket normally lives in the codec shard, which sends the PCM on it without bringing it back
+// here; a session with an audio_bytes endpoint keeps the socket on the main thread so the PCM reaches both.
+t.test('with a remote provider, the provider and the endpoint both get every sample', async (t) => {
+  const fake = await startFakeSoniox();
+  t.teardown(() => fake.close());
+  const { ts, rx } = await setup(t, 'a3', 1, { STT_PROVIDERS: 'provider_b', PROVIDER_B_URL: fake.url, PROVIDER_B_API_KEY: FAKE_SONIOX_KEY });
+  const c = await open(ts, { uid: 'a3', codec: 'pcm16', sample_rate: '16000' });
+  await c.ready();
+  const pcm = sine(300, 16000, 2.5, 3000);
+  for (let i = 0; i < pcm.length; i += 1600) c.ws.send(new Uint8Array(pcm.buffer, i * 2, Math.min(1600, pcm.length - i) * 2).slice());
+  await until(
+    async () => {
+      await advance(ts, 100);
+      return (fake.sessions[0]?.audioBytes ?? 0) >= pcm.length * 2 - 640;
+    },
+    { what: 'the audio at the provider', timeoutMs: 10_000 },
+  );
+  c.close();
+  await c.closed;
+  await until(() => rx.received.reduce((n, r) => n + r.body.length, 0) >= pcm.length * 2, { what: 'every sample at the endpoint', timeoutMs: 10_000 });
+  const got = new Int16Array(new Uint8Array(Buffer.concat(rx.received.map((r) => r.body))).buffer);
+  t.same(Array.from(got), Array.from(pcm), "the device's samples, in order");
+  t.equal(rx.received.length, 3, 'two whole windows and the last half');
+  t.ok(rx.received.every((r) => r.verified));
+  await until(() => fake.sessions[0]!.closed, { what: 'the provider stream closed', timeoutMs: 10_000 });
+  t.equal(fake.sessions[0]!.audioBytes, pcm.length * 2, 'and the provider got them all too');
 });
