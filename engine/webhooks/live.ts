@@ -130,8 +130,9 @@ export class LiveSessionWebhooks {
     if (first) this.#wantsPcm = found.audio_bytes.length > 0;
     const target = (e: WebhookEndpoint) => ({ endpoint: e, secrets: secrets.get(`${e.ownerKind}\u0000${e.ownerId}`)!, uid: this.uid, sessionId: this.sessionId });
     sync(this.#transcript, found.realtime_transcript, target, (t) => new TranscriptSender(ctx, t));
-    // Audio endpoints added later wait for the next session: whether PCM comes to this thread is settled at the start.
-    sync(this.#audio, this.#wantsPcm ? found.audio_bytes : [], target, (t) => new AudioSender(ctx, t), !first);
+    // Whether PCM comes to this thread is settled at the start: without an audio endpoint then, later ones wait for
+    // the user's next session.
+    sync(this.#audio, this.#wantsPcm ? found.audio_bytes : [], target, (t) => new AudioSender(ctx, t));
   }
 }
 
@@ -141,7 +142,6 @@ function sync<S extends { target: { secrets: readonly string[] }; retire(): void
   endpoints: readonly WebhookEndpoint[],
   target: (e: WebhookEndpoint) => { endpoint: WebhookEndpoint; secrets: string[]; uid: string; sessionId: string },
   make: (t: ReturnType<typeof target>) => S,
-  noNew = false,
 ): void {
   const seen = new Set<string>();
   for (const e of endpoints) {
@@ -149,7 +149,7 @@ function sync<S extends { target: { secrets: readonly string[] }; retire(): void
     seen.add(key);
     const s = senders.get(key);
     if (s) s.target.secrets = target(e).secrets;
-    else if (!noNew) senders.set(key, make(target(e)));
+    else senders.set(key, make(target(e)));
   }
   for (const [key, s] of senders) {
     if (seen.has(key)) continue;

@@ -4,13 +4,13 @@
 // times within the retry window and the batch is then dropped and counted; an app's `message` reply is stored and
 // handed on; a session without endpoints reads its settings once and sends nothing, and picks up a URL saved during
 // the session at the next refresh.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORES } from '../../helpers/stores.js';
 import { bearer } from '../../helpers/http.js';
 import { advance, open, type ListenClient } from '../../helpers/listen.js';
 import { until } from '../../helpers/until.js';
-import { gate, startReceiver } from '../../helpers/webhook-receiver.js';
+import { gate, startReceiver, type Receiver } from '../../helpers/webhook-receiver.js';
 import { RecordingSttEngine, type RecordingSttStream } from '../../fakes/recording-stt.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
 import { frames, sine } from '../../helpers/codec-fixtures.js';
@@ -38,6 +38,16 @@ async function installedApp(ts: TestService, uid: string, trigger: string, url: 
   const installed = await ts.req(`/v1/apps/${id}/install`, { method: 'POST', headers: h });
   if (installed.status !== 200) throw new Error(`app not installed: ${installed.status} ${installed.text}`);
   return { id, secret: (await ts.req(`/v1/apps/${id}/webhook-secret`, { headers: h })).json.secret as string };
+}
+
+/** A service with the recording engine and a receiver on `uid`'s realtime_transcript URL. */
+async function withUserHook(t: Test, uid: string): Promise<{ engine: RecordingSttEngine; ts: TestService; rx: Receiver }> {
+  const engine = new RecordingSttEngine();
+  const ts = await startService(t, { env: ENV, sttEngines: [engine] });
+  const rx = await startReceiver(t);
+  await setUserHook(ts, uid, 'realtime_transcript', rx.url);
+  rx.secret = await userSecret(ts, uid);
+  return { engine, ts, rx };
 }
 
 /** A session streaming one second of real Opus audio to the recording engine: its stream, actor and client. */
@@ -107,86 +117,78 @@ for (const store of STORES) {
     t.equal(metric((await ts.req('/metrics')).text, 'webhook_live_requests_total{event="realtime_transcript",outcome="delivered"}'), 2);
     c.close();
   });
-  }
+}
 
-  t.test('a slow endpoint gets later segments in the next request: none lost, never two at once', async (t) => {
-    const engine = new RecordingSttEngine();
-    const ts = await startService(t, { env: ENV, sttEngines: [engine] });
-    const rx = await startReceiver(t);
-    await setUserHook(ts, 'u2', 'realtime_transcript', rx.url);
-    rx.secret = await userSecret(ts, 'u2');
-    const slow = gate();
-    rx.answer = async () => {
-      await slow.wait;
-      return { status: 200 };
-    };
-    const { c, stream } = await streaming(ts, engine, 'u2');
-    const device: any[] = [];
-    device.push(...(await say(ts, c, stream, 'First line.', 'SPEAKER_00', 0.1)));
-    await until(() => rx.received.length === 1, { what: 'the first request' });
-    const speakers = ['SPEAKER_01', 'SPEAKER_00', 'SPEAKER_01'];
-    for (let i = 0; i < 3; i++) device.push(...(await say(ts, c, stream, `Line ${i + 2}.`, speakers[i]!, 1.5 + i * 1.5)));
-    slow.open();
-    await until(() => rx.received.reduce((n, r) => n + JSON.parse(r.body.toString()).length, 0) >= device.length, { what: 'every segment at the endpoint' });
-    t.equal(rx.received.length, 2, 'three steps while the first request waited went in one request');
-    t.equal(rx.maxOpen, 1, 'never two requests at once');
-    t.same(rx.received.flatMap((r) => JSON.parse(r.body.toString())), asLive(device), 'every segment, in order');
-    t.ok(rx.received.every((r) => r.verified));
-    c.close();
+t.test('a slow endpoint gets later segments in the next request: none lost, never two at once', async (t) => {
+  const { engine, ts, rx } = await withUserHook(t, 'u2');
+  const slow = gate();
+  rx.answer = async () => {
+    await slow.wait;
+    return { status: 200 };
+  };
+  const { c, stream } = await streaming(ts, engine, 'u2');
+  const device: any[] = [];
+  device.push(...(await say(ts, c, stream, 'First line.', 'SPEAKER_00', 0.1)));
+  await until(() => rx.received.length === 1, { what: 'the first request' });
+  const speakers = ['SPEAKER_01', 'SPEAKER_00', 'SPEAKER_01'];
+  for (let i = 0; i < 3; i++) device.push(...(await say(ts, c, stream, `Line ${i + 2}.`, speakers[i]!, 1.5 + i * 1.5)));
+  slow.open();
+  await until(() => rx.received.reduce((n, r) => n + JSON.parse(r.body.toString()).length, 0) >= device.length, { what: 'every segment at the endpoint' });
+  t.equal(rx.received.length, 2, 'three steps while the first request waited went in one request');
+  t.equal(rx.maxOpen, 1, 'never two requests at once');
+  t.same(rx.received.flatMap((r) => JSON.parse(r.body.toString())), asLive(device), 'every segment, in order');
+  t.ok(rx.received.every((r) => r.verified));
+  c.close();
+});
+
+t.test('a failing endpoint is tried three times with one message id, then the batch is dropped and counted; 410 drops at once', async (t) => {
+  const { engine, ts, rx } = await withUserHook(t, 'u3');
+  rx.answer = () => ({ status: 503 });
+  const { c, stream } = await streaming(ts, engine, 'u3');
+  await say(ts, c, stream, 'Is anyone there?', 'SPEAKER_00', 0.1);
+  await until(() => rx.received.length === 1, { what: 'the first attempt' });
+  // The waits between attempts run on the injected clock.
+  await until(
+    async () => {
+      await advance(ts, 500);
+      return rx.received.length === 3;
+    },
+    { what: 'the third attempt' },
+  );
+  await until(async () => metric((await ts.req('/metrics')).text, 'webhook_live_dropped_total{event="realtime_transcript",reason="retries_spent"}') === 1, { what: 'the drop counted' });
+  t.equal(new Set(rx.received.map((r) => r.headers['webhook-id'])).size, 1, 'the same webhook-id on every attempt');
+  t.ok(rx.received.every((r) => r.verified), 'every attempt signed');
+  t.equal(rx.received.length, 3, 'given up after the third attempt');
+
+  rx.answer = () => ({ status: 410 });
+  await say(ts, c, stream, 'Hello again.', 'SPEAKER_01', 2);
+  await until(async () => metric((await ts.req('/metrics')).text, 'webhook_live_dropped_total{event="realtime_transcript",reason="gone"}') === 1, { what: 'the gone batch counted' });
+  t.equal(rx.received.length, 4, 'a 410 is not tried again');
+  c.close();
+});
+
+t.test('a session without endpoints reads its settings once and sends nothing; a URL saved meanwhile applies at the refresh', async (t) => {
+  const engine = new RecordingSttEngine();
+  const ts = await startService(t, { env: ENV, sttEngines: [engine] });
+  const rx = await startReceiver(t);
+  rx.secret = await userSecret(ts, 'u4');
+  const reads: string[] = [];
+  ts.service.services.store.knex.on('query', (q: { sql: string }) => {
+    if (/developer_webhooks|app_installs|webhook_secrets/.test(q.sql)) reads.push(q.sql);
   });
+  const { c, actor, stream } = await streaming(ts, engine, 'u4');
+  await say(ts, c, stream, 'Nobody listens.', 'SPEAKER_00', 0.1);
+  t.equal(reads.length, 2, 'one settings lookup (two queries) at the start');
+  t.equal(actor.liveWebhooks?.wantsPcm, false);
+  t.equal(actor.liveWebhooks?.pcmSamples, 0, 'no PCM handed to the webhooks');
 
-  t.test('a failing endpoint is tried three times with one message id, then the batch is dropped and counted; 410 drops at once', async (t) => {
-    const engine = new RecordingSttEngine();
-    const ts = await startService(t, { env: ENV, sttEngines: [engine] });
-    const rx = await startReceiver(t);
-    await setUserHook(ts, 'u3', 'realtime_transcript', rx.url);
-    rx.secret = await userSecret(ts, 'u3');
-    rx.answer = () => ({ status: 503 });
-    const { c, stream } = await streaming(ts, engine, 'u3');
-    await say(ts, c, stream, 'Is anyone there?', 'SPEAKER_00', 0.1);
-    await until(() => rx.received.length === 1, { what: 'the first attempt' });
-    // The waits between attempts run on the injected clock.
-    await until(
-      async () => {
-        await advance(ts, 500);
-        return rx.received.length === 3;
-      },
-      { what: 'the third attempt' },
-    );
-    await until(async () => metric((await ts.req('/metrics')).text, 'webhook_live_dropped_total{event="realtime_transcript",reason="retries_spent"}') === 1, { what: 'the drop counted' });
-    t.equal(new Set(rx.received.map((r) => r.headers['webhook-id'])).size, 1, 'the same webhook-id on every attempt');
-    t.ok(rx.received.every((r) => r.verified), 'every attempt signed');
-    t.equal(rx.received.length, 3, 'given up after the third attempt');
-
-    rx.answer = () => ({ status: 410 });
-    await say(ts, c, stream, 'Hello again.', 'SPEAKER_01', 2);
-    await until(async () => metric((await ts.req('/metrics')).text, 'webhook_live_dropped_total{event="realtime_transcript",reason="gone"}') === 1, { what: 'the gone batch counted' });
-    t.equal(rx.received.length, 4, 'a 410 is not tried again');
-    c.close();
-  });
-
-  t.test('a session without endpoints reads its settings once and sends nothing; a URL saved meanwhile applies at the refresh', async (t) => {
-    const engine = new RecordingSttEngine();
-    const ts = await startService(t, { env: ENV, sttEngines: [engine] });
-    const rx = await startReceiver(t);
-    rx.secret = await userSecret(ts, 'u4');
-    const reads: string[] = [];
-    ts.service.services.store.knex.on('query', (q: { sql: string }) => {
-      if (/developer_webhooks|app_installs|webhook_secrets/.test(q.sql)) reads.push(q.sql);
-    });
-    const { c, actor, stream } = await streaming(ts, engine, 'u4');
-    await say(ts, c, stream, 'Nobody listens.', 'SPEAKER_00', 0.1);
-    t.equal(reads.length, 2, 'one settings lookup (two queries) at the start');
-    t.equal(actor.liveWebhooks?.wantsPcm, false);
-    t.equal(actor.liveWebhooks?.pcmSamples, 0, 'no PCM handed to the webhooks');
-
-    await setUserHook(ts, 'u4', 'realtime_transcript', rx.url);
-    reads.length = 0;
-    await advance(ts, LIVE_ENDPOINTS_REFRESH_MS);
-    await until(() => reads.length >= 3, { what: 'the refresh read the settings and the secret' });
-    const device = await say(ts, c, stream, 'Now somebody does.', 'SPEAKER_01', 2);
-    await until(() => rx.received.length === 1, { what: 'a request after the refresh' });
-    t.same(JSON.parse(rx.received[0]!.body.toString()), asLive(device));
-    t.ok(rx.received[0]!.verified);
-    c.close();
-  });
+  await setUserHook(ts, 'u4', 'realtime_transcript', rx.url);
+  reads.length = 0;
+  await advance(ts, LIVE_ENDPOINTS_REFRESH_MS);
+  await until(() => reads.length >= 3, { what: 'the refresh read the settings and the secret' });
+  const device = await say(ts, c, stream, 'Now somebody does.', 'SPEAKER_01', 2);
+  await until(() => rx.received.length === 1, { what: 'a request after the refresh' });
+  t.same(JSON.parse(rx.received[0]!.body.toString()), asLive(device));
+  t.ok(rx.received[0]!.verified);
+  c.close();
+});
