@@ -46,6 +46,7 @@ import { startJobsNode } from './node/jobs.js';
 import type { Tuning } from './node/tuning.js';
 import type { LiveWebhooks } from './webhooks/live.js';
 import type { AppReplyHandler } from './webhooks/live-send.js';
+import type { LiveDeliveryLog } from './webhooks/types.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -72,6 +73,8 @@ export interface ServiceOptions {
   readonly tuning?: Tuning;
   /** Handed each stored reply of a live transcript endpoint (a push or a proactive notification to make). @defaultValue none */
   readonly onAppReply?: AppReplyHandler;
+  /** Where live webhook batches given up on are recorded for their owners. @defaultValue none: only metrics count them */
+  readonly liveDeliveryLog?: LiveDeliveryLog;
 }
 
 /** The live path's parts; present on every node, the socket and worker only for the roles that run them. */
@@ -218,6 +221,7 @@ export class Service {
           tuning: opts.tuning ?? {},
           ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
           ...(opts.onAppReply ? { onAppReply: opts.onAppReply } : {}),
+          ...(opts.liveDeliveryLog ? { liveDeliveryLog: opts.liveDeliveryLog } : {}),
         });
         codecPool = listen.codecPool;
         pacer = listen.pacer;

@@ -163,12 +163,11 @@ export class SessionActor {
     }
     try {
       this.#status(ServiceStatus.INITIATING);
-      // Read beside the store work below: whether the PCM must reach this thread is known before the speech side opens.
-      const live = this.#o.liveWebhooks?.load();
       this.#status(ServiceStatus.IN_PROGRESS_CONVERSATIONS_PROCESSING);
       await this.#o.lifecycle.requeueProcessing(this.uid);
       await this.#loop.resume();
-      await live;
+      // Whether the PCM must reach this thread is known before the speech side opens.
+      await this.#o.liveWebhooks?.load();
       if (this.#o.liveWebhooks?.wantsPcm) this.#livePcm = this.#o.liveWebhooks;
       if (this.#state !== SessionState.OPENING) return;
       this.#status(ServiceStatus.STT_INITIATING);

@@ -41,6 +41,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Handed each stored reply of a live transcript endpoint (ServiceOptions.onAppReply). */
   onAppReply?: ServiceOptions['onAppReply'];
+  /** Where live webhook drops are reported (ServiceOptions.liveDeliveryLog). */
+  liveDeliveryLog?: ServiceOptions['liveDeliveryLog'];
   /** Scheduler interval; default 0: tests drive timers with `service.scheduler.tick()` after `clock.advance()`. */
   schedulerResolutionMs?: number;
 }
@@ -74,6 +76,7 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
     ...(opts.tuning ? { tuning: opts.tuning } : {}),
     ...(opts.onAppReply ? { onAppReply: opts.onAppReply } : {}),
+    ...(opts.liveDeliveryLog ? { liveDeliveryLog: opts.liveDeliveryLog } : {}),
     schedulerResolutionMs: opts.schedulerResolutionMs ?? 0,
   });
   t.teardown(async () => {

@@ -10,7 +10,7 @@ import { until } from '../../helpers/until.js';
 import { gate, startReceiver } from '../../helpers/webhook-receiver.js';
 import { RecordingSttEngine } from '../../fakes/recording-stt.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
-import { frames, sine } from '../../helpers/codec-fixtures.js';
+import { frames, onChannel, sine } from '../../helpers/codec-fixtures.js';
 import { AUDIO_WINDOWS_QUEUED_MAX } from '../../../engine/webhooks/live-audio.js';
 import { FAKE_SONIOX_KEY, startFakeSoniox } from '../../fakes/soniox-server.js';
 
@@ -31,6 +31,21 @@ async function setup(t: Test, uid: string, seconds: number, env: Record<string, 
 function opus(seconds: number): Uint8Array[] {
   const enc = new OpusEncoderStream(16000);
   return frames(sine(440, 16000, seconds, 8000), 320).map((f) => enc.encode(f));
+}
+
+/** A body's samples (little-endian PCM16). */
+const samplesOf = (b: Buffer): number[] => Array.from(new Int16Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length)));
+
+/** The first `n` samples of a recording stream's chunks. */
+function head(chunks: readonly Int16Array[], n: number): number[] {
+  const out: number[] = [];
+  for (const ch of chunks) {
+    for (const x of ch) {
+      if (out.length === n) return out;
+      out.push(x);
+    }
+  }
+  return out;
 }
 
 const metric = async (ts: TestService, name: string): Promise<number> => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec((await ts.req('/metrics')).text)?.[1] ?? 0);
@@ -64,16 +79,30 @@ t.test('every decoded sample reaches the endpoint in signed windows of its secon
   t.ok(rx.received.every((r) => r.verified), 'every window verifies (HMAC over the raw bytes)');
   t.equal(new Set(rx.received.map((r) => r.headers['webhook-id'])).size, rx.received.length, 'a message id per window');
   // The PCM is the engine's: the first window's samples are the first samples the engine got.
-  const first = new Int16Array(rx.received[0]!.body.buffer.slice(rx.received[0]!.body.byteOffset, rx.received[0]!.body.byteOffset + 32000));
-  const engineFirst = new Int16Array(16000);
-  let at = 0;
-  for (const ch of stream.chunks) {
-    if (at >= 16000) break;
-    const n = Math.min(ch.length, 16000 - at);
-    engineFirst.set(ch.subarray(0, n), at);
-    at += n;
-  }
-  t.same(Array.from(first), Array.from(engineFirst), 'little-endian PCM16, the same samples');
+  t.same(samplesOf(rx.received[0]!.body), head(stream.chunks, 16000), 'little-endian PCM16, the same samples');
+});
+
+t.test('a two-channel session sends channel 1 (the wearer) only', async (t) => {
+  const { engine, ts, rx } = await setup(t, 'a4', 1);
+  const c = await open(ts, { uid: 'a4', codec: 'opus', sample_rate: '16000', channels: '2' });
+  await c.ready();
+  const wearer = new OpusEncoderStream(16000);
+  const remote = new OpusEncoderStream(16000);
+  const one = frames(sine(440, 16000, 1.5, 8000), 320).map((f) => onChannel(1, wearer.encode(f)));
+  const two = frames(sine(1000, 16000, 1.5, 8000), 320).map((f) => onChannel(2, remote.encode(f)));
+  one.forEach((m, i) => {
+    c.ws.send(m);
+    c.ws.send(two[i]!);
+  });
+  await until(() => engine.streams.length === 2 && engine.streams.every((s) => s.samples >= 24000 * 0.98), { what: 'both channels at the engine', timeoutMs: 20_000 });
+  c.close();
+  await c.closed;
+  const ch1 = engine.streams.find((x) => (x.options.channel ?? 0) === 0)!;
+  const ch2 = engine.streams.find((x) => x.options.channel === 1)!;
+  await until(() => rx.received.reduce((n, r) => n + r.body.length, 0) >= ch1.samples * 2, { what: 'every sample of channel 1', timeoutMs: 10_000 });
+  t.equal(rx.received.reduce((n, r) => n + r.body.length, 0), ch1.samples * 2, 'one channel, not both');
+  t.same(samplesOf(rx.received[0]!.body), head(ch1.chunks, 16000), "channel 1's samples");
+  t.notSame(samplesOf(rx.received[0]!.body), head(ch2.chunks, 16000), "not channel 2's");
 });
 
 t.test('an endpoint that does not answer loses its oldest windows while the session streams on', async (t) => {

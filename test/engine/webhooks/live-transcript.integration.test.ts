@@ -17,6 +17,7 @@ import { frames, sine } from '../../helpers/codec-fixtures.js';
 import { AppRepliesRepository, type AppReply } from '../../../engine/db/app-replies.js';
 import { LIVE_ENDPOINTS_REFRESH_MS } from '../../../engine/webhooks/live.js';
 import type { SessionActor } from '../../../engine/listen/session-actor.js';
+import type { LiveDeliveryReport } from '../../../engine/webhooks/types.js';
 
 const ENV = { WEBHOOK_ALLOW_PRIVATE: 'on' };
 
@@ -41,13 +42,14 @@ async function installedApp(ts: TestService, uid: string, trigger: string, url: 
 }
 
 /** A service with the recording engine and a receiver on `uid`'s realtime_transcript URL. */
-async function withUserHook(t: Test, uid: string): Promise<{ engine: RecordingSttEngine; ts: TestService; rx: Receiver }> {
+async function withUserHook(t: Test, uid: string): Promise<{ engine: RecordingSttEngine; ts: TestService; rx: Receiver; drops: LiveDeliveryReport[] }> {
   const engine = new RecordingSttEngine();
-  const ts = await startService(t, { env: ENV, sttEngines: [engine] });
+  const drops: LiveDeliveryReport[] = [];
+  const ts = await startService(t, { env: ENV, sttEngines: [engine], liveDeliveryLog: { dropped: (r) => drops.push(r) } });
   const rx = await startReceiver(t);
   await setUserHook(ts, uid, 'realtime_transcript', rx.url);
   rx.secret = await userSecret(ts, uid);
-  return { engine, ts, rx };
+  return { engine, ts, rx, drops };
 }
 
 /** A session streaming one second of real Opus audio to the recording engine: its stream, actor and client. */
@@ -142,7 +144,7 @@ t.test('a slow endpoint gets later segments in the next request: none lost, neve
 });
 
 t.test('a failing endpoint is tried three times with one message id, then the batch is dropped and counted; 410 drops at once', async (t) => {
-  const { engine, ts, rx } = await withUserHook(t, 'u3');
+  const { engine, ts, rx, drops } = await withUserHook(t, 'u3');
   rx.answer = () => ({ status: 503 });
   const { c, stream } = await streaming(ts, engine, 'u3');
   await say(ts, c, stream, 'Is anyone there?', 'SPEAKER_00', 0.1);
@@ -159,11 +161,13 @@ t.test('a failing endpoint is tried three times with one message id, then the ba
   t.equal(new Set(rx.received.map((r) => r.headers['webhook-id'])).size, 1, 'the same webhook-id on every attempt');
   t.ok(rx.received.every((r) => r.verified), 'every attempt signed');
   t.equal(rx.received.length, 3, 'given up after the third attempt');
+  t.match(drops, [{ webhookId: rx.received[0]!.headers['webhook-id'], uid: 'u3', eventType: 'realtime_transcript', endpoint: { ownerKind: 'user', ownerId: 'u3' }, attempts: 3, last: { outcome: 'retry', status: 503 }, bodyBytes: rx.received[0]!.body.length }], 'reported to the delivery log');
 
   rx.answer = () => ({ status: 410 });
   await say(ts, c, stream, 'Hello again.', 'SPEAKER_01', 2);
   await until(async () => metric((await ts.req('/metrics')).text, 'webhook_live_dropped_total{event="realtime_transcript",reason="gone"}') === 1, { what: 'the gone batch counted' });
   t.equal(rx.received.length, 4, 'a 410 is not tried again');
+  t.match(drops[1], { attempts: 1, last: { outcome: 'gone', status: 410 } });
   c.close();
 });
 
