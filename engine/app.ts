@@ -53,6 +53,9 @@ import { UserSettingsRepository } from './db/user-settings.js';
 import { NotificationsRepository } from './db/notifications.js';
 import { Notifier } from './notifications/notifier.js';
 import { startPushes, type Pushes } from './notifications/pushes.js';
+import type { LiveWebhooks } from './webhooks/live.js';
+import type { AppReplyHandler } from './webhooks/live-send.js';
+import type { LiveDeliveryLog } from './webhooks/types.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -79,6 +82,10 @@ export interface ServiceOptions {
   readonly tuning?: Tuning;
   /** Resolves webhook destinations' host names (tests); @defaultValue the system resolver */
   readonly webhookResolver?: Resolver;
+  /** Handed each stored reply of a live transcript endpoint (a push or a proactive notification to make). @defaultValue none */
+  readonly onAppReply?: AppReplyHandler;
+  /** Where live webhook batches given up on are recorded for their owners. @defaultValue the delivery log */
+  readonly liveDeliveryLog?: LiveDeliveryLog;
 }
 
 /** The live path's parts; present on every node, the socket and worker only for the roles that run them. */
@@ -96,6 +103,7 @@ interface LiveParts {
   compaction: HeapCompaction | undefined;
   pacer: LoopPacer | undefined;
   pushes: Pushes;
+  liveWebhooks: LiveWebhooks | undefined;
 }
 
 
@@ -247,13 +255,15 @@ export class Service {
           keptJobs: () => keptJobs,
           tuning: opts.tuning ?? {},
           ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
+          ...(opts.onAppReply ? { onAppReply: opts.onAppReply } : {}),
+          liveDeliveryLog: opts.liveDeliveryLog ?? webhookQueue.deliveries,
         });
         codecPool = listen.codecPool;
         pacer = listen.pacer;
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -294,6 +304,8 @@ export class Service {
     // Live sessions: stop admitting, finalise STT, flush the last segments, close with 1001; their open
     // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
     await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));
+    // The last audio windows and transcript batches of the sessions just drained, while the store still takes replies.
+    await this.#step('live-webhooks', () => live.liveWebhooks?.close(), bound);
     await this.#step('jobs', () => live.worker?.close(), bound);
     // Attempts under way finish (bounded); one cut short is sent again by another jobs process, same webhook id.
     await this.#step('webhooks', () => live.webhookWorker?.close(), bound);
