@@ -92,11 +92,8 @@ for (const store of STORES) {
     const prompt = 'Name: {{user_name}}\nFacts:\n{{user_facts}}\nContext:\n{{ user_context }}\nChat:\n{{user_chat}}';
     replies(rx, { session_id: 'x', notification: { prompt, params: ALL } });
     fake.script({ kind: 'answer', content: { notification: '  Ana, call the dentist before Tuesday.  ' } });
-    const { c, actor } = await (async () => {
-      const s = await streaming(ts, engine, 'u1');
-      await say(ts, s.c, s.stream, 'I need to call the dentist tomorrow.', 'SPEAKER_00', 0.2);
-      return s;
-    })();
+    const { c, actor, stream } = await streaming(ts, engine, 'u1');
+    await say(ts, c, stream, 'I need to call the dentist tomorrow.', 'SPEAKER_00', 0.2);
     const [rec] = await untilOutcomes(ts, 'u1', 1);
     t.ok(rx.received[0]!.verified, 'the app got a signed request');
     t.same(JSON.parse(rx.received[0]!.body.toString()).session_id, actor.sessionId);
@@ -113,6 +110,20 @@ for (const store of STORES) {
     t.match(n, { title: 'Dental Buddy', body: 'Ana, call the dentist before Tuesday.', source: 'proactive', app_id: app.id, data: { notification_type: 'plugin', navigate_to: `/chat/${app.id}`, app_id: app.id } });
     t.same(rec, { app_id: app.id, trigger: 'notification', outcome: 'sent', notification_id: n.id });
     await until(() => sse.events.some((e) => e.data.id === n.id), { what: 'the notification on the stream' });
+
+    // A model that fails sends nothing and gives the slot back; a short answer is dropped.
+    replies(rx, { session_id: 'x', notification: { prompt: 'Nudge {{user_name}}', params: ALL } }, { session_id: 'x', notification: { prompt: 'Nudge {{user_name}}', params: ALL } }, { session_id: 'x', notification: { prompt: 'Nudge {{user_name}}', params: ALL } });
+    await advance(ts, PROACTIVE_INTERVAL_MS);
+    fake.script({ kind: 'status', status: 500 }, { kind: 'answer', content: { notification: 'ok' } }, { kind: 'answer', content: { notification: 'Drink some water, Ana.' } });
+    await say(ts, c, stream, 'Where was I?', 'SPEAKER_00', 1.5);
+    await untilOutcomes(ts, 'u1', 2);
+    await say(ts, c, stream, 'Right.', 'SPEAKER_00', 3);
+    await untilOutcomes(ts, 'u1', 3);
+    await say(ts, c, stream, 'Go on.', 'SPEAKER_00', 4.5);
+    const recs = await untilOutcomes(ts, 'u1', 4);
+    t.same(recs.map((r) => r.outcome), ['sent', 'failed', 'too_short', 'sent']);
+    t.equal(fake.requests[3]!.body.messages[1].content, 'Nudge Ana');
+    t.same((await outbox(ts, 'u1')).map((x) => x.body).slice(0, 2), ['Drink some water, Ana.', 'Ana, call the dentist before Tuesday.']);
     c.close();
   });
 }
