@@ -1,8 +1,9 @@
 // Proactive notifications from a live session streaming real Opus audio: an installed app's realtime webhook answers
 // with a prompt; its variables are filled only for scopes asked for, declared and granted; the LLM (a local fake of
 // the OpenAI API) or, offline, the filled prompt itself becomes the notification, in the user's outbox and stream.
-// One per user per app per 30 s of the service's clock, text under 5 characters dropped, an over-long prompt refused
-// with a notice to the app's owner, and a plain reply `message` pushed as it is.
+// One per user per app per 30 s of the service's clock on every node, text under 5 characters dropped, a failing
+// model sending nothing, an over-long prompt refused with a notice to the app's owner, and a plain reply `message`
+// pushed as it is, to the outbox and through a local fake of FCM.
 import t from 'tap';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORES } from '../../helpers/stores.js';
@@ -14,6 +15,7 @@ import { startReceiver, type Answer, type Receiver } from '../../helpers/webhook
 import { direct, openStream } from '../../helpers/notifications.js';
 import { RecordingSttEngine } from '../../fakes/recording-stt.js';
 import { startFakeOpenAI } from '../../fakes/openai-server.js';
+import { startFakeFcm, writeServiceAccount } from '../../fakes/fcm-server.js';
 import { ConversationStatus } from '../../../engine/protocol.js';
 import { MAX_PROMPT_CHARS, PROACTIVE_INTERVAL_MS } from '../../../engine/notifications/proactive.js';
 
@@ -168,9 +170,14 @@ t.test('offline: undeclared, ungranted and unasked scopes stay empty; one per 30
   c.close();
 });
 
-t.test('a reply message is pushed as it is; a prompt over the bound is refused and the app owner told', async (t) => {
+t.test('a reply message is pushed as it is, to the outbox and through FCM; a prompt over the bound is refused and the app owner told', async (t) => {
+  const account = writeServiceAccount();
+  const fcm = await startFakeFcm(account);
+  t.teardown(() => fcm.close());
   const engine = new RecordingSttEngine();
-  const ts = await startService(t, { env: ENV, sttEngines: [engine] });
+  const ts = await startService(t, { env: { ...ENV, FCM_SERVICE_ACCOUNT_FILE: account.file, FCM_TOKEN_URL: fcm.tokenUrl, FCM_BASE_URL: fcm.url }, sttEngines: [engine] });
+  const token = 'cU3device0001234567890abcdef:APA91bPhone';
+  t.equal((await ts.req('/v1/users/fcm-token', { method: 'POST', headers: bearer(await ts.token('u3')), body: { fcm_token: token } })).status, 200);
   const user = await startReceiver(t);
   const saved = await ts.req('/v1/users/developer/webhook/realtime_transcript', { method: 'POST', headers: bearer(await ts.token('u3')), body: { url: user.url } });
   t.equal(saved.status, 200);
@@ -187,10 +194,35 @@ t.test('a reply message is pushed as it is; a prompt over the bound is refused a
   await say(ts, c, stream, 'Hello there.', 'SPEAKER_00', 0.2);
   const recs = await untilOutcomes(ts, 'u3', 2);
   t.same(recs.map((r) => `${r.app_id ?? 'webhook'}:${r.trigger}:${r.outcome}`).sort(), [`${app.id}:notification:too_long`, 'webhook:message:sent'].sort());
-  t.match(await outbox(ts, 'u3'), [{ title: 'Webhook says', body: 'Stand up and stretch now', source: 'webhook', app_id: null }], 'only the message reached the user');
+  const pushed = await outbox(ts, 'u3');
+  t.match(pushed, [{ title: 'Webhook says', body: 'Stand up and stretch now', source: 'webhook', app_id: null }], 'only the message reached the user');
+  await until(() => fcm.sent.length === 1, { what: 'the push at FCM' });
+  t.same(fcm.sent[0], { token, title: 'Webhook says', body: 'Stand up and stretch now', data: { notification_type: 'webhook', notification_id: String(pushed[0].id) } });
   const notice = await outbox(ts, 'dev3');
   t.match(notice, [{ title: 'Long Talker: prompt too long', source: 'system', app_id: app.id }], 'the owner is told');
   t.match(notice[0].body, String(MAX_PROMPT_CHARS));
   t.ok(user.received[0]!.verified && rx.received[0]!.verified);
   c.close();
+});
+
+t.test('the 30 s window holds across listen nodes: the user reconnects to another node', async (t) => {
+  const engineA = new RecordingSttEngine();
+  const engineB = new RecordingSttEngine();
+  const a = await startService(t, { store: 'pg', env: ENV, sttEngines: [engineA] });
+  const b = await startService(t, { sameDeploymentAs: a, clock: a.clock, sttEngines: [engineB] });
+  const rx = await startReceiver(t);
+  const app = await proactiveApp(a, 'dev4', 'u4', rx.url, ['user_name']);
+  rx.secret = app.webhookSecret;
+  const ask = { session_id: 'x', notification: { prompt: 'Time for a break, {{user_name}}.', params: ['user_name'] } };
+  replies(rx, ask, ask);
+  const one = await streaming(a, engineA, 'u4');
+  await say(a, one.c, one.stream, 'Working hard.', 'SPEAKER_00', 0.2);
+  await untilOutcomes(a, 'u4', 1);
+  one.c.close();
+  const two = await streaming(b, engineB, 'u4');
+  await say(b, two.c, two.stream, 'Still working.', 'SPEAKER_00', 0.2);
+  const recs = await untilOutcomes(a, 'u4', 2);
+  t.same(recs.map((r) => r.outcome), ['sent', 'rate_limited'], 'the second node found the window taken');
+  t.equal((await outbox(b, 'u4')).length, 1);
+  two.c.close();
 });
