@@ -120,12 +120,14 @@ export class ProactiveNotifications {
     const request = reply.reply.notification as { prompt: string; params?: unknown };
     const params = new Set(Array.isArray(request.params) ? request.params.filter((p): p is string => typeof p === 'string') : []);
     const allowed = new Set(PROACTIVE_SCOPES.filter((s) => params.has(s) && app.proactiveScopes.includes(s) && install.scopes.includes(s))) as Set<ProactiveScope>;
+    // The window first: an app answering every segment costs one store read and ranking per 30 s, not per segment.
+    if (!(await this.#take(reply))) return this.#record(reply, 'rate_limited');
     const prompt = await renderPrompt({ ...this.#o.sources, knex: this.#o.knex }, request.prompt, allowed, reply.uid, segments.map((s) => s.text));
     if (prompt.length > MAX_PROMPT_CHARS) {
+      // The slot stays taken, so the owner hears of it at most once per window.
       await this.#tellOwner(app.ownerUid, app.id, app.name, prompt.length);
       return this.#record(reply, 'too_long');
     }
-    if (!(await this.#take(reply))) return this.#record(reply, 'rate_limited');
     let text: string | undefined;
     try {
       text = await this.#write(prompt);
