@@ -55,6 +55,7 @@ import { Notifier } from './notifications/notifier.js';
 import { startPushes, type Pushes } from './notifications/pushes.js';
 import type { LiveWebhooks } from './webhooks/live.js';
 import type { AppReplyHandler } from './webhooks/live-send.js';
+import { ProactiveNotifications } from './notifications/proactive.js';
 import type { LiveDeliveryLog } from './webhooks/types.js';
 
 export type { Tuning } from './node/tuning.js';
@@ -82,7 +83,7 @@ export interface ServiceOptions {
   readonly tuning?: Tuning;
   /** Resolves webhook destinations' host names (tests); @defaultValue the system resolver */
   readonly webhookResolver?: Resolver;
-  /** Handed each stored reply of a live transcript endpoint (a push or a proactive notification to make). @defaultValue none */
+  /** Also handed each stored reply of a live transcript endpoint, before the proactive notifications act on it (tests). @defaultValue none */
   readonly onAppReply?: AppReplyHandler;
   /** Where live webhook batches given up on are recorded for their owners. @defaultValue the delivery log */
   readonly liveDeliveryLog?: LiveDeliveryLog;
@@ -104,6 +105,7 @@ interface LiveParts {
   pacer: LoopPacer | undefined;
   pushes: Pushes;
   liveWebhooks: LiveWebhooks | undefined;
+  proactive: ProactiveNotifications | undefined;
 }
 
 
@@ -171,6 +173,7 @@ export class Service {
     let pacer: LoopPacer | undefined;
     let listen: ListenNode | undefined;
     let pushes: Pushes | undefined;
+    let proactive: ProactiveNotifications | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
@@ -243,6 +246,12 @@ export class Service {
       if (runsListen) keptJobs = new KeptAudioJobs({ redisUrl, prefix: config.redisPrefix, dataDir: config.dataDir, index: keptIndex, deps: { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id, uid) => queue.process(id, uid) } });
       const http = createApiNode({ services, registry, versions, ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}) });
       if (runsListen) {
+        const parts = webhookParts(services);
+        proactive = new ProactiveNotifications({
+          config, knex: store.knex, redis, clock, logger, apps: parts.apps, deliveries: parts.deliveries, notifier,
+          sources: { settings: userSettings, memories: services.memories, conversations },
+        });
+        const act = proactive.handle;
         listen = startListenNode({
           services,
           registry,
@@ -255,7 +264,10 @@ export class Service {
           keptJobs: () => keptJobs,
           tuning: opts.tuning ?? {},
           ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
-          ...(opts.onAppReply ? { onAppReply: opts.onAppReply } : {}),
+          onAppReply: (r, segs) => {
+            opts.onAppReply?.(r, segs);
+            act(r, segs);
+          },
           liveDeliveryLog: opts.liveDeliveryLog ?? webhookQueue.deliveries,
         });
         codecPool = listen.codecPool;
@@ -263,7 +275,7 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, proactive });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -306,6 +318,8 @@ export class Service {
     await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));
     // The last audio windows and transcript batches of the sessions just drained, while the store still takes replies.
     await this.#step('live-webhooks', () => live.liveWebhooks?.close(), bound);
+    // Notifications those last replies asked for, while the notifier and the store still take them.
+    await this.#step('proactive', () => live.proactive?.close(), bound);
     await this.#step('jobs', () => live.worker?.close(), bound);
     // Attempts under way finish (bounded); one cut short is sent again by another jobs process, same webhook id.
     await this.#step('webhooks', () => live.webhookWorker?.close(), bound);

@@ -11,11 +11,12 @@ import type { AppRepliesRepository, AppReply } from '../db/app-replies.js';
 import { attemptDelivery, type AttemptResult } from './attempt.js';
 import type { DestinationGuard } from './destination.js';
 import type { LiveDeliveryLog } from './types.js';
+import type { LiveSegment } from './live-transcript.js';
 
 export type LiveEvent = 'realtime_transcript' | 'audio_bytes';
 
-/** Handed every stored reply of a live transcript endpoint (the notifications act on them). */
-export type AppReplyHandler = (reply: AppReply) => void;
+/** Handed every stored reply of a live transcript endpoint with the segments it answered (the notifications act on them). */
+export type AppReplyHandler = (reply: AppReply, segments: readonly LiveSegment[]) => void;
 
 /** The node's parts every live sender uses. */
 export interface LiveContext {

@@ -93,7 +93,7 @@ export class TranscriptSender {
     for (let attempt = 1; ; attempt++) {
       last = await liveAttempt(ctx, 'realtime_transcript', url, webhookId, body, this.target.secrets);
       if (last.outcome === 'delivered') {
-        if (last.reply.length > 0) await this.#reply(last.reply);
+        if (last.reply.length > 0) await this.#reply(last.reply, batch);
         return;
       }
       const waitMs = Math.max(TRANSCRIPT_RETRY_WAITS_MS[attempt - 1] ?? Infinity, last.retryAfterMs ?? 0);
@@ -106,7 +106,7 @@ export class TranscriptSender {
   }
 
   /** A 2xx answer: a message to push or a proactive notification request is stored and handed on; anything else is ignored. */
-  async #reply(raw: Buffer): Promise<void> {
+  async #reply(raw: Buffer, batch: readonly LiveSegment[]): Promise<void> {
     const ctx = this.#ctx;
     const kind = replyKind(raw);
     if (kind === undefined) return;
@@ -118,7 +118,7 @@ export class TranscriptSender {
     try {
       const stored = await ctx.replies.add({ appId: endpoint.ownerKind === 'app' ? endpoint.ownerId : null, uid, sessionId, kind }, raw.toString('utf8'), ctx.clock.now());
       ctx.metrics.replies.inc({ kind });
-      ctx.onAppReply?.(stored);
+      ctx.onAppReply?.(stored, batch);
     } catch (err) {
       ctx.logger.warn({ sessionId, ownerKind: endpoint.ownerKind, ownerId: endpoint.ownerId, err: { name: (err as Error)?.name } }, 'live transcript reply not stored');
     }

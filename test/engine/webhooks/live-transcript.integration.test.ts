@@ -8,15 +8,13 @@ import t, { type Test } from 'tap';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORES } from '../../helpers/stores.js';
 import { bearer } from '../../helpers/http.js';
-import { advance, open, type ListenClient } from '../../helpers/listen.js';
+import { advance } from '../../helpers/listen.js';
+import { say, streaming } from '../../helpers/live-speech.js';
 import { until } from '../../helpers/until.js';
 import { gate, startReceiver, type Receiver } from '../../helpers/webhook-receiver.js';
-import { RecordingSttEngine, type RecordingSttStream } from '../../fakes/recording-stt.js';
-import { OpusEncoderStream } from '../../../native/opus.js';
-import { frames, sine } from '../../helpers/codec-fixtures.js';
+import { RecordingSttEngine } from '../../fakes/recording-stt.js';
 import { AppRepliesRepository, type AppReply } from '../../../engine/db/app-replies.js';
 import { LIVE_ENDPOINTS_REFRESH_MS } from '../../../engine/webhooks/live.js';
-import type { SessionActor } from '../../../engine/listen/session-actor.js';
 import type { LiveDeliveryReport } from '../../../engine/webhooks/types.js';
 
 const ENV = { WEBHOOK_ALLOW_PRIVATE: 'on' };
@@ -50,25 +48,6 @@ async function withUserHook(t: Test, uid: string): Promise<{ engine: RecordingSt
   await setUserHook(ts, uid, 'realtime_transcript', rx.url);
   rx.secret = await userSecret(ts, uid);
   return { engine, ts, rx, drops };
-}
-
-/** A session streaming one second of real Opus audio to the recording engine: its stream, actor and client. */
-async function streaming(ts: TestService, engine: RecordingSttEngine, uid: string): Promise<{ c: ListenClient; actor: SessionActor; stream: RecordingSttStream }> {
-  const c = await open(ts, { uid, codec: 'opus', sample_rate: '16000' });
-  await c.ready();
-  const actor = ts.service.sessions.sessionsOf(uid)[0]!;
-  const enc = new OpusEncoderStream(16000);
-  const packets = frames(sine(440, 16000, 1, 8000), 320).map((f) => enc.encode(f));
-  for (const p of packets) c.ws.send(p);
-  await until(() => engine.streams.length > 0 && engine.streams[engine.streams.length - 1]!.samples >= 16000 * 0.98, { what: 'decoded audio at the engine', timeoutMs: 20_000 });
-  return { c, actor, stream: engine.streams[engine.streams.length - 1]! };
-}
-
-/** Emits one line of `speaker` and runs a step; answers the segment array the device got. */
-async function say(ts: TestService, c: ListenClient, stream: RecordingSttStream, text: string, speaker: string, start: number): Promise<any[]> {
-  stream.emit([{ text, speaker, start, end: start + 0.8 }]);
-  await advance(ts, 600);
-  return c.json((m) => Array.isArray(m));
 }
 
 /** The device's wire segments in the live webhook's shape. */
