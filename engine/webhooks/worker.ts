@@ -208,7 +208,18 @@ export class WebhookWorker {
     await this.#deliveries.cancelOpen(key);
     if (!switched) return;
     const ownerUid = d.ownerKind === 'user' ? d.ownerId : (await apps.get(d.ownerId))?.ownerUid;
-    if (ownerUid !== undefined) await this.#deliveries.notify(ownerUid, 'webhook_disabled', d.ownerKind === 'app' ? d.ownerId : null, { event_type: d.eventType, reason }, now);
+    if (ownerUid !== undefined) {
+      const appId = d.ownerKind === 'app' ? d.ownerId : null;
+      await this.#deliveries.notify(ownerUid, 'webhook_disabled', appId, { event_type: d.eventType, reason }, now);
+      const why = reason === 'gone' ? 'it answered 410 Gone' : 'its deliveries kept failing';
+      await this.#s.notifier.notify(ownerUid, {
+        title: `Webhook disabled: ${d.eventType}`,
+        body: `Your ${appId ? 'app\'s ' : ''}${d.eventType} webhook was disabled because ${why}. Fix the endpoint, then enable it again.`,
+        data: { notification_type: 'webhook_disabled', event_type: d.eventType, ...(appId ? { app_id: appId } : {}) },
+        source: 'system',
+        ...(appId ? { appId } : {}),
+      });
+    }
     this.#s.logger.warn({ ownerKind: d.ownerKind, eventType: d.eventType, reason }, 'webhook endpoint disabled');
   }
 

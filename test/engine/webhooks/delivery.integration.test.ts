@@ -113,6 +113,8 @@ t.test('410 disables the endpoint and tells its owner; another 4xx fails without
     return n.length > 0 ? n : undefined;
   }, { what: 'the note' });
   t.match(notes, [{ kind: 'webhook_disabled', appId: null, detail: { event_type: 'memory_created', reason: 'gone' } }]);
+  const outbox = await s.req('/v1/notifications', { headers: bearer(token) });
+  t.match(outbox.json, [{ title: 'Webhook disabled: memory_created', body: /answered 410 Gone/ }], 'the owner is notified');
 
   await setUserHook(s, 'u2', rx.url);
   rx.answer = (_q, res) => res.writeHead(400).end();
