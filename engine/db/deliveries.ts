@@ -4,8 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.js';
+import { APP_TRIGGER_OF, type WebhookSecretRecord } from './webhooks.js';
 import type { LiveDeliveryLog, LiveDeliveryReport, WebhookEventType } from '../webhooks/types.js';
 import { bool, isoNow } from './store.js';
+import { execute, insertStatements, keepsStatements, select } from './prepared.js';
 
 export type OwnerKind = 'user' | 'app';
 
@@ -114,6 +116,52 @@ const toRecord = (r: Row): DeliveryRecord => ({
   deliveredAt: r.delivered_at,
 });
 
+/**
+ * What one attempt needs to know before it goes, read in one statement: the delivery, its endpoint's health, where
+ * the endpoint points now (the user's URL, or the app's and whether the user still has it installed) and the owner's
+ * secret. Read afresh for every attempt, so a changed URL, a disabled endpoint or a rotated secret applies at once.
+ */
+export interface AttemptView {
+  delivery: DeliveryRecord;
+  health: Pick<EndpointHealth, 'consecutiveFailures' | 'circuitOpenUntil'>;
+  /** The URL the delivery goes to now; undefined when its endpoint is gone, disabled or (an app) uninstalled or re-targeted. */
+  url: string | undefined;
+  /** The owner's secret row; undefined when it has none yet. */
+  secret: Pick<WebhookSecretRecord, 'secret' | 'previousSecret' | 'previousExpiresAt'> | undefined;
+}
+
+interface AttemptRow extends Row {
+  h_failures: number | null;
+  h_open_until: string | null;
+  w_url: string | null;
+  w_enabled: unknown;
+  a_url: string | null;
+  a_enabled: unknown;
+  a_trigger: string | null;
+  i_app: string | null;
+  s_secret: string | null;
+  s_previous: string | null;
+  s_previous_expires: string | null;
+}
+
+// The joins match at most one row each: health and secrets by their primary keys, a user's URL by (uid, type), an
+// app by id and its install by (app, user).
+const ATTEMPT_VIEW_SQL = `SELECT d.*, h.consecutive_failures AS h_failures, h.circuit_open_until AS h_open_until,
+  w.url AS w_url, w.enabled AS w_enabled, a.webhook_url AS a_url, a.webhook_enabled AS a_enabled, a.triggers_on AS a_trigger, i.app_id AS i_app,
+  s.secret AS s_secret, s.previous_secret AS s_previous, s.previous_expires_at AS s_previous_expires
+FROM webhook_deliveries d
+LEFT JOIN webhook_endpoint_health h ON h.owner_kind = d.owner_kind AND h.owner_id = d.owner_id AND h.event_type = d.event_type
+LEFT JOIN developer_webhooks w ON d.owner_kind = 'user' AND w.uid = d.owner_id AND w.type = d.event_type
+LEFT JOIN apps a ON d.owner_kind = 'app' AND a.id = d.owner_id
+LEFT JOIN app_installs i ON i.app_id = a.id AND i.uid = d.uid
+LEFT JOIN webhook_secrets s ON s.owner_kind = d.owner_kind AND s.owner_id = d.owner_id
+WHERE d.id = ?`;
+
+const RECORD_ATTEMPT_SQL = 'UPDATE webhook_deliveries SET state = ?, attempts = ?, last_status = ?, last_error = ?, last_latency_ms = ?, next_attempt_at = ?, body_bytes = ?, updated_at = ? WHERE id = ?';
+const RECORD_DELIVERED_SQL = RECORD_ATTEMPT_SQL.replace(' WHERE', ', delivered_at = ? WHERE');
+
+const DELIVERY_COLUMNS = ['id', 'owner_kind', 'owner_id', 'uid', 'event_type', 'subject_id', 'state', 'attempts', 'reprocess', 'created_at', 'updated_at'] as const;
+
 const keyWhere = (k: EndpointKey): Record<string, string> => ({ owner_kind: k.ownerKind, owner_id: k.ownerId, event_type: k.eventType });
 
 /** A new `webhook-id`: `msg_` and 32 hex digits. */
@@ -130,18 +178,29 @@ export class DeliveriesRepository implements LiveDeliveryLog {
   async insert(rows: readonly NewDelivery[]): Promise<void> {
     if (rows.length === 0) return;
     const at = isoNow(this.now());
-    await this.knex('webhook_deliveries')
-      .insert(rows.map((r) => ({
-        id: r.id, owner_kind: r.ownerKind, owner_id: r.ownerId, uid: r.uid, event_type: r.eventType, subject_id: r.subjectId,
-        state: 'pending', attempts: 0, reprocess: r.reprocess, created_at: at, updated_at: at,
-      })))
-      .onConflict('id')
-      .ignore();
+    const values = rows.map((r) => [r.id, r.ownerKind, r.ownerId, r.uid, r.eventType, r.subjectId, 'pending', 0, r.reprocess, at, at]);
+    for (const [sql, bindings] of insertStatements(keepsStatements(this.knex), 'webhook_deliveries', DELIVERY_COLUMNS, values, 'ON CONFLICT (id) DO NOTHING')) await execute(this.knex, sql, bindings);
   }
 
   async get(id: string): Promise<DeliveryRecord | undefined> {
-    const row = (await this.knex('webhook_deliveries').where({ id }).first()) as Row | undefined;
+    const [row] = await select<Row>(this.knex, 'SELECT * FROM webhook_deliveries WHERE id = ?', [id]);
     return row ? toRecord(row) : undefined;
+  }
+
+  /** The delivery and what its next attempt depends on (AttemptView), in one read; undefined when there is no such delivery. */
+  async attemptView(id: string): Promise<AttemptView | undefined> {
+    const [r] = await select<AttemptRow>(this.knex, ATTEMPT_VIEW_SQL, [id]);
+    if (!r) return undefined;
+    const delivery = toRecord(r);
+    let url: string | undefined;
+    if (delivery.ownerKind === 'user') url = r.w_url !== null && bool(r.w_enabled) ? r.w_url : undefined;
+    else url = r.a_url !== null && bool(r.a_enabled) && r.a_trigger === APP_TRIGGER_OF[delivery.eventType] && r.i_app !== null ? r.a_url : undefined;
+    return {
+      delivery,
+      health: { consecutiveFailures: r.h_failures === null ? 0 : Number(r.h_failures), circuitOpenUntil: r.h_open_until },
+      url,
+      secret: r.s_secret === null ? undefined : { secret: r.s_secret, previousSecret: r.s_previous, previousExpiresAt: r.s_previous_expires },
+    };
   }
 
   /** An owner's deliveries, newest first (ties by id, so pages are stable); `limit` + 1 rows tell whether more follow. */
@@ -157,17 +216,9 @@ export class DeliveriesRepository implements LiveDeliveryLog {
   /** Records one attempt (or the end without one, attempts unchanged). */
   async recordAttempt(id: string, u: AttemptUpdate): Promise<void> {
     const at = isoNow(this.now());
-    await this.knex('webhook_deliveries').where({ id }).update({
-      state: u.state,
-      attempts: u.attempts,
-      last_status: u.lastStatus,
-      last_error: u.lastError,
-      last_latency_ms: u.lastLatencyMs === null ? null : Math.round(u.lastLatencyMs),
-      next_attempt_at: u.nextAttemptAt === null ? null : isoNow(u.nextAttemptAt),
-      body_bytes: u.bodyBytes,
-      updated_at: at,
-      ...(u.state === 'delivered' ? { delivered_at: at } : {}),
-    });
+    const fields = [u.state, u.attempts, u.lastStatus, u.lastError, u.lastLatencyMs === null ? null : Math.round(u.lastLatencyMs), u.nextAttemptAt === null ? null : isoNow(u.nextAttemptAt), u.bodyBytes, at];
+    if (u.state === 'delivered') await execute(this.knex, RECORD_DELIVERED_SQL, [...fields, at, id]);
+    else await execute(this.knex, RECORD_ATTEMPT_SQL, [...fields, id]);
   }
 
   /** When the next attempt is due (a circuit held it back), without counting an attempt. */
@@ -201,7 +252,11 @@ export class DeliveriesRepository implements LiveDeliveryLog {
 
   /** A delivered attempt ends the endpoint's failure run and closes its circuit. */
   async recordSuccess(k: EndpointKey): Promise<void> {
-    await this.knex('webhook_endpoint_health').where(keyWhere(k)).where('consecutive_failures', '>', 0).update({ consecutive_failures: 0, first_failure_at: null, circuit_open_until: null });
+    await execute(
+      this.knex,
+      'UPDATE webhook_endpoint_health SET consecutive_failures = 0, first_failure_at = NULL, circuit_open_until = NULL WHERE owner_kind = ? AND owner_id = ? AND event_type = ? AND consecutive_failures > 0',
+      [k.ownerKind, k.ownerId, k.eventType],
+    );
   }
 
   /**

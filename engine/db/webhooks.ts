@@ -2,6 +2,7 @@
 // delivery code asks: every enabled endpoint of a user for one trigger, the user's own and their installed apps'.
 import type { Knex } from 'knex';
 import { bool, isoNow } from './store.js';
+import { select } from './prepared.js';
 
 /** The four developer webhook types, as the compatible system names them. */
 export const DEVELOPER_WEBHOOK_TYPES = ['memory_created', 'realtime_transcript', 'audio_bytes', 'day_summary'] as const;
@@ -119,16 +120,15 @@ export class WebhooksRepository {
    */
   async endpointsFor(uid: string, type: DeveloperWebhookType): Promise<WebhookEndpoint[]> {
     const out: WebhookEndpoint[] = [];
-    const own = (await this.knex('developer_webhooks').where({ uid, type }).first()) as WebhookRow | undefined;
+    const [own] = await select<WebhookRow>(this.knex, 'SELECT * FROM developer_webhooks WHERE uid = ? AND type = ?', [uid, type]);
     if (own && bool(own.enabled)) out.push({ ownerKind: 'user', ownerId: uid, url: own.url, seconds: type === 'audio_bytes' ? (own.seconds ?? AUDIO_BYTES_SECONDS.default) : null });
     const trigger = APP_TRIGGER_OF[type];
     if (trigger === undefined) return out;
-    const apps = (await this.knex('app_installs as i')
-      .join('apps as a', 'a.id', 'i.app_id')
-      .where({ 'i.uid': uid, 'a.triggers_on': trigger, 'a.webhook_enabled': true })
-      .whereNotNull('a.webhook_url')
-      .orderBy([{ column: 'i.installed_at' }, { column: 'a.id' }])
-      .select('a.id', 'a.webhook_url')) as { id: string; webhook_url: string }[];
+    const apps = await select<{ id: string; webhook_url: string }>(
+      this.knex,
+      'SELECT a.id, a.webhook_url FROM app_installs i JOIN apps a ON a.id = i.app_id WHERE i.uid = ? AND a.triggers_on = ? AND a.webhook_enabled = ? AND a.webhook_url IS NOT NULL ORDER BY i.installed_at, a.id',
+      [uid, trigger, true],
+    );
     for (const a of apps) out.push({ ownerKind: 'app', ownerId: a.id, url: a.webhook_url, seconds: type === 'audio_bytes' ? AUDIO_BYTES_SECONDS.default : null });
     return out;
   }
