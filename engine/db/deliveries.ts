@@ -7,7 +7,8 @@ import type { Logger } from '../logger.js';
 import { APP_TRIGGER_OF, type WebhookSecretRecord } from './webhooks.js';
 import type { LiveDeliveryLog, LiveDeliveryReport, WebhookEventType } from '../webhooks/types.js';
 import { bool, isoNow } from './store.js';
-import { execute, insertStatements, keepsStatements, select } from './prepared.js';
+import { GroupCommit } from './group-commit.js';
+import { execute, runInserts, select, type RowValue, type TransactionRun } from './prepared.js';
 
 export type OwnerKind = 'user' | 'app';
 
@@ -157,8 +158,32 @@ LEFT JOIN app_installs i ON i.app_id = a.id AND i.uid = d.uid
 LEFT JOIN webhook_secrets s ON s.owner_kind = d.owner_kind AND s.owner_id = d.owner_id
 WHERE d.id = ?`;
 
-const RECORD_ATTEMPT_SQL = 'UPDATE webhook_deliveries SET state = ?, attempts = ?, last_status = ?, last_error = ?, last_latency_ms = ?, next_attempt_at = ?, body_bytes = ?, updated_at = ? WHERE id = ?';
-const RECORD_DELIVERED_SQL = RECORD_ATTEMPT_SQL.replace(' WHERE', ', delivered_at = ? WHERE');
+/** The columns an attempt sets, in the order of the values recordAttempt() writes; delivered_at is kept when null. */
+const ATTEMPT_COLUMNS = ['state', 'attempts', 'last_status', 'last_error', 'last_latency_ms', 'next_attempt_at', 'body_bytes', 'updated_at', 'delivered_at'] as const;
+const attemptSet = (value: (i: number) => string): string =>
+  ATTEMPT_COLUMNS.map((c, i) => (c === 'delivered_at' ? `delivered_at = COALESCE(${value(i)}, webhook_deliveries.delivered_at)` : `${c} = ${value(i)}`)).join(', ');
+const RECORD_ATTEMPT_SQL = `UPDATE webhook_deliveries SET ${attemptSet(() => '?')} WHERE id = ?`;
+/** sqlite: every attempt of a group in one statement, `[[…values, id], …]` as one JSON array. */
+const RECORD_ATTEMPTS_JSON_SQL = `UPDATE webhook_deliveries SET ${attemptSet((i) => `json_extract(j.value, '$[${i}]')`)} FROM json_each(?) AS j WHERE webhook_deliveries.id = json_extract(j.value, '$[${ATTEMPT_COLUMNS.length}]')`;
+
+/** A write to the log that shares a transaction with the others pending (group commit). */
+type LogWrite = { insert: RowValue[][] } | { attempt: RowValue[] };
+
+/** At most this many log writes share one transaction. */
+export const DELIVERY_LOG_GROUP_MAX = 256;
+
+async function applyLogWrites(run: TransactionRun, writes: readonly LogWrite[]): Promise<void[]> {
+  const rows: RowValue[][] = [];
+  const attempts: RowValue[][] = [];
+  for (const w of writes) {
+    if ('insert' in w) rows.push(...w.insert);
+    else attempts.push(w.attempt);
+  }
+  await runInserts(run, 'webhook_deliveries', DELIVERY_COLUMNS, rows, 'ON CONFLICT (id) DO NOTHING');
+  if (run.sqlite && attempts.length > 1) await run(RECORD_ATTEMPTS_JSON_SQL, [JSON.stringify(attempts)]);
+  else for (const a of attempts) await run(RECORD_ATTEMPT_SQL, a);
+  return writes.map(() => undefined);
+}
 
 const DELIVERY_COLUMNS = ['id', 'owner_kind', 'owner_id', 'uid', 'event_type', 'subject_id', 'state', 'attempts', 'reprocess', 'created_at', 'updated_at'] as const;
 
@@ -168,18 +193,25 @@ const keyWhere = (k: EndpointKey): Record<string, string> => ({ owner_kind: k.ow
 export const newWebhookId = (): string => `msg_${randomUUID().replace(/-/g, '')}`;
 
 export class DeliveriesRepository implements LiveDeliveryLog {
+  /**
+   * New rows and attempts: every delivery writes both, and those arriving while a transaction runs share the next one
+   * (sqlite: one statement each for all of them) instead of taking the write lock one by one.
+   */
+  readonly #writes: GroupCommit<LogWrite>;
+
   constructor(
     private readonly knex: Knex,
     private readonly now: () => number,
     private readonly logger?: Logger,
-  ) {}
+  ) {
+    this.#writes = new GroupCommit(knex, applyLogWrites, DELIVERY_LOG_GROUP_MAX);
+  }
 
   /** Inserts the deliveries not recorded yet; an id seen before is left as it is. */
   async insert(rows: readonly NewDelivery[]): Promise<void> {
     if (rows.length === 0) return;
     const at = isoNow(this.now());
-    const values = rows.map((r) => [r.id, r.ownerKind, r.ownerId, r.uid, r.eventType, r.subjectId, 'pending', 0, r.reprocess, at, at]);
-    for (const [sql, bindings] of insertStatements(keepsStatements(this.knex), 'webhook_deliveries', DELIVERY_COLUMNS, values, 'ON CONFLICT (id) DO NOTHING')) await execute(this.knex, sql, bindings);
+    await this.#writes.submit({ insert: rows.map((r) => [r.id, r.ownerKind, r.ownerId, r.uid, r.eventType, r.subjectId, 'pending', 0, r.reprocess, at, at]) });
   }
 
   async get(id: string): Promise<DeliveryRecord | undefined> {
@@ -216,9 +248,9 @@ export class DeliveriesRepository implements LiveDeliveryLog {
   /** Records one attempt (or the end without one, attempts unchanged). */
   async recordAttempt(id: string, u: AttemptUpdate): Promise<void> {
     const at = isoNow(this.now());
-    const fields = [u.state, u.attempts, u.lastStatus, u.lastError, u.lastLatencyMs === null ? null : Math.round(u.lastLatencyMs), u.nextAttemptAt === null ? null : isoNow(u.nextAttemptAt), u.bodyBytes, at];
-    if (u.state === 'delivered') await execute(this.knex, RECORD_DELIVERED_SQL, [...fields, at, id]);
-    else await execute(this.knex, RECORD_ATTEMPT_SQL, [...fields, id]);
+    const latency = u.lastLatencyMs === null ? null : Math.round(u.lastLatencyMs);
+    const next = u.nextAttemptAt === null ? null : isoNow(u.nextAttemptAt);
+    await this.#writes.submit({ attempt: [u.state, u.attempts, u.lastStatus, u.lastError, latency, next, u.bodyBytes, at, u.state === 'delivered' ? at : null, id] });
   }
 
   /** When the next attempt is due (a circuit held it back), without counting an attempt. */

@@ -78,6 +78,13 @@ const toSecret = (r: SecretRow): WebhookSecretRecord => ({
   rotatedAt: r.rotated_at,
 });
 
+/** endpointsFor() in one statement: the user's own row first (enabled or not), then their installed apps in install order. */
+const ENDPOINTS_SQL = `SELECT 'user' AS owner_kind, uid AS owner_id, url, seconds, enabled, 0 AS k, '' AS installed_at FROM developer_webhooks WHERE uid = ? AND type = ?
+UNION ALL
+SELECT 'app', a.id, a.webhook_url, NULL, a.webhook_enabled, 1, i.installed_at FROM app_installs i JOIN apps a ON a.id = i.app_id
+WHERE i.uid = ? AND a.triggers_on = ? AND a.webhook_enabled = ? AND a.webhook_url IS NOT NULL
+ORDER BY k, installed_at, owner_id`;
+
 export class WebhooksRepository {
   constructor(private readonly knex: Knex) {}
 
@@ -119,17 +126,13 @@ export class WebhooksRepository {
    * default seconds for audio.
    */
   async endpointsFor(uid: string, type: DeveloperWebhookType): Promise<WebhookEndpoint[]> {
+    const rows = await select<{ owner_kind: 'user' | 'app'; owner_id: string; url: string; seconds: number | null; enabled: unknown }>(this.knex, ENDPOINTS_SQL, [uid, type, uid, APP_TRIGGER_OF[type] ?? null, true]);
     const out: WebhookEndpoint[] = [];
-    const [own] = await select<WebhookRow>(this.knex, 'SELECT * FROM developer_webhooks WHERE uid = ? AND type = ?', [uid, type]);
-    if (own && bool(own.enabled)) out.push({ ownerKind: 'user', ownerId: uid, url: own.url, seconds: type === 'audio_bytes' ? (own.seconds ?? AUDIO_BYTES_SECONDS.default) : null });
-    const trigger = APP_TRIGGER_OF[type];
-    if (trigger === undefined) return out;
-    const apps = await select<{ id: string; webhook_url: string }>(
-      this.knex,
-      'SELECT a.id, a.webhook_url FROM app_installs i JOIN apps a ON a.id = i.app_id WHERE i.uid = ? AND a.triggers_on = ? AND a.webhook_enabled = ? AND a.webhook_url IS NOT NULL ORDER BY i.installed_at, a.id',
-      [uid, trigger, true],
-    );
-    for (const a of apps) out.push({ ownerKind: 'app', ownerId: a.id, url: a.webhook_url, seconds: type === 'audio_bytes' ? AUDIO_BYTES_SECONDS.default : null });
+    for (const r of rows) {
+      if (r.owner_kind === 'user' && !bool(r.enabled)) continue;
+      const seconds = type !== 'audio_bytes' ? null : r.owner_kind === 'user' ? (r.seconds === null ? AUDIO_BYTES_SECONDS.default : Number(r.seconds)) : AUDIO_BYTES_SECONDS.default;
+      out.push({ ownerKind: r.owner_kind, ownerId: r.owner_id, url: r.url, seconds });
+    }
     return out;
   }
 
