@@ -8,7 +8,7 @@ import { APP_TRIGGER_OF, type WebhookSecretRecord } from './webhooks.js';
 import type { LiveDeliveryLog, LiveDeliveryReport, WebhookEventType } from '../webhooks/types.js';
 import { bool, isoNow } from './store.js';
 import { GroupCommit } from './group-commit.js';
-import { execute, runInserts, select, type RowValue, type TransactionRun } from './prepared.js';
+import { execute, repeat, runInserts, select, type RowValue, type TransactionRun } from './prepared.js';
 
 export type OwnerKind = 'user' | 'app';
 
@@ -166,6 +166,11 @@ const RECORD_ATTEMPT_SQL = `UPDATE webhook_deliveries SET ${attemptSet(() => '?'
 /** sqlite: every attempt of a group in one statement, `[[…values, id], …]` as one JSON array. */
 const RECORD_ATTEMPTS_JSON_SQL = `UPDATE webhook_deliveries SET ${attemptSet((i) => `json_extract(j.value, '$[${i}]')`)} FROM json_each(?) AS j WHERE webhook_deliveries.id = json_extract(j.value, '$[${ATTEMPT_COLUMNS.length}]')`;
 
+/** PostgreSQL: every attempt of a group in one statement, VALUES typed as the columns they set (then the id). */
+const PG_ATTEMPT_TYPES = ['text', 'integer', 'integer', 'text', 'integer', 'text', 'integer', 'text', 'text', 'text'] as const;
+const recordAttemptsPgSql = (n: number): string =>
+  `UPDATE webhook_deliveries SET ${attemptSet((i) => `v.${ATTEMPT_COLUMNS[i]}`)} FROM (VALUES ${repeat(n, `(${PG_ATTEMPT_TYPES.map((t) => `?::${t}`).join(', ')})`)}) AS v(${[...ATTEMPT_COLUMNS, 'id'].join(', ')}) WHERE webhook_deliveries.id = v.id`;
+
 /** A write to the log that shares a transaction with the others pending (group commit). */
 type LogWrite = { insert: RowValue[][] } | { attempt: RowValue[] };
 
@@ -180,8 +185,8 @@ async function applyLogWrites(run: TransactionRun, writes: readonly LogWrite[]):
     else attempts.push(w.attempt);
   }
   await runInserts(run, 'webhook_deliveries', DELIVERY_COLUMNS, rows, 'ON CONFLICT (id) DO NOTHING');
-  if (run.sqlite && attempts.length > 1) await run(RECORD_ATTEMPTS_JSON_SQL, [JSON.stringify(attempts)]);
-  else for (const a of attempts) await run(RECORD_ATTEMPT_SQL, a);
+  if (attempts.length === 1) await run(RECORD_ATTEMPT_SQL, attempts[0]!);
+  else if (attempts.length > 1) await (run.sqlite ? run(RECORD_ATTEMPTS_JSON_SQL, [JSON.stringify(attempts)]) : run(recordAttemptsPgSql(attempts.length), attempts.flat()));
   return writes.map(() => undefined);
 }
 
