@@ -13,6 +13,7 @@ const SCENARIOS = {
   'local-latency': './listen/local-latency.mjs',
   codecs: './scripts/bench-codecs.mjs',
   rest: './http/rest.mjs',
+  notify: './http/notify.mjs',
   jobs: './jobs/jobs.mjs',
   webhooks: './webhooks/webhooks.mjs',
   compare: './compare.mjs',
@@ -29,6 +30,7 @@ scenarios:
             time, then stop sending; how soon the first and the last words reach the client
   codecs    CPU per second of audio for each codec, codec shards vs the decoder in-process
   rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
+  notify    direct notifications from an app through the API into the outbox: accepted per second and p99
   jobs      conversations ended over REST and processed by the queue's worker: jobs/s and end → processed latency,
             vs a bare BullMQ worker
   webhooks  conversation-created deliveries from the service's queue to a local keep-alive receiver: deliveries/s,

@@ -49,6 +49,14 @@ import { WebhookWorker } from './webhooks/worker.js';
 import { webhookParts } from './webhooks/parts.js';
 import { conversationCreatedListener } from './webhooks/conversation-created.js';
 import type { Resolver } from './webhooks/destination.js';
+import { UserSettingsRepository } from './db/user-settings.js';
+import { NotificationsRepository } from './db/notifications.js';
+import { Notifier } from './notifications/notifier.js';
+import { startPushes, type Pushes } from './notifications/pushes.js';
+import type { LiveWebhooks } from './webhooks/live.js';
+import type { AppReplyHandler } from './webhooks/live-send.js';
+import { ProactiveNotifications } from './notifications/proactive.js';
+import type { LiveDeliveryLog } from './webhooks/types.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -75,6 +83,10 @@ export interface ServiceOptions {
   readonly tuning?: Tuning;
   /** Resolves webhook destinations' host names (tests); @defaultValue the system resolver */
   readonly webhookResolver?: Resolver;
+  /** Also handed each stored reply of a live transcript endpoint, before the proactive notifications act on it (tests). @defaultValue none */
+  readonly onAppReply?: AppReplyHandler;
+  /** Where live webhook batches given up on are recorded for their owners. @defaultValue the delivery log */
+  readonly liveDeliveryLog?: LiveDeliveryLog;
 }
 
 /** The live path's parts; present on every node, the socket and worker only for the roles that run them. */
@@ -91,6 +103,9 @@ interface LiveParts {
   keptJobs: KeptAudioJobs | undefined;
   compaction: HeapCompaction | undefined;
   pacer: LoopPacer | undefined;
+  pushes: Pushes;
+  liveWebhooks: LiveWebhooks | undefined;
+  proactive: ProactiveNotifications | undefined;
 }
 
 
@@ -157,11 +172,13 @@ export class Service {
     let compaction: HeapCompaction | undefined;
     let pacer: LoopPacer | undefined;
     let listen: ListenNode | undefined;
+    let pushes: Pushes | undefined;
+    let proactive: ProactiveNotifications | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
-      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, { name: 'webhooks', queue: webhookQueue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : [])]);
+      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, { name: 'webhooks', queue: webhookQueue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : []), ...(pushes?.queue ? [{ name: 'notifications', queue: pushes.queue.queue }] : [])]);
       startMemoryTrim({ scheduler, registry, intervalS: opts.tuning?.mallocTrimIntervalS ?? MALLOC_TRIM_INTERVAL_S });
       compaction = startHeapCompaction({ scheduler, registry, intervalS: opts.tuning?.heapCompactIntervalS ?? HEAP_COMPACT_INTERVAL_S, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
       const apiKeys = new ApiKeysRepository(store.knex);
@@ -182,6 +199,11 @@ export class Service {
       });
       await authenticator.attach(redis, subscriber);
       const usage = new UsageRepository(store.knex);
+      const userSettings = new UserSettingsRepository(store.knex);
+      const notifications = new NotificationsRepository(store.knex);
+      pushes = startPushes({ config, redisUrl, clock, logger, notifications, settings: userSettings, consume: runsJobs });
+      const notifier = new Notifier({ notifications, settings: userSettings, publisher: redis, subscriber, channel: `${config.redisPrefix}:notifications`, pushes: pushes.queue, clock, logger });
+      await notifier.attach();
       const services: Services = {
         config,
         clock,
@@ -202,6 +224,8 @@ export class Service {
         usage,
         usageRecorder: new UsageRecorder({ repository: usage, registry, logger }),
         webhookQueue,
+        userSettings,
+        notifier,
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
@@ -222,6 +246,12 @@ export class Service {
       if (runsListen) keptJobs = new KeptAudioJobs({ redisUrl, prefix: config.redisPrefix, dataDir: config.dataDir, index: keptIndex, deps: { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id, uid) => queue.process(id, uid) } });
       const http = createApiNode({ services, registry, versions, ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}) });
       if (runsListen) {
+        const parts = webhookParts(services);
+        proactive = new ProactiveNotifications({
+          config, knex: store.knex, redis, clock, logger, apps: parts.apps, deliveries: parts.deliveries, notifier,
+          sources: { settings: userSettings, memories: services.memories, conversations },
+        });
+        const act = proactive.handle;
         listen = startListenNode({
           services,
           registry,
@@ -234,13 +264,18 @@ export class Service {
           keptJobs: () => keptJobs,
           tuning: opts.tuning ?? {},
           ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
+          onAppReply: (r, segs) => {
+            opts.onAppReply?.(r, segs);
+            act(r, segs);
+          },
+          liveDeliveryLog: opts.liveDeliveryLog ?? webhookQueue.deliveries,
         });
         codecPool = listen.codecPool;
         pacer = listen.pacer;
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, proactive });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -251,6 +286,7 @@ export class Service {
       await worker?.close();
       await webhookWorker?.close();
       await keptJobs?.close();
+      await pushes?.close();
       await queue.close();
       await webhookQueue.close();
       await codecPool?.close().catch(() => undefined);
@@ -280,12 +316,20 @@ export class Service {
     // Live sessions: stop admitting, finalise STT, flush the last segments, close with 1001; their open
     // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
     await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));
+    // The last audio windows and transcript batches of the sessions just drained, while the store still takes replies.
+    await this.#step('live-webhooks', () => live.liveWebhooks?.close(), bound);
+    // Notifications those last replies asked for, while the notifier and the store still take them.
+    await this.#step('proactive', () => live.proactive?.close(), bound);
     await this.#step('jobs', () => live.worker?.close(), bound);
     // Attempts under way finish (bounded); one cut short is sent again by another jobs process, same webhook id.
     await this.#step('webhooks', () => live.webhookWorker?.close(), bound);
     // No job runs now, and the HTTP routes that process in the request have finished (or timed out) above.
     await this.#step('processor', () => this.services.processor.close?.(), bound);
     await this.#step('kept-audio-jobs', () => live.keptJobs?.close(), bound);
+    await this.#step('notifications', async () => {
+      await this.services.notifier.close();
+      await live.pushes.close();
+    }, bound);
     await this.#step('queue', () => live.queue.close(), bound);
     await this.#step('webhook-queue', () => live.webhookQueue.close(), bound);
     await this.#step('session-events', () => live.events.close(), bound);

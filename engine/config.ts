@@ -1,5 +1,6 @@
 // Service configuration: the only reader of process.env; validates everything once at boot and returns a frozen object.
 import path from 'node:path';
+import { readServiceAccount } from './notifications/service-account.js';
 
 /** Log levels pino accepts. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -118,6 +119,15 @@ export interface Config {
    * metadata addresses stay refused either way. @defaultValue false
    */
   readonly webhookAllowPrivate: boolean;
+  /**
+   * A Firebase service-account JSON file (client_email, private_key, project_id): pushes go to every registered device
+   * through FCM HTTP v1; unset, notifications reach users through the outbox and its event stream only. @defaultValue undefined
+   */
+  readonly fcmServiceAccountFile: string | undefined;
+  /** OAuth token endpoint the service-account assertion is exchanged at. @defaultValue the account file's token_uri */
+  readonly fcmTokenUrl: string | undefined;
+  /** Base URL of the FCM HTTP v1 API. @defaultValue 'https://fcm.googleapis.com' */
+  readonly fcmBaseUrl: string;
 }
 
 export const STT_PROVIDER_NAMES = ['provider_a', 'provider_b', 'local'] as const;
@@ -141,7 +151,7 @@ export const CONFIG_VARIABLES = [
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS',
   'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
-  'CUSTOM_STT_URL', 'WEBHOOK_ALLOW_PRIVATE',
+  'CUSTOM_STT_URL', 'WEBHOOK_ALLOW_PRIVATE', 'FCM_SERVICE_ACCOUNT_FILE', 'FCM_TOKEN_URL', 'FCM_BASE_URL',
 ] as const;
 
 export const LOCAL_ISSUER = 'urn:wearable-backend:local-issuer';
@@ -269,8 +279,24 @@ export function loadConfig(env: Env = process.env): Config {
     ...sttConfig(env),
     customSttUrl: url(env, 'CUSTOM_STT_URL', ['wss:', 'ws:']),
     webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', ['on', 'off'] as const, 'off') === 'on',
+    fcmServiceAccountFile: serviceAccountFile(env),
+    fcmTokenUrl: url(env, 'FCM_TOKEN_URL', ['https:', 'http:']),
+    fcmBaseUrl: (url(env, 'FCM_BASE_URL', ['https:', 'http:']) ?? 'https://fcm.googleapis.com').replace(/\/+$/, ''),
   };
   return Object.freeze(config);
+}
+
+/** FCM_SERVICE_ACCOUNT_FILE, resolved, once its content is seen to be a usable service account. */
+function serviceAccountFile(env: Env): string | undefined {
+  const file = optional(env, 'FCM_SERVICE_ACCOUNT_FILE');
+  if (file === undefined) return undefined;
+  const resolved = path.resolve(file);
+  try {
+    readServiceAccount(resolved);
+  } catch (err) {
+    throw new ConfigError('FCM_SERVICE_ACCOUNT_FILE', (err as Error).message);
+  }
+  return resolved;
 }
 
 /** STT_PROVIDERS and the provider endpoints: a provider named in the list must have its key. */

@@ -54,6 +54,10 @@ export const ERRORS = {
   ENG_ERR_APP_SETUP_INCOMPLETE: def(409, "The app's setup is not completed yet: finish it with the app's instructions, then install again"),
   ENG_ERR_APP_SETUP_CHECK_FAILED: def(502, "The app's setup check failed: {reason}", true),
 
+  // Notifications (http/routes/notifications.ts).
+  ENG_ERR_APP_NOT_INSTALLED: def(404, 'User does not have this app installed'),
+  ENG_ERR_NOTIFICATION_RATE_LIMITED: def(429, 'Rate limit exceeded. Maximum {limit} notifications per hour.', true),
+
   // Dependencies and the unexpected.
   ENG_ERR_DEPENDENCY_UNAVAILABLE: def(503, 'Service temporarily unavailable: {dependency} is unreachable', true),
   ENG_ERR_INTERNAL: def(500, 'Internal Server Error', true),

@@ -18,6 +18,8 @@ import type { ConversationProcessor } from './processing/types.js';
 import type { Authenticator } from './identity/authenticator.js';
 import type { ConversationLifecycle } from './conversations/lifecycle.js';
 import type { WebhookQueue } from './webhooks/queue.js';
+import type { UserSettingsRepository } from './db/user-settings.js';
+import type { Notifier } from './notifications/notifier.js';
 
 export interface Services {
   readonly config: Config;
@@ -44,4 +46,8 @@ export interface Services {
   readonly usageRecorder: UsageRecorder;
   /** Durable webhook deliveries (conversation created, day summary): enqueue, redeliver, the delivery log. */
   readonly webhookQueue: WebhookQueue;
+  /** Display name, time zone, language, day summary settings and push tokens of each user. */
+  readonly userSettings: UserSettingsRepository;
+  /** Sends a user a notification: outbox row, stream event, push jobs. */
+  readonly notifier: Notifier;
 }

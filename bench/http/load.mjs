@@ -6,6 +6,7 @@ import { Histogram } from '../lib/histogram.mjs';
 /**
  * @typedef {object} LoadOptions
  * @property {string} url
+ * @property {string[]} [paths] request paths (with their query) taken in turn instead of the URL's, one per request
  * @property {string} [method] default GET
  * @property {Record<string, string>} [headers]
  * @property {string} [body]
@@ -60,10 +61,9 @@ export async function load(o) {
   const u = new URL(o.url);
   const body = o.body ? Buffer.from(o.body) : undefined;
   const headers = { host: u.host, ...(body ? { 'content-length': String(body.length) } : {}), ...o.headers };
-  const request = Buffer.concat([
-    Buffer.from(`${o.method ?? 'GET'} ${u.pathname}${u.search} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`),
-    ...(body ? [body] : []),
-  ]);
+  const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const requests = (o.paths ?? [`${u.pathname}${u.search}`]).map((p) => Buffer.concat([Buffer.from(`${o.method ?? 'GET'} ${p} HTTP/1.1\r\n${head}\r\n`), ...(body ? [body] : [])]));
+  let turn = 0;
   const pipelining = o.pipelining ?? 1;
   const timeoutMs = o.timeoutMs ?? 10_000;
   const latency = new Histogram();
@@ -81,7 +81,7 @@ export async function load(o) {
     sockets.add(socket);
     const send = () => {
       sentAt.push(performance.now());
-      socket.write(request);
+      socket.write(/** @type {Buffer} */ (requests[turn++ % requests.length]));
     };
     const timer = setInterval(() => {
       if (sentAt.length > 0 && performance.now() - (sentAt[0] ?? 0) > timeoutMs) {

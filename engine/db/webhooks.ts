@@ -2,7 +2,6 @@
 // delivery code asks: every enabled endpoint of a user for one trigger, the user's own and their installed apps'.
 import type { Knex } from 'knex';
 import { bool, isoNow } from './store.js';
-import { select } from './prepared.js';
 
 /** The four developer webhook types, as the compatible system names them. */
 export const DEVELOPER_WEBHOOK_TYPES = ['memory_created', 'realtime_transcript', 'audio_bytes', 'day_summary'] as const;
@@ -78,13 +77,6 @@ const toSecret = (r: SecretRow): WebhookSecretRecord => ({
   rotatedAt: r.rotated_at,
 });
 
-/** endpointsFor() in one statement: the user's own row first (enabled or not), then their installed apps in install order. */
-const ENDPOINTS_SQL = `SELECT 'user' AS owner_kind, uid AS owner_id, url, seconds, enabled, 0 AS k, '' AS installed_at FROM developer_webhooks WHERE uid = ? AND type = ?
-UNION ALL
-SELECT 'app', a.id, a.webhook_url, NULL, a.webhook_enabled, 1, i.installed_at FROM app_installs i JOIN apps a ON a.id = i.app_id
-WHERE i.uid = ? AND a.triggers_on = ? AND a.webhook_enabled = ? AND a.webhook_url IS NOT NULL
-ORDER BY k, installed_at, owner_id`;
-
 export class WebhooksRepository {
   constructor(private readonly knex: Knex) {}
 
@@ -126,12 +118,28 @@ export class WebhooksRepository {
    * default seconds for audio.
    */
   async endpointsFor(uid: string, type: DeveloperWebhookType): Promise<WebhookEndpoint[]> {
-    const rows = await select<{ owner_kind: 'user' | 'app'; owner_id: string; url: string; seconds: number | null; enabled: unknown }>(this.knex, ENDPOINTS_SQL, [uid, type, uid, APP_TRIGGER_OF[type] ?? null, true]);
-    const out: WebhookEndpoint[] = [];
-    for (const r of rows) {
-      if (r.owner_kind === 'user' && !bool(r.enabled)) continue;
-      const seconds = type !== 'audio_bytes' ? null : r.owner_kind === 'user' ? (r.seconds === null ? AUDIO_BYTES_SECONDS.default : Number(r.seconds)) : AUDIO_BYTES_SECONDS.default;
-      out.push({ ownerKind: r.owner_kind, ownerId: r.owner_id, url: r.url, seconds });
+    return (await this.endpointsForTypes(uid, [type]))[type] ?? [];
+  }
+
+  /** endpointsFor() of several types at once, in two queries whatever their number (a live session reads two types). */
+  async endpointsForTypes<T extends DeveloperWebhookType>(uid: string, types: readonly T[]): Promise<Record<T, WebhookEndpoint[]>> {
+    const out = Object.fromEntries(types.map((t) => [t, [] as WebhookEndpoint[]])) as Record<T, WebhookEndpoint[]>;
+    const own = (await this.knex('developer_webhooks').where({ uid }).whereIn('type', types)) as WebhookRow[];
+    for (const type of types) {
+      const row = own.find((r) => r.type === type);
+      if (row && bool(row.enabled)) out[type].push({ ownerKind: 'user', ownerId: uid, url: row.url, seconds: type === 'audio_bytes' ? (row.seconds ?? AUDIO_BYTES_SECONDS.default) : null });
+    }
+    const triggers = types.map((t) => APP_TRIGGER_OF[t]).filter((x): x is string => x !== undefined);
+    if (triggers.length === 0) return out;
+    const apps = (await this.knex('app_installs as i')
+      .join('apps as a', 'a.id', 'i.app_id')
+      .where({ 'i.uid': uid, 'a.webhook_enabled': true })
+      .whereIn('a.triggers_on', triggers)
+      .whereNotNull('a.webhook_url')
+      .orderBy([{ column: 'i.installed_at' }, { column: 'a.id' }])
+      .select('a.id', 'a.webhook_url', 'a.triggers_on')) as { id: string; webhook_url: string; triggers_on: string }[];
+    for (const type of types) {
+      for (const a of apps) if (a.triggers_on === APP_TRIGGER_OF[type]) out[type].push({ ownerKind: 'app', ownerId: a.id, url: a.webhook_url, seconds: type === 'audio_bytes' ? AUDIO_BYTES_SECONDS.default : null });
     }
     return out;
   }

@@ -21,10 +21,11 @@ import type { ListenParams } from './listen-query.js';
 import { BufferLoop, type RawSegment } from '../audio/buffer-loop.js';
 import { SpeakerAssignments } from '../audio/speakers.js';
 import { ImageAssembler } from '../audio/images.js';
-import { toWire } from '../audio/segment.js';
+import { toWire, type TranscriptSegment } from '../audio/segment.js';
 import { parseClientMessage } from './client-messages.js';
 import { Outbox } from './outbox.js';
 import { AudioInlet } from './audio-inlet.js';
+import type { LiveSessionWebhooks } from '../webhooks/live.js';
 
 /** The public real-time connection states (opening, ready, streaming, processing, closed), plus DRAINING (finalising before close). */
 export const SessionState = {
@@ -68,6 +69,8 @@ export interface SessionActorOptions {
   onFlushFailed?: () => void;
   /** Told of the segments and photos a closing session gave up when its last step failed at every try (metrics). */
   onTranscriptLost?: (items: number) => void;
+  /** The user's realtime_transcript and audio_bytes webhooks: loaded at start, given each step's segments and the PCM. */
+  liveWebhooks?: LiveSessionWebhooks;
 }
 
 /**
@@ -107,6 +110,8 @@ export class SessionActor {
   readonly #speakers = new SpeakerAssignments();
   /** image_chunk reassembly; expired images are swept on the heartbeat. */
   readonly #images: ImageAssembler;
+  /** Set only when the session has an audio_bytes endpoint: the PCM path's one check. */
+  #livePcm: LiveSessionWebhooks | undefined;
 
   constructor(opts: SessionActorOptions) {
     this.#o = opts;
@@ -138,6 +143,11 @@ export class SessionActor {
     return this.#loop.conversationId;
   }
 
+  /** The session's live webhooks, when the node sends them. */
+  get liveWebhooks(): LiveSessionWebhooks | undefined {
+    return this.#o.liveWebhooks;
+  }
+
   /** Opens codec and STT, resumes the conversation, sends the service_status sequence, starts the timers. */
   async start(): Promise<void> {
     const { params: p, logger } = this.#o;
@@ -156,6 +166,9 @@ export class SessionActor {
       this.#status(ServiceStatus.IN_PROGRESS_CONVERSATIONS_PROCESSING);
       await this.#o.lifecycle.requeueProcessing(this.uid);
       await this.#loop.resume();
+      // Whether the PCM must reach this thread is known before the speech side opens.
+      await this.#o.liveWebhooks?.load();
+      if (this.#o.liveWebhooks?.wantsPcm) this.#livePcm = this.#o.liveWebhooks;
       if (this.#state !== SessionState.OPENING) return;
       this.#status(ServiceStatus.STT_INITIATING);
       if (!(await this.#openStt())) return;
@@ -300,7 +313,7 @@ export class SessionActor {
     try {
       const r = await run;
       if (r.removedIds.length > 0) this.#out.send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
-      if (r.updated.length > 0) this.#out.send(JSON.stringify(r.updated.map(toWire)));
+      if (r.updated.length > 0) this.#sendUpdated(r.updated);
       if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
       return r.ended;
     } finally {
@@ -375,6 +388,7 @@ export class SessionActor {
     for (const id of this.#timers) this.#o.scheduler.cancel(id);
     this.#timers = [];
     this.#inlet?.dispose();
+    this.#o.liveWebhooks?.end();
     for (const w of this.#decodeWaiters.splice(0)) w.resolve();
     this.#images.clear();
     this.#abort.abort();
@@ -400,6 +414,7 @@ export class SessionActor {
       sessionId: this.sessionId,
       scheduler: this.#o.scheduler,
       logger: this.#o.logger,
+      socketsHere: this.#livePcm !== undefined,
       ...(this.#o.usage ? { usage: { recorder: this.#o.usage, uid: this.uid, now: () => this.#clock.now() } } : {}),
       codec: this.#inlet?.codec,
       decodeKept: (messages) => this.#decodeKept(messages),
@@ -521,6 +536,8 @@ export class SessionActor {
       stats.pcmSamples += channel.length;
       if (channel.length > 0) this.#speech?.write(i, channel);
     }
+    // Channel 0 only: a two-channel call's wearer side, what a mono receiver expects.
+    if (this.#livePcm !== undefined && pcm[0] !== undefined && pcm[0].length > 0) this.#livePcm.pcm(pcm[0]);
     // Per batch, and nothing to do unless a manual end waits (a length check).
     if (this.#decodeWaiters.length > 0) this.#wakeDecodeWaiters();
   }
@@ -565,13 +582,19 @@ export class SessionActor {
     try {
       const r = await this.#loop.step();
       if (r.removedIds.length > 0) this.#out.send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
-      if (r.updated.length > 0) this.#out.send(JSON.stringify(r.updated.map(toWire)));
+      if (r.updated.length > 0) this.#sendUpdated(r.updated);
       if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
     } catch (err) {
       const e = err as { name?: string; code?: string } | undefined;
       this.#o.logger.error({ sessionId: this.sessionId, err: { name: e?.name, code: e?.code }, unwritten: this.#loop.unwritten }, 'transcript step failed; the next step tries again');
       this.#o.onFlushFailed?.();
     }
+  }
+
+  /** Segments new or changed in a step, to the device and to the user's realtime transcript webhooks. */
+  #sendUpdated(updated: TranscriptSegment[]): void {
+    this.#out.send(JSON.stringify(updated.map(toWire)));
+    this.#o.liveWebhooks?.segments(updated);
   }
 
   /** The closing step: tried again (LAST_STEP_RETRY_MS) while the store fails, then what is left is given up. */

@@ -32,6 +32,11 @@ export interface SessionSttOptions {
    * uplinked()), and with one, the audio their final results have not yet covered is kept encoded.
    */
   codec?: SessionCodec | undefined;
+  /**
+   * Remote engines open their sockets on this thread rather than in the codec shard, so every PCM batch reaches the
+   * session (its audio_bytes webhooks): the session pays the thread's share of sending it.
+   */
+  socketsHere?: boolean;
   /** A fresh decoder for kept encoded audio, used only when a remote engine fails. */
   decodeKept?: (messages: readonly Uint8Array[]) => Promise<Int16Array>;
   /** Unanswered audio kept per channel at most, in seconds (a provider that never answers). @defaultValue 120 */
@@ -91,7 +96,7 @@ export class SessionStt {
     const r = await openStreams({
       engines,
       channels: o.channels,
-      stream: { language: o.language, sampleRateHz: SAMPLE_RATE, sessionId: o.sessionId, ...(o.codec ? { shard: o.codec } : {}) },
+      stream: { language: o.language, sampleRateHz: SAMPLE_RATE, sessionId: o.sessionId, ...(o.codec && !o.socketsHere ? { shard: o.codec } : {}) },
       scheduler: o.scheduler,
       signal,
       onAttemptFailed: (engine, attempt, f) => o.logger.warn({ sessionId: o.sessionId, engine, attempt, reason: f.reason }, 'speech provider did not open'),

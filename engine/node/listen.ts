@@ -17,7 +17,13 @@ import { BATCH_WINDOW_MS, CodecPool, INLINE_BUSY_PCT } from '../codec/pool.js';
 import { DecodeOverload } from '../codec/overload.js';
 import { MainLoad, type LoopTimes } from '../runtime/main-load.js';
 import { LOOP_PACE_MS, LoopPacer, PACER_LOOK_MS } from '../runtime/loop-pacer.js';
-import { registerCodecMetrics, registerListenMetrics, registerPacerMetrics, registerSessionMetrics } from './metrics.js';
+import { registerCodecMetrics, registerListenMetrics, registerLiveWebhookMetrics, registerPacerMetrics, registerSessionMetrics } from './metrics.js';
+import { webhookParts } from '../webhooks/parts.js';
+import { deliveryAgents } from '../webhooks/attempt.js';
+import { LiveWebhooks } from '../webhooks/live.js';
+import type { AppReplyHandler } from '../webhooks/live-send.js';
+import type { LiveDeliveryLog } from '../webhooks/types.js';
+import { AppRepliesRepository } from '../db/app-replies.js';
 
 /** The largest backlog a session's socket may hold towards its client before it is closed. */
 const MAX_OUTBOUND_BYTES = 4 * 1024 * 1024;
@@ -83,12 +89,17 @@ export interface ListenNodeOptions {
   readonly tuning: Tuning;
   /** The codec shards' worker module (tests point it at a fixture). */
   readonly codecWorker?: string;
+  /** Where live webhook batches given up on are recorded for their owners; without it only the metrics count them. */
+  readonly liveDeliveryLog?: LiveDeliveryLog;
+  /** Handed each stored reply of a live transcript endpoint (a push or a proactive notification to make). */
+  readonly onAppReply?: AppReplyHandler;
 }
 
 /** What a listen node runs, for shutdown. */
 export interface ListenNode {
   readonly codecPool: CodecPool;
   readonly pacer: LoopPacer | undefined;
+  readonly liveWebhooks: LiveWebhooks;
 }
 
 /** Attaches /v4/listen and starts the codec shards. */
@@ -122,6 +133,12 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
   });
   registerCodecMetrics(registry, pool);
   const actors = o.sessions.actors;
+  const parts = webhookParts(s);
+  const liveWebhooks = new LiveWebhooks({
+    context: { guard: parts.guard, clock, scheduler, logger, metrics: registerLiveWebhookMetrics(registry), agents: deliveryAgents(), replies: new AppRepliesRepository(s.store.knex), log: o.liveDeliveryLog, onAppReply: o.onAppReply },
+    webhooks: parts.webhooks,
+    secrets: parts.secrets,
+  });
   attachListen(o.app, {
     authenticator: o.authenticator,
     registry: actors,
@@ -152,7 +169,8 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
         onFlushFailed: () => metrics.flushFailures.inc(),
         onTranscriptLost: (items) => metrics.transcriptLost.inc(items),
         keepAudio: async (meta, chunks) => o.keptJobs()?.add({ conversationId: meta.conversationId, uid: meta.uid, keptId: await o.kept.keep(meta, chunks) }),
+        liveWebhooks: liveWebhooks.session(params.uid, sessionId),
       }),
   });
-  return { codecPool: pool, pacer };
+  return { codecPool: pool, pacer, liveWebhooks };
 }

@@ -150,3 +150,52 @@ export function registerCodecMetrics(registry: client.Registry, pool: CodecPool)
     },
   });
 }
+
+/** The live-session webhook senders (realtime transcript, audio bytes): engine/webhooks/live.ts. */
+export interface LiveWebhookMetrics {
+  readonly requests: client.Counter<'event' | 'outcome'>;
+  readonly dropped: client.Counter<'event' | 'reason'>;
+  readonly segmentsDropped: client.Counter;
+  readonly audioWindowsDropped: client.Counter;
+  readonly inFlight: client.Gauge<'event'>;
+  readonly replies: client.Counter<'kind'>;
+}
+
+export function registerLiveWebhookMetrics(registry: client.Registry): LiveWebhookMetrics {
+  return {
+    requests: new client.Counter({
+      name: 'webhook_live_requests_total',
+      help: 'Requests of the live webhooks (realtime_transcript, audio_bytes), each attempt by its outcome: delivered, retry, gone, rejected, refused.',
+      labelNames: ['event', 'outcome'],
+      registers: [registry],
+    }),
+    dropped: new client.Counter({
+      name: 'webhook_live_dropped_total',
+      help: 'Live webhook batches (transcript segments) and windows (audio) given up on: retries spent, or the endpoint answered gone, rejected or was refused.',
+      labelNames: ['event', 'reason'],
+      registers: [registry],
+    }),
+    segmentsDropped: new client.Counter({
+      name: 'webhook_transcript_segments_dropped_total',
+      help: 'Transcript segments dropped unsent, oldest first, because an endpoint still busy had the most a session keeps for it waiting.',
+      registers: [registry],
+    }),
+    audioWindowsDropped: new client.Counter({
+      name: 'webhook_audio_windows_dropped_total',
+      help: 'Audio windows dropped unsent, oldest first, because an audio_bytes endpoint still busy had the most a session keeps for it waiting.',
+      registers: [registry],
+    }),
+    inFlight: new client.Gauge({
+      name: 'webhook_live_in_flight',
+      help: 'Live webhook requests on the wire now.',
+      labelNames: ['event'],
+      registers: [registry],
+    }),
+    replies: new client.Counter({
+      name: 'webhook_live_replies_total',
+      help: 'Replies of live transcript endpoints worth acting on, stored: a message to push or a proactive notification request; too_large ones are not stored.',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+  };
+}

@@ -12,6 +12,8 @@ import { listenRoutes } from './listen.js';
 import { usageRoutes } from './usage.js';
 import { webhookRoutes } from './webhooks.js';
 import { appRoutes } from './apps.js';
+import { notificationRoutes } from './notifications.js';
+import { userSettingsRoutes } from './user-settings.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
@@ -26,6 +28,8 @@ export function allRoutes(s: Services): AppRoute[] {
     ...goalRoutes(s),
     ...webhookRoutes(s),
     ...appRoutes(s),
+    ...userSettingsRoutes(s),
+    ...notificationRoutes(s),
     ...mcpRoutes(s),
   ];
 }

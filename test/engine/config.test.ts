@@ -1,7 +1,13 @@
 // Configuration: every setting's default, a value it takes and a value it refuses naming the variable; a frozen result.
 import t from 'tap';
 import path from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { loadConfig, CONFIG_VARIABLES, LOCAL_AUDIENCE, LOCAL_ISSUER, type Config } from '../../engine/config.js';
+import { writeServiceAccount } from '../fakes/fcm-server.js';
+
+const serviceAccount = writeServiceAccount();
+const notJson = path.join(path.dirname(serviceAccount.file), 'not-json.json');
+writeFileSync(notJson, 'private_key=...');
 
 type Variable = (typeof CONFIG_VARIABLES)[number];
 type Env = Record<string, string>;
@@ -86,6 +92,9 @@ const SETTINGS = {
     bad: ['https://stt.example.org/stream', 'not a url', ' ws://127.0.0.1:9000/'],
   },
   WEBHOOK_ALLOW_PRIVATE: { field: 'webhookAllowPrivate', default: false, set: ['on', true], bad: ['yes', 'true', 'ON'] },
+  FCM_SERVICE_ACCOUNT_FILE: { field: 'fcmServiceAccountFile', default: undefined, set: [serviceAccount.file, serviceAccount.file], bad: ['/nonexistent/sa.json', notJson] },
+  FCM_TOKEN_URL: { field: 'fcmTokenUrl', default: undefined, set: ['http://127.0.0.1:9/token', 'http://127.0.0.1:9/token'], bad: ['ftp://x/token', 'token'] },
+  FCM_BASE_URL: { field: 'fcmBaseUrl', default: 'https://fcm.googleapis.com', set: ['http://127.0.0.1:9/', 'http://127.0.0.1:9'], bad: ['ws://127.0.0.1:9'] },
 } satisfies Record<Variable, Setting>;
 
 for (const [variable, s] of Object.entries(SETTINGS) as [Variable, Setting][]) {

@@ -24,7 +24,12 @@ export function portAnswers(port: number): Promise<boolean> {
   });
 }
 
-/** A redis-server on `port` that keeps nothing on disk; the caller kills it (SIGKILL) or leaves it to its teardown. */
-export function startRedisServer(port: number): ChildProcess {
-  return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+/**
+ * A redis-server on `port`; the caller kills it (SIGKILL) or leaves it to its teardown. It keeps nothing on disk unless
+ * `aofDir` is given: then every write is in its append-only file there before it is acknowledged (appendfsync
+ * always), so a server killed and started again on the same directory has every acknowledged write.
+ */
+export function startRedisServer(port: number, aofDir?: string): ChildProcess {
+  const persistence = aofDir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', aofDir] : ['--appendonly', 'no'];
+  return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence], { stdio: 'ignore' });
 }

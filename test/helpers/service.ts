@@ -41,6 +41,10 @@ export interface StartOptions {
   stopMayFail?: boolean;
   /** Where the service logs (default: a logger at TEST_LOG_LEVEL, silent unless set). */
   logger?: Logger;
+  /** Handed each stored reply of a live transcript endpoint (ServiceOptions.onAppReply). */
+  onAppReply?: ServiceOptions['onAppReply'];
+  /** Where live webhook drops are reported (ServiceOptions.liveDeliveryLog). */
+  liveDeliveryLog?: ServiceOptions['liveDeliveryLog'];
   /** Scheduler interval; default 0: tests drive timers with `service.scheduler.tick()` after `clock.advance()`. */
   schedulerResolutionMs?: number;
 }
@@ -74,6 +78,8 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
     ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
     ...(opts.tuning ? { tuning: opts.tuning } : {}),
     ...(opts.webhookResolver ? { webhookResolver: opts.webhookResolver } : {}),
+    ...(opts.onAppReply ? { onAppReply: opts.onAppReply } : {}),
+    ...(opts.liveDeliveryLog ? { liveDeliveryLog: opts.liveDeliveryLog } : {}),
     schedulerResolutionMs: opts.schedulerResolutionMs ?? 0,
   });
   t.teardown(async () => {
