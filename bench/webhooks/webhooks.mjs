@@ -2,7 +2,8 @@
 // by its worker to a local keep-alive receiver. Deliveries per second at full speed, and enqueue → receipt latency
 // at a fixed rate. The service runs in this process (ROLE=all), the receiver in a child process.
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,7 @@ export const USAGE = `npm run bench -- webhooks [--deliveries 5000] [--rate 200]
   --rate                deliveries per second for the latency run (default 200)
   --latency-deliveries  deliveries of the latency run (default 2000; 50 with --smoke)
   --store               sqlite (default) or pg (PostgreSQL at 127.0.0.1:5432/test, a schema of its own)
+  --profile FILE        writes a V8 CPU profile of the full-speed run (the service's process) to FILE
   --out                 result file (default bench/results/<timestamp>-webhooks.json)`;
 
 const RECEIVER = fileURLToPath(new URL('./receiver.mjs', import.meta.url));
@@ -75,6 +77,12 @@ export async function run(options) {
 
     // Throughput: everything enqueued at once (64 in flight), until the receiver has seen each.
     const batch = await seedConversations(total);
+    const profiler = typeof options.profile === 'string' ? new Session() : undefined;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    }
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
     let next = 0;
@@ -86,6 +94,11 @@ export async function run(options) {
     const perSec = receivedAt.size / seconds;
     const cpu = process.cpuUsage(cpu0);
     const cpuMsPer = (cpu.user + cpu.system) / 1000 / Math.max(receivedAt.size, 1);
+    if (profiler) {
+      const { profile } = await profiler.post('Profiler.stop');
+      writeFileSync(/** @type {string} */ (options.profile), JSON.stringify(profile));
+      profiler.disconnect();
+    }
 
     // Latency at a fixed rate.
     receivedAt.clear();

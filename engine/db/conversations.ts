@@ -625,7 +625,7 @@ export class ConversationsRepository {
 
   /** One of the user's conversations (not deleted), optionally with its segments. */
   async get(userId: string, id: string, opts: { includeSegments?: boolean } = {}): Promise<ConversationRecord | undefined> {
-    const row = (await this.#base().where({ 'c.id': id, 'c.user_id': userId, 'c.deleted': false }).first()) as Row | undefined;
+    const [row] = await select<Row>(this.knex, `${SELECT_WITH_FOLDER} WHERE c.id = ? AND c.user_id = ? AND c.deleted = ?`, [id, userId, false]);
     if (!row) return undefined;
     const record = toRecord(row);
     if (opts.includeSegments) record.segments = await this.segments(id);

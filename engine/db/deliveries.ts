@@ -4,8 +4,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.js';
+import { APP_TRIGGER_OF, type WebhookSecretRecord } from './webhooks.js';
 import type { LiveDeliveryLog, LiveDeliveryReport, WebhookEventType } from '../webhooks/types.js';
 import { bool, isoNow } from './store.js';
+import { GroupCommit } from './group-commit.js';
+import { execute, repeat, runInserts, select, type RowValue, type TransactionRun } from './prepared.js';
 
 export type OwnerKind = 'user' | 'app';
 
@@ -114,34 +117,127 @@ const toRecord = (r: Row): DeliveryRecord => ({
   deliveredAt: r.delivered_at,
 });
 
+/**
+ * What one attempt needs to know before it goes, read in one statement: the delivery, its endpoint's health, where
+ * the endpoint points now (the user's URL, or the app's and whether the user still has it installed) and the owner's
+ * secret. Read afresh for every attempt, so a changed URL, a disabled endpoint or a rotated secret applies at once.
+ */
+export interface AttemptView {
+  delivery: DeliveryRecord;
+  health: Pick<EndpointHealth, 'consecutiveFailures' | 'circuitOpenUntil'>;
+  /** The URL the delivery goes to now; undefined when its endpoint is gone, disabled or (an app) uninstalled or re-targeted. */
+  url: string | undefined;
+  /** The owner's secret row; undefined when it has none yet. */
+  secret: Pick<WebhookSecretRecord, 'secret' | 'previousSecret' | 'previousExpiresAt'> | undefined;
+}
+
+interface AttemptRow extends Row {
+  h_failures: number | null;
+  h_open_until: string | null;
+  w_url: string | null;
+  w_enabled: unknown;
+  a_url: string | null;
+  a_enabled: unknown;
+  a_trigger: string | null;
+  i_app: string | null;
+  s_secret: string | null;
+  s_previous: string | null;
+  s_previous_expires: string | null;
+}
+
+// The joins match at most one row each: health and secrets by their primary keys, a user's URL by (uid, type), an
+// app by id and its install by (app, user).
+const ATTEMPT_VIEW_SQL = `SELECT d.*, h.consecutive_failures AS h_failures, h.circuit_open_until AS h_open_until,
+  w.url AS w_url, w.enabled AS w_enabled, a.webhook_url AS a_url, a.webhook_enabled AS a_enabled, a.triggers_on AS a_trigger, i.app_id AS i_app,
+  s.secret AS s_secret, s.previous_secret AS s_previous, s.previous_expires_at AS s_previous_expires
+FROM webhook_deliveries d
+LEFT JOIN webhook_endpoint_health h ON h.owner_kind = d.owner_kind AND h.owner_id = d.owner_id AND h.event_type = d.event_type
+LEFT JOIN developer_webhooks w ON d.owner_kind = 'user' AND w.uid = d.owner_id AND w.type = d.event_type
+LEFT JOIN apps a ON d.owner_kind = 'app' AND a.id = d.owner_id
+LEFT JOIN app_installs i ON i.app_id = a.id AND i.uid = d.uid
+LEFT JOIN webhook_secrets s ON s.owner_kind = d.owner_kind AND s.owner_id = d.owner_id
+WHERE d.id = ?`;
+
+/** The columns an attempt sets, in the order of the values recordAttempt() writes; delivered_at is kept when null. */
+const ATTEMPT_COLUMNS = ['state', 'attempts', 'last_status', 'last_error', 'last_latency_ms', 'next_attempt_at', 'body_bytes', 'updated_at', 'delivered_at'] as const;
+const attemptSet = (value: (i: number) => string): string =>
+  ATTEMPT_COLUMNS.map((c, i) => (c === 'delivered_at' ? `delivered_at = COALESCE(${value(i)}, webhook_deliveries.delivered_at)` : `${c} = ${value(i)}`)).join(', ');
+const RECORD_ATTEMPT_SQL = `UPDATE webhook_deliveries SET ${attemptSet(() => '?')} WHERE id = ?`;
+/** sqlite: every attempt of a group in one statement, `[[…values, id], …]` as one JSON array. */
+const RECORD_ATTEMPTS_JSON_SQL = `UPDATE webhook_deliveries SET ${attemptSet((i) => `json_extract(j.value, '$[${i}]')`)} FROM json_each(?) AS j WHERE webhook_deliveries.id = json_extract(j.value, '$[${ATTEMPT_COLUMNS.length}]')`;
+
+/** PostgreSQL: every attempt of a group in one statement, VALUES typed as the columns they set (then the id). */
+const PG_ATTEMPT_TYPES = ['text', 'integer', 'integer', 'text', 'integer', 'text', 'integer', 'text', 'text', 'text'] as const;
+const recordAttemptsPgSql = (n: number): string =>
+  `UPDATE webhook_deliveries SET ${attemptSet((i) => `v.${ATTEMPT_COLUMNS[i]}`)} FROM (VALUES ${repeat(n, `(${PG_ATTEMPT_TYPES.map((t) => `?::${t}`).join(', ')})`)}) AS v(${[...ATTEMPT_COLUMNS, 'id'].join(', ')}) WHERE webhook_deliveries.id = v.id`;
+
+/** A write to the log that shares a transaction with the others pending (group commit). */
+type LogWrite = { insert: RowValue[][] } | { attempt: RowValue[] };
+
+/** At most this many log writes share one transaction. */
+export const DELIVERY_LOG_GROUP_MAX = 256;
+
+async function applyLogWrites(run: TransactionRun, writes: readonly LogWrite[]): Promise<void[]> {
+  const rows: RowValue[][] = [];
+  const attempts: RowValue[][] = [];
+  for (const w of writes) {
+    if ('insert' in w) rows.push(...w.insert);
+    else attempts.push(w.attempt);
+  }
+  await runInserts(run, 'webhook_deliveries', DELIVERY_COLUMNS, rows, 'ON CONFLICT (id) DO NOTHING');
+  if (attempts.length === 1) await run(RECORD_ATTEMPT_SQL, attempts[0]!);
+  else if (attempts.length > 1) await (run.sqlite ? run(RECORD_ATTEMPTS_JSON_SQL, [JSON.stringify(attempts)]) : run(recordAttemptsPgSql(attempts.length), attempts.flat()));
+  return writes.map(() => undefined);
+}
+
+const DELIVERY_COLUMNS = ['id', 'owner_kind', 'owner_id', 'uid', 'event_type', 'subject_id', 'state', 'attempts', 'reprocess', 'created_at', 'updated_at'] as const;
+
 const keyWhere = (k: EndpointKey): Record<string, string> => ({ owner_kind: k.ownerKind, owner_id: k.ownerId, event_type: k.eventType });
 
 /** A new `webhook-id`: `msg_` and 32 hex digits. */
 export const newWebhookId = (): string => `msg_${randomUUID().replace(/-/g, '')}`;
 
 export class DeliveriesRepository implements LiveDeliveryLog {
+  /**
+   * New rows and attempts: every delivery writes both, and those arriving while a transaction runs share the next one
+   * (sqlite: one statement each for all of them) instead of taking the write lock one by one.
+   */
+  readonly #writes: GroupCommit<LogWrite>;
+
   constructor(
     private readonly knex: Knex,
     private readonly now: () => number,
     private readonly logger?: Logger,
-  ) {}
+  ) {
+    this.#writes = new GroupCommit(knex, applyLogWrites, DELIVERY_LOG_GROUP_MAX);
+  }
 
   /** Inserts the deliveries not recorded yet; an id seen before is left as it is. */
   async insert(rows: readonly NewDelivery[]): Promise<void> {
     if (rows.length === 0) return;
     const at = isoNow(this.now());
-    await this.knex('webhook_deliveries')
-      .insert(rows.map((r) => ({
-        id: r.id, owner_kind: r.ownerKind, owner_id: r.ownerId, uid: r.uid, event_type: r.eventType, subject_id: r.subjectId,
-        state: 'pending', attempts: 0, reprocess: r.reprocess, created_at: at, updated_at: at,
-      })))
-      .onConflict('id')
-      .ignore();
+    await this.#writes.submit({ insert: rows.map((r) => [r.id, r.ownerKind, r.ownerId, r.uid, r.eventType, r.subjectId, 'pending', 0, r.reprocess, at, at]) });
   }
 
   async get(id: string): Promise<DeliveryRecord | undefined> {
-    const row = (await this.knex('webhook_deliveries').where({ id }).first()) as Row | undefined;
+    const [row] = await select<Row>(this.knex, 'SELECT * FROM webhook_deliveries WHERE id = ?', [id]);
     return row ? toRecord(row) : undefined;
+  }
+
+  /** The delivery and what its next attempt depends on (AttemptView), in one read; undefined when there is no such delivery. */
+  async attemptView(id: string): Promise<AttemptView | undefined> {
+    const [r] = await select<AttemptRow>(this.knex, ATTEMPT_VIEW_SQL, [id]);
+    if (!r) return undefined;
+    const delivery = toRecord(r);
+    let url: string | undefined;
+    if (delivery.ownerKind === 'user') url = r.w_url !== null && bool(r.w_enabled) ? r.w_url : undefined;
+    else url = r.a_url !== null && bool(r.a_enabled) && r.a_trigger === APP_TRIGGER_OF[delivery.eventType] && r.i_app !== null ? r.a_url : undefined;
+    return {
+      delivery,
+      health: { consecutiveFailures: r.h_failures === null ? 0 : Number(r.h_failures), circuitOpenUntil: r.h_open_until },
+      url,
+      secret: r.s_secret === null ? undefined : { secret: r.s_secret, previousSecret: r.s_previous, previousExpiresAt: r.s_previous_expires },
+    };
   }
 
   /** An owner's deliveries, newest first (ties by id, so pages are stable); `limit` + 1 rows tell whether more follow. */
@@ -157,17 +253,9 @@ export class DeliveriesRepository implements LiveDeliveryLog {
   /** Records one attempt (or the end without one, attempts unchanged). */
   async recordAttempt(id: string, u: AttemptUpdate): Promise<void> {
     const at = isoNow(this.now());
-    await this.knex('webhook_deliveries').where({ id }).update({
-      state: u.state,
-      attempts: u.attempts,
-      last_status: u.lastStatus,
-      last_error: u.lastError,
-      last_latency_ms: u.lastLatencyMs === null ? null : Math.round(u.lastLatencyMs),
-      next_attempt_at: u.nextAttemptAt === null ? null : isoNow(u.nextAttemptAt),
-      body_bytes: u.bodyBytes,
-      updated_at: at,
-      ...(u.state === 'delivered' ? { delivered_at: at } : {}),
-    });
+    const latency = u.lastLatencyMs === null ? null : Math.round(u.lastLatencyMs);
+    const next = u.nextAttemptAt === null ? null : isoNow(u.nextAttemptAt);
+    await this.#writes.submit({ attempt: [u.state, u.attempts, u.lastStatus, u.lastError, latency, next, u.bodyBytes, at, u.state === 'delivered' ? at : null, id] });
   }
 
   /** When the next attempt is due (a circuit held it back), without counting an attempt. */
@@ -201,7 +289,11 @@ export class DeliveriesRepository implements LiveDeliveryLog {
 
   /** A delivered attempt ends the endpoint's failure run and closes its circuit. */
   async recordSuccess(k: EndpointKey): Promise<void> {
-    await this.knex('webhook_endpoint_health').where(keyWhere(k)).where('consecutive_failures', '>', 0).update({ consecutive_failures: 0, first_failure_at: null, circuit_open_until: null });
+    await execute(
+      this.knex,
+      'UPDATE webhook_endpoint_health SET consecutive_failures = 0, first_failure_at = NULL, circuit_open_until = NULL WHERE owner_kind = ? AND owner_id = ? AND event_type = ? AND consecutive_failures > 0',
+      [k.ownerKind, k.ownerId, k.eventType],
+    );
   }
 
   /**

@@ -45,7 +45,8 @@ export async function finalizeStatements(conn: object): Promise<void> {
   if (kept) await Promise.all([...kept.values()].map((st) => new Promise<void>((resolve) => st.finalize(resolve))));
 }
 
-const keepsStatements = (knex: Knex): boolean => (knex.client as { [KEEPS_STATEMENTS]?: boolean })[KEEPS_STATEMENTS] === true;
+/** Whether `knex` is the store's sqlite client (which SQL insertStatements() writes for it). */
+export const keepsStatements = (knex: Knex): boolean => (knex.client as { [KEEPS_STATEMENTS]?: boolean })[KEEPS_STATEMENTS] === true;
 
 /** The statement for `sql` kept on `conn` (prepared on first use). */
 function statementOn(conn: object, sql: string): Statement {

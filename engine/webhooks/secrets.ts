@@ -20,7 +20,7 @@ export function generateSecret(): string {
 }
 
 /** The secrets valid at `now`, newest first: the current one, and the previous one while its overlap lasts. */
-export function secretsAt(record: WebhookSecretRecord | undefined, now: number): string[] {
+export function secretsAt(record: Pick<WebhookSecretRecord, 'secret' | 'previousSecret' | 'previousExpiresAt'> | undefined, now: number): string[] {
   if (!record) return [];
   const out = [record.secret];
   if (record.previousSecret !== null && record.previousExpiresAt !== null && Date.parse(record.previousExpiresAt) > now) out.push(record.previousSecret);

@@ -8,7 +8,7 @@ import type { Services } from '../services.js';
 import { bullConnection, closeWorker } from '../jobs/queues.js';
 import { OPEN_STATES, type DeliveriesRepository, type DeliveryRecord, type EndpointKey } from '../db/deliveries.js';
 import { attemptDelivery, deliveryAgents, ATTEMPT_TIMEOUT_MS, type AttemptResult } from './attempt.js';
-import { APP_TRIGGER_OF } from '../db/webhooks.js';
+import { secretsAt } from './secrets.js';
 import { webhookParts, type WebhookParts } from './parts.js';
 import { WEBHOOKS_QUEUE, type DeliverJobData } from './queue.js';
 
@@ -109,13 +109,13 @@ export class WebhookWorker {
   /** One run of a delivery's job: at most one attempt. */
   async run(job: Job<DeliverJobData>, token?: string): Promise<RunOutcome> {
     const { logger, clock } = this.#s;
-    const d = await this.#deliveries.get(job.data.deliveryId);
-    if (!d || !OPEN_STATES.includes(d.state)) return 'skipped';
+    const view = await this.#deliveries.attemptView(job.data.deliveryId);
+    if (!view || !OPEN_STATES.includes(view.delivery.state)) return 'skipped';
+    const d = view.delivery;
     const key: EndpointKey = { ownerKind: d.ownerKind, ownerId: d.ownerId, eventType: d.eventType };
-    const url = await this.#endpointUrl(d);
-    if (url === undefined) return this.#cancel(d);
+    if (view.url === undefined) return this.#cancel(d);
     let now = clock.now();
-    const held = await this.#circuitWait(key, now);
+    const held = await this.#circuitWait(key, view.health.circuitOpenUntil, now);
     if (held !== undefined) {
       await this.#deliveries.setNextAttempt(d.id, now + held);
       return this.#later(job, token, held);
@@ -127,10 +127,10 @@ export class WebhookWorker {
       frozen = built;
       await job.updateData({ ...job.data, frozen });
     }
-    const target = new URL(url);
+    const target = new URL(view.url);
     for (const [k, v] of Object.entries(frozen.query)) target.searchParams.set(k, v);
     now = clock.now();
-    const secrets = await this.#parts.secrets.signingSecrets(d.ownerKind, d.ownerId, now);
+    const secrets = view.secret ? secretsAt(view.secret, now) : await this.#parts.secrets.signingSecrets(d.ownerKind, d.ownerId, now);
     const r = await attemptDelivery(
       this.#parts.guard,
       { url: target.href, webhookId: d.id, timestampS: Math.floor(now / 1000), body: frozen.body, secrets, timeoutMs: this.#timeoutMs },
@@ -143,7 +143,8 @@ export class WebhookWorker {
     const record = { attempts, lastStatus: r.status, lastError: r.error, lastLatencyMs: r.latencyMs, bodyBytes };
     if (r.outcome === 'delivered') {
       // The reply and the endpoint's health first: whoever sees the delivery delivered sees them too.
-      await this.#deliveries.recordSuccess(key);
+      // An endpoint seen without failures has no run to end (a failure counted since is as if it came after this).
+      if (view.health.consecutiveFailures > 0) await this.#deliveries.recordSuccess(key);
       if (d.ownerKind === 'app' && d.eventType === 'memory_created') await this.#storeReply(d, r);
       await this.#deliveries.recordAttempt(d.id, { ...record, state: 'delivered', nextAttemptAt: null });
       return 'delivered';
@@ -164,27 +165,14 @@ export class WebhookWorker {
     return delay === undefined ? 'failed' : this.#later(job, token, delay);
   }
 
-  /** The URL a delivery goes to now: its endpoint as currently set and enabled (an app still installed); undefined when none. */
-  async #endpointUrl(d: DeliveryRecord): Promise<string | undefined> {
-    const { webhooks, apps } = this.#parts;
-    if (d.ownerKind === 'user') {
-      const w = await webhooks.get(d.uid, d.eventType);
-      return w?.enabled ? w.url : undefined;
-    }
-    const app = await apps.get(d.ownerId);
-    if (!app || !app.webhookEnabled || app.webhookUrl === null || app.triggersOn !== APP_TRIGGER_OF[d.eventType] || !(await apps.installation(app.id, d.uid))) return undefined;
-    return app.webhookUrl;
-  }
-
   /**
    * Undefined when an attempt may go now: the endpoint's circuit is closed, or it half-opens and this run won the one
    * probe. Else how long to wait (to the circuit's end, or one open period while a probe is out), with jitter.
    */
-  async #circuitWait(key: EndpointKey, now: number): Promise<number | undefined> {
-    const h = await this.#deliveries.health(key);
-    if (h.circuitOpenUntil === null) return undefined;
-    const until = Date.parse(h.circuitOpenUntil);
-    if (until <= now && (await this.#deliveries.claimProbe(key, h.circuitOpenUntil, now + CIRCUIT_OPEN_MS))) return undefined;
+  async #circuitWait(key: EndpointKey, openUntil: string | null, now: number): Promise<number | undefined> {
+    if (openUntil === null) return undefined;
+    const until = Date.parse(openUntil);
+    if (until <= now && (await this.#deliveries.claimProbe(key, openUntil, now + CIRCUIT_OPEN_MS))) return undefined;
     const wait = until > now ? until - now : CIRCUIT_OPEN_MS;
     return Math.round(wait * (1 + RETRY_JITTER * this.#random()));
   }

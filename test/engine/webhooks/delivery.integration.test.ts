@@ -303,3 +303,28 @@ t.test('a first completion announced twice (after a crash) is delivered once', a
   t.equal(rx.received.length, 1, 'sent once');
   t.equal((await deliveries(s, 'user', 'u1')).length, 1, 'one row');
 });
+
+for (const store of STORES) t.test(`${store}: each attempt goes where its endpoint points then: a changed URL takes the retry, an uninstalled app's is cancelled`, async (t) => {
+  const { s, rx } = await userHooked(t, (_q, res) => res.writeHead(503).end(), {}, {}, store);
+  const app = await receiver(t, (_q, res) => res.writeHead(503).end());
+  const appId = await installedApp(s, 'dev', 'u1', app.url);
+  await endedConversation(s, 'u1');
+  const first = await settled(s, 'user', 'u1', (x) => x.state === 'retrying', 'the user retry scheduled');
+  const appFirst = await settled(s, 'app', appId, (x) => x.state === 'retrying', 'the app retry scheduled');
+  const moved = await receiver(t);
+  await setUserHook(s, 'u1', moved.url);
+  const gone = await s.req(`/v1/apps/${appId}/install`, { method: 'DELETE', headers: bearer(await s.token('u1')) });
+  t.equal(gone.status, 204);
+  s.clock.advance(RETRY_DELAYS_MS[0] * (1 + RETRY_JITTER));
+  await (await delayedJob(s, first.id)).promote();
+  await (await delayedJob(s, appFirst.id)).promote();
+  t.match(await settled(s, 'user', 'u1', (x) => x.state === 'delivered', 'delivered to the new URL'), { attempts: 2, lastStatus: 200 });
+  t.match(await settled(s, 'app', appId, (x) => x.state === 'cancelled', 'the app delivery cancelled'), { attempts: 1 });
+  t.equal(rx.received.length, 1, 'the old URL had the first attempt only');
+  t.equal(app.received.length, 1, 'the uninstalled app had the first attempt only');
+  t.equal(moved.received.length, 1);
+  const got = moved.received[0]!;
+  t.equal(got.headers['webhook-id'], first.id, 'the same webhook-id');
+  t.same(got.body, rx.received[0]!.body, 'the same bytes');
+  verified(got, await secretOf(s, 'user', 'u1'));
+});
