@@ -42,7 +42,7 @@ export function dailySummaryRoutes(s: Services): AppRoute[] {
       tags,
       auth: { kind: 'id_token' },
       query: ListQuery,
-      responses: { 200: { description: 'a page of summaries', schema: Type.Array(DaySummarySchema) } },
+      responses: { 200: { description: 'a page of summaries', schema: Type.Array(DaySummarySchema, { title: 'DaySummaryList', description: 'a page of your day summaries, newest first' }) } },
       async handler({ auth, query }) {
         const page = Math.min(query.limit as number, MAX_SUMMARIES_PAGE);
         const { items, more } = splitPage(await summaries.repo.list(auth.uid, page + 1, query.offset as number), page);
