@@ -16,6 +16,7 @@ const SCENARIOS = {
   notify: './http/notify.mjs',
   jobs: './jobs/jobs.mjs',
   webhooks: './webhooks/webhooks.mjs',
+  'day-summary': './jobs/day-summary.mjs',
   compare: './compare.mjs',
 };
 
@@ -35,6 +36,7 @@ scenarios:
             vs a bare BullMQ worker
   webhooks  conversation-created deliveries from the service's queue to a local keep-alive receiver: deliveries/s,
             and p99 enqueue → receipt at a fixed rate
+  day-summary  the hourly day summary run for 10,000 users with an LLM fake answering in 1 s: how long it takes
   compare   compare A.json B.json: the ratio between two result files' figures
 each run prints a table and writes bench/results/<timestamp>-<scenario>.json and .html (charts);
 \`npm run bench -- <scenario> --help\` for options`;

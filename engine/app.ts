@@ -54,6 +54,8 @@ import { NotificationsRepository } from './db/notifications.js';
 import { Notifier } from './notifications/notifier.js';
 import { startPushes, type Pushes } from './notifications/pushes.js';
 import type { LiveWebhooks } from './webhooks/live.js';
+import { daySummaries } from './summaries/day-summary.js';
+import { DaySummarySchedule } from './summaries/schedule.js';
 import type { AppReplyHandler } from './webhooks/live-send.js';
 import { ProactiveNotifications } from './notifications/proactive.js';
 import type { LiveDeliveryLog } from './webhooks/types.js';
@@ -106,6 +108,7 @@ interface LiveParts {
   pushes: Pushes;
   liveWebhooks: LiveWebhooks | undefined;
   proactive: ProactiveNotifications | undefined;
+  daySummarySchedule: DaySummarySchedule | undefined;
 }
 
 
@@ -148,6 +151,11 @@ export class Service {
     return this.#live.registry;
   }
 
+  /** The day summary's schedule on a jobs node (tests run an hour with `runHour`). */
+  get daySummarySchedule(): DaySummarySchedule | undefined {
+    return this.#live.daySummarySchedule;
+  }
+
   /** Opens every dependency, runs migrations and starts listening. */
   static async start(opts: ServiceOptions): Promise<Service> {
     const { config } = opts;
@@ -174,6 +182,7 @@ export class Service {
     let listen: ListenNode | undefined;
     let pushes: Pushes | undefined;
     let proactive: ProactiveNotifications | undefined;
+    let daySummarySchedule: DaySummarySchedule | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
@@ -228,6 +237,7 @@ export class Service {
         notifier,
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
+      daySummaries(services);
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const sessions = createSessions(services, registry);
       await events.attach((event) => void sessions.actors.deliver(event), (uid) => sessions.actors.endRecording(uid));
@@ -240,6 +250,8 @@ export class Service {
           ...(opts.tuning?.webhookTimeoutMs ? { timeoutMs: opts.tuning.webhookTimeoutMs } : {}),
           ...(opts.tuning?.webhookStalledIntervalMs ? { stalledIntervalMs: opts.tuning.webhookStalledIntervalMs } : {}),
         });
+        daySummarySchedule = new DaySummarySchedule({ services, redisUrl });
+        await daySummarySchedule.start();
         worker = startJobsNode({ services, events, redisUrl, keptIndex, onProcessed: conversationCreatedListener(services) });
       }
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.
@@ -275,7 +287,7 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, proactive });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, proactive, daySummarySchedule });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -284,6 +296,7 @@ export class Service {
       pacer?.close();
       scheduler.close();
       await worker?.close();
+      await daySummarySchedule?.close();
       await webhookWorker?.close();
       await keptJobs?.close();
       await pushes?.close();
@@ -321,6 +334,7 @@ export class Service {
     // Notifications those last replies asked for, while the notifier and the store still take them.
     await this.#step('proactive', () => live.proactive?.close(), bound);
     await this.#step('jobs', () => live.worker?.close(), bound);
+    await this.#step('day-summaries', () => live.daySummarySchedule?.close(), bound);
     // Attempts under way finish (bounded); one cut short is sent again by another jobs process, same webhook id.
     await this.#step('webhooks', () => live.webhookWorker?.close(), bound);
     // No job runs now, and the HTTP routes that process in the request have finished (or timed out) above.

@@ -32,6 +32,24 @@ function answer(/** @type {string} */ transcript) {
   };
 }
 
+/**
+ * A schema-valid day summary (engine/summaries/generate.ts) naming the conversations the service listed.
+ * @param {string} prompt
+ */
+function daySummary(prompt) {
+  const ids = [...prompt.matchAll(/conversation_id: (\S+)/g)].map((m) => /** @type {string} */ (m[1]));
+  const first = ids[0] ?? 'none';
+  return {
+    headline: 'A bench day',
+    overview: `A day of ${ids.length} conversations.`,
+    day_emoji: '🧪',
+    highlights: ids.slice(0, 5).map((id) => ({ topic: 'Bench', emoji: '🧪', summary: 'A conversation.', conversation_ids: [id] })),
+    unresolved_questions: [],
+    decisions_made: ids.length > 0 ? [{ decision: 'Keep benching', conversation_id: first }] : [],
+    knowledge_nuggets: [],
+  };
+}
+
 const server = http.createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/stats') {
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -59,7 +77,7 @@ const server = http.createServer((req, res) => {
     }
     const messages = Array.isArray(body?.messages) ? body.messages : [];
     const user = messages.filter((/** @type {any} */ m) => m?.role === 'user').map((/** @type {any} */ m) => String(m.content)).join('\n');
-    const content = JSON.stringify(answer(user));
+    const content = JSON.stringify(body?.response_format?.json_schema?.name === 'day_summary' ? daySummary(user) : answer(user));
     setTimeout(() => {
       answered++;
       res.writeHead(200, { 'content-type': 'application/json' });

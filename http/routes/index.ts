@@ -14,6 +14,7 @@ import { webhookRoutes } from './webhooks.js';
 import { appRoutes } from './apps.js';
 import { notificationRoutes } from './notifications.js';
 import { userSettingsRoutes } from './user-settings.js';
+import { dailySummaryRoutes } from './daily-summaries.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
@@ -30,6 +31,7 @@ export function allRoutes(s: Services): AppRoute[] {
     ...appRoutes(s),
     ...userSettingsRoutes(s),
     ...notificationRoutes(s),
+    ...dailySummaryRoutes(s),
     ...mcpRoutes(s),
   ];
 }
