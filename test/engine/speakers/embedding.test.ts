@@ -88,12 +88,15 @@ t.test('synthetic voices are told apart: equal-error rate under 8% over 595 pair
   const embedder = new DspSpeakerEmbedder();
   const dir = mkdtempSync(join(tmpdir(), 'speaker-eer-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const items: { speaker: string; vector: Float32Array }[] = [];
+  const audio: { speaker: string; pcm: Int16Array }[] = [];
   for (const [speaker, { voice, effects }] of Object.entries(SPEAKERS)) {
-    SENTENCES.forEach((text, i) => {
-      items.push({ speaker, vector: embedder.embed(speak(dir, voice, effects, text, `${speaker}-${i}`)) });
-    });
+    SENTENCES.forEach((text, i) => audio.push({ speaker, pcm: speak(dir, voice, effects, text, `${speaker}-${i}`) }));
   }
+  const started = process.cpuUsage();
+  const items = audio.map(({ speaker, pcm }) => ({ speaker, vector: embedder.embed(pcm) }));
+  const cpu = process.cpuUsage(started);
+  const seconds = audio.reduce((sum, { pcm }) => sum + pcm.length, 0) / SAMPLE_RATE;
+  t.comment(`${((cpu.user + cpu.system) / seconds).toFixed(0)} µs CPU per second of audio (${seconds.toFixed(0)} s, one pass)`);
   const same: number[] = [];
   const different: number[] = [];
   for (let i = 0; i < items.length; i++) {
