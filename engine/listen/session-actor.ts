@@ -536,7 +536,7 @@ export class SessionActor {
       stats.pcmSamples += channel.length;
       if (channel.length > 0) this.#speech?.write(i, channel);
     }
-    // Channel 0 only: a two-channel call's wearer side, what a mono receiver expects.
+    // The first channel only (0x01, the wearer's side of a two-channel call): what a mono receiver expects.
     if (this.#livePcm !== undefined && pcm[0] !== undefined && pcm[0].length > 0) this.#livePcm.pcm(pcm[0]);
     // Per batch, and nothing to do unless a manual end waits (a length check).
     if (this.#decodeWaiters.length > 0) this.#wakeDecodeWaiters();
