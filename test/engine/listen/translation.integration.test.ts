@@ -114,7 +114,7 @@ t.test('a growing segment is translated once it settles, its new sentences only;
   t.equal(grown.id, a.id, 'the continuation merged into the same segment');
   t.equal(fake.requests.length, 0, 'nothing translated while the segment changes every step');
   await advance(ts, 1000);
-  const first = await c.json(isTranslation);
+  const first = await c.json(isTranslation, 30_000);
   t.same(first.segments, [{ id: a.id, translations: [{ lang: 'en', text: 'Hello, how are you? I am very well.' }] }]);
   t.equal(fake.requests.length, 1);
 
@@ -122,7 +122,7 @@ t.test('a growing segment is translated once it settles, its new sentences only;
   const [again] = await sendAndStep(ts, c, actor, line('¿Dónde está la estación?', 1, 4, 5));
   t.equal(again.id, a.id);
   await advance(ts, 1000);
-  const second = await c.json(isTranslation);
+  const second = await c.json(isTranslation, 30_000);
   const full = 'Hello, how are you? I am very well. Where is the station?';
   t.same(second.segments, [{ id: a.id, translations: [{ lang: 'en', text: full }] }], 'the same id, the whole text');
   t.equal(fake.requests.length, 2);
@@ -133,7 +133,7 @@ t.test('a growing segment is translated once it settles, its new sentences only;
   // Another speaker says a sentence the node has translated: no request.
   const [b] = await sendAndStep(ts, c, actor, line('Hola, ¿cómo estás?', 2, 10, 11));
   await advance(ts, 1000);
-  const third = await c.json(isTranslation);
+  const third = await c.json(isTranslation, 30_000);
   t.same(third.segments, [{ id: b.id, translations: [{ lang: 'en', text: 'Hello, how are you?' }] }]);
   t.equal(fake.requests.length, 2, 'answered from the cache');
 
@@ -168,7 +168,7 @@ t.test('a failing model: retried, then the segment is skipped and counted; a tim
   await advanceUntil(ts, () => fake.requests.length === 4, 'the held request');
   await advanceUntil(ts, () => c.frames.some((f) => f.includes('"type":"translation"')), 'the translation after the timeout');
   t.equal(await metric(ts, 'translation_requests_total', 'timeout'), 1, 'the held request timed out on the service clock');
-  const msg = await c.json(isTranslation);
+  const msg = await c.json(isTranslation, 30_000);
   t.same(msg.segments, [{ id: b.id, translations: [{ lang: 'en', text: 'Where is the station?' }] }]);
   t.same(asked(fake, 4), ['¿Dónde está la estación?'], 'the given-up segment is not asked again');
   t.equal(actor.state, 'streaming', 'the session never noticed');
@@ -179,17 +179,19 @@ t.test('a failing model: retried, then the segment is skipped and counted; a tim
   c.close();
 });
 
-t.test('the target is the user’s saved language', async (t) => {
+t.test('the target is the user’s saved language; stored on PostgreSQL too', async (t) => {
   const fake = await llm(t);
-  const ts = await startService(t, { env: { LLM_BASE_URL: fake.baseUrl } });
+  const ts = await startService(t, { store: 'pg', env: { LLM_BASE_URL: fake.baseUrl } });
   const res = await ts.req('/v1/users/settings', { method: 'PATCH', headers: bearer(await ts.token('u1')), body: { language: 'fr' } });
   t.equal(res.status, 200);
   const { c, actor, ready } = await multiSession(ts);
   t.same(ready.translation, { enabled: true, language: 'fr' });
   const [a] = await sendAndStep(ts, c, actor, line('Estoy muy bien.', 1, 0, 1));
   await advance(ts, 1000);
-  t.same((await c.json(isTranslation)).segments, [{ id: a.id, translations: [{ lang: 'fr', text: '[fr] I am very well.' }] }]);
+  t.same((await c.json(isTranslation, 30_000)).segments, [{ id: a.id, translations: [{ lang: 'fr', text: '[fr] I am very well.' }] }]);
   t.match(fake.requests[0]!.body.messages[0].content, /"fr"/, 'the model is told the target');
+  await until(async () => (await ts.service.services.conversations.segments(actor.conversationId!))[0]?.translations !== undefined, { what: 'stored' });
+  t.same((await ts.service.services.conversations.segments(actor.conversationId!))[0]!.translations, [{ lang: 'fr', text: '[fr] I am very well.' }]);
   c.close();
 });
 
