@@ -74,6 +74,7 @@ export const ListenMessage = {
   SUGGESTED_TRANSCRIPT: 'suggested_transcript',
   SPEAKER_ASSIGNED: 'speaker_assigned',
   IMAGE_CHUNK: 'image_chunk',
+  TRANSLATION: 'translation',
 } as const;
 export type ListenMessage = (typeof ListenMessage)[keyof typeof ListenMessage];
 

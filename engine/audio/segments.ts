@@ -33,7 +33,7 @@ function sameSpeaker(a: TranscriptSegment, b: TranscriptSegment): boolean {
 }
 
 /** Splits on . ? ! keeping each mark with the sentence it ends; the last piece may be unfinished. */
-function sentences(text: string): string[] {
+export function sentences(text: string): string[] {
   const out: string[] = [];
   const re = /[^.?!]*[.?!]+|[^.?!]+$/g;
   for (const m of text.matchAll(re)) {

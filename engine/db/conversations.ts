@@ -29,6 +29,15 @@ export interface SegmentRecord {
   end: number;
   sttProvider: string | null;
   speechProfileProcessed: boolean;
+  /** Translations of `text` (live sessions with `language=multi`); absent when it has none. */
+  translations?: SegmentTranslation[];
+}
+
+/** One translation of a segment's text. */
+export interface SegmentTranslation {
+  /** BCP 47 tag of the language translated into. */
+  lang: string;
+  text: string;
 }
 
 /** A photo attached to a conversation (assembled from a live session's image_chunk messages). */
@@ -179,6 +188,8 @@ interface SegmentRow {
   end: number | string;
   stt_provider: string | null;
   speech_profile_processed: unknown;
+  /** JSON array of SegmentTranslation; written only by updateSegmentTranslations(), so a rewritten row has none. */
+  translations?: string | null;
 }
 
 const toRecord = (r: Row): ConversationRecord => {
@@ -225,6 +236,7 @@ const toSegment = (r: SegmentRow): SegmentRecord => ({
   end: Number(r.end),
   sttProvider: r.stt_provider,
   speechProfileProcessed: bool(r.speech_profile_processed),
+  ...(r.translations ? { translations: JSON.parse(r.translations) as SegmentTranslation[] } : {}),
 });
 
 /** The label's number: SPEAKER_01 → 1. */
@@ -351,6 +363,8 @@ async function replaceTails(run: TransactionRun, writes: readonly TailWrite[]): 
   await runInserts(run, 'conversation_segments', SEGMENT_COLUMNS, rows);
 }
 
+const UPDATE_TRANSLATIONS_SQL = 'UPDATE conversation_segments SET translations = ? WHERE conversation_id = ? AND id = ? AND text = ?';
+
 /** Columns a query selects: the conversation plus its folder's name. */
 const COLUMNS = ['c.*', 'f.name as folder_name'];
 /** `#base()` as SQL, for the prepared reads of the live path. */
@@ -462,6 +476,18 @@ export class ConversationsRepository {
         await trx('conversation_segments').where({ conversation_id: conversationId, id: s.id }).update({ is_user: s.isUser, person_id: s.personId });
       }
     });
+  }
+
+  /**
+   * Sets the translations of the named segments, each only while its text is still the text that was translated (a
+   * merge may have changed it meanwhile; its new text gets its own translation). Resolves to the rows changed.
+   */
+  async updateSegmentTranslations(conversationId: string, items: readonly { id: string; text: string; translations: readonly SegmentTranslation[] }[]): Promise<number> {
+    let changed = 0;
+    for (const s of items) {
+      changed += await execute(this.knex, UPDATE_TRANSLATIONS_SQL, [JSON.stringify(s.translations), conversationId, s.id, s.text]);
+    }
+    return changed;
   }
 
   /** Attaches a photo; moves `updated_at` (a photo is activity, like a segment). */

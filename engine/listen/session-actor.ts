@@ -26,6 +26,8 @@ import { parseClientMessage } from './client-messages.js';
 import { Outbox } from './outbox.js';
 import { AudioInlet } from './audio-inlet.js';
 import type { LiveSessionWebhooks } from '../webhooks/live.js';
+import { TRANSLATED_LANGUAGE, TRANSLATION_OFF, type LiveTranslation } from '../translation/live.js';
+import type { SessionTranslation } from '../translation/session-translation.js';
 
 /** The public real-time connection states (opening, ready, streaming, processing, closed), plus DRAINING (finalising before close). */
 export const SessionState = {
@@ -71,6 +73,8 @@ export interface SessionActorOptions {
   onTranscriptLost?: (items: number) => void;
   /** The user's realtime_transcript and audio_bytes webhooks: loaded at start, given each step's segments and the PCM. */
   liveWebhooks?: LiveSessionWebhooks;
+  /** Translation for `language=multi` sessions; absent: no language model, translation off. */
+  translation?: LiveTranslation;
 }
 
 /**
@@ -78,6 +82,9 @@ export interface SessionActorOptions {
  * (7.5 s, beside sqlite's own 5 s busy wait per try) what is still unwritten is given up, logged and counted.
  */
 const LAST_STEP_RETRY_MS = [500, 1000, 2000, 4000];
+
+/** How long a closing session waits for the translation of its last segments. */
+const TRANSLATION_FINISH_MS = 5_000;
 
 export class SessionActor {
   readonly sessionId: string;
@@ -112,6 +119,8 @@ export class SessionActor {
   readonly #images: ImageAssembler;
   /** Set only when the session has an audio_bytes endpoint: the PCM path's one check. */
   #livePcm: LiveSessionWebhooks | undefined;
+  /** Set only for `language=multi` sessions on a node with a language model. */
+  #translation: SessionTranslation | undefined;
 
   constructor(opts: SessionActorOptions) {
     this.#o = opts;
@@ -169,6 +178,7 @@ export class SessionActor {
       // Whether the PCM must reach this thread is known before the speech side opens.
       await this.#o.liveWebhooks?.load();
       if (this.#o.liveWebhooks?.wantsPcm) this.#livePcm = this.#o.liveWebhooks;
+      if (p.language === TRANSLATED_LANGUAGE && this.#o.translation) this.#translation = await this.#o.translation.open(this.uid, this.sessionId, (text) => this.#out.send(text));
       if (this.#state !== SessionState.OPENING) return;
       this.#status(ServiceStatus.STT_INITIATING);
       if (!(await this.#openStt())) return;
@@ -313,7 +323,7 @@ export class SessionActor {
     try {
       const r = await run;
       if (r.removedIds.length > 0) this.#out.send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
-      if (r.updated.length > 0) this.#sendUpdated(r.updated);
+      if (r.updated.length > 0) this.#sendUpdated(r.updated, r.ended?.conversationId);
       if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
       return r.ended;
     } finally {
@@ -370,6 +380,7 @@ export class SessionActor {
         await this.#custom?.finish();
         await this.#stepping;
         await this.#lastStep();
+        if (this.#translation) await this.#within(this.#translation.finish(), TRANSLATION_FINISH_MS);
         const late = this.#lateFailure;
         if (late) await this.#keepUnanswered(late.f, late.provider);
       }
@@ -391,6 +402,7 @@ export class SessionActor {
     this.#o.liveWebhooks?.end();
     for (const w of this.#decodeWaiters.splice(0)) w.resolve();
     this.#images.clear();
+    this.#translation?.dispose();
     this.#abort.abort();
     this.#speech?.close();
     void this.#custom?.close();
@@ -582,7 +594,7 @@ export class SessionActor {
     try {
       const r = await this.#loop.step();
       if (r.removedIds.length > 0) this.#out.send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
-      if (r.updated.length > 0) this.#sendUpdated(r.updated);
+      if (r.updated.length > 0) this.#sendUpdated(r.updated, r.ended?.conversationId);
       if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
     } catch (err) {
       const e = err as { name?: string; code?: string } | undefined;
@@ -591,10 +603,17 @@ export class SessionActor {
     }
   }
 
-  /** Segments new or changed in a step, to the device and to the user's realtime transcript webhooks. */
-  #sendUpdated(updated: TranscriptSegment[]): void {
+  /**
+   * Segments new or changed in a step, to the device, to the user's realtime transcript webhooks and to translation.
+   * `endedId`: the conversation the step ended (its segments are in it), else they are in the current one.
+   */
+  #sendUpdated(updated: TranscriptSegment[], endedId: string | undefined): void {
     this.#out.send(JSON.stringify(updated.map(toWire)));
     this.#o.liveWebhooks?.segments(updated);
+    if (this.#translation) {
+      const conversationId = endedId ?? this.#loop.conversationId;
+      if (conversationId) this.#translation.segments(conversationId, updated);
+    }
   }
 
   /** The closing step: tried again (LAST_STEP_RETRY_MS) while the store fails, then what is left is given up. */
@@ -612,12 +631,17 @@ export class SessionActor {
     this.#o.onTranscriptLost?.(lost);
   }
 
-  /** `ready` names the serving provider, and the one it stands in for when the preferred provider would not open. */
+  /**
+   * `ready` names the serving provider, and the one it stands in for when the preferred provider would not open; a
+   * `language=multi` session is told whether its segments are translated, into which language, or why not.
+   */
   #ready(): void {
     const s = this.#speech;
-    if (!s?.provider) return this.#status(ServiceStatus.READY);
-    const reason = s.fallbackFrom ? { reason: `fallback_from_${s.fallbackFrom}` } : {};
-    this.#out.send(JSON.stringify({ type: ListenMessage.SERVICE_STATUS, status: ServiceStatus.READY, provider: s.provider, ...reason }));
+    const translation = this.#o.params.language !== TRANSLATED_LANGUAGE ? {} : { translation: this.#translation ? { enabled: true, language: this.#translation.target } : TRANSLATION_OFF };
+    if (!s?.provider && !('translation' in translation)) return this.#status(ServiceStatus.READY);
+    const provider = s?.provider ? { provider: s.provider } : {};
+    const reason = s?.fallbackFrom ? { reason: `fallback_from_${s.fallbackFrom}` } : {};
+    this.#out.send(JSON.stringify({ type: ListenMessage.SERVICE_STATUS, status: ServiceStatus.READY, ...provider, ...reason, ...translation }));
   }
 
   #status(status: ServiceStatus): void {

@@ -17,7 +17,9 @@ import { BATCH_WINDOW_MS, CodecPool, INLINE_BUSY_PCT } from '../codec/pool.js';
 import { DecodeOverload } from '../codec/overload.js';
 import { MainLoad, type LoopTimes } from '../runtime/main-load.js';
 import { LOOP_PACE_MS, LoopPacer, PACER_LOOK_MS } from '../runtime/loop-pacer.js';
-import { registerCodecMetrics, registerListenMetrics, registerLiveWebhookMetrics, registerPacerMetrics, registerSessionMetrics } from './metrics.js';
+import { registerCodecMetrics, registerListenMetrics, registerLiveWebhookMetrics, registerPacerMetrics, registerSessionMetrics, registerTranslationMetrics } from './metrics.js';
+import { Translator } from '../translation/translator.js';
+import { LiveTranslation } from '../translation/live.js';
 import { webhookParts } from '../webhooks/parts.js';
 import { deliveryAgents } from '../webhooks/attempt.js';
 import { LiveWebhooks } from '../webhooks/live.js';
@@ -139,6 +141,17 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
     webhooks: parts.webhooks,
     secrets: parts.secrets,
   });
+  // Translation of multilingual sessions needs the language model; without one it is off (and `ready` says so).
+  const translation = config.llmBaseUrl
+    ? new LiveTranslation({
+        translator: new Translator({ baseUrl: config.llmBaseUrl, apiKey: config.llmApiKey, model: config.llmModel, clientTimeoutMs: config.llmTimeoutMs, scheduler, logger, counters: registerTranslationMetrics(registry) }),
+        settings: s.userSettings,
+        store: s.conversations,
+        scheduler,
+        clock,
+        logger,
+      })
+    : undefined;
   attachListen(o.app, {
     authenticator: o.authenticator,
     registry: actors,
@@ -170,6 +183,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
         onTranscriptLost: (items) => metrics.transcriptLost.inc(items),
         keepAudio: async (meta, chunks) => o.keptJobs()?.add({ conversationId: meta.conversationId, uid: meta.uid, keptId: await o.kept.keep(meta, chunks) }),
         liveWebhooks: liveWebhooks.session(params.uid, sessionId),
+        ...(translation ? { translation } : {}),
       }),
   });
   return { codecPool: pool, pacer, liveWebhooks };

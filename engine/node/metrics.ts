@@ -4,6 +4,7 @@ import { registerMallocMetrics } from '../runtime/memory-trim.js';
 import { registerQueueMetrics, type NamedQueue } from '../jobs/queue-metrics.js';
 import type { CodecPool } from '../codec/pool.js';
 import type { LoopPacer } from '../runtime/loop-pacer.js';
+import type { TranslationCounters } from '../translation/translator.js';
 
 /** Process-wide metrics every role exposes: Node's defaults, native memory, and the depth of the queues it knows. */
 export function registerProcessMetrics(registry: client.Registry, queues: () => NamedQueue[]): void {
@@ -197,5 +198,32 @@ export function registerLiveWebhookMetrics(registry: client.Registry): LiveWebho
       labelNames: ['kind'],
       registers: [registry],
     }),
+  };
+}
+
+/** Live translation (sessions with `language=multi`): model requests, sentences by where their answer came from, segments by outcome. */
+export function registerTranslationMetrics(registry: client.Registry): TranslationCounters {
+  const requests = new client.Counter({
+    name: 'translation_requests_total',
+    help: 'Translation requests to the language model by outcome: ok, timeout, error (refused, 5xx, connection), bad_answer (not the schema).',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  const sentences = new client.Counter({
+    name: 'translation_sentences_total',
+    help: 'Sentences of live segments to translate, by where their answer came from: the node cache or the model.',
+    labelNames: ['source'],
+    registers: [registry],
+  });
+  const segments = new client.Counter({
+    name: 'translation_segments_total',
+    help: 'Live segments decided: translated, same_language (no translation needed), skipped (the model failed at every try), dropped (too many waiting in the session).',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  return {
+    request: (outcome) => requests.inc({ outcome }),
+    sentence: (source) => sentences.inc({ source }),
+    segment: (outcome, n = 1) => segments.inc({ outcome }, n),
   };
 }

@@ -1,10 +1,13 @@
-// A local fake of the OpenAI chat-completions endpoint, scriptable per request: good JSON, broken JSON, 5xx, 429, or an answer held back.
+// A local fake of the OpenAI chat-completions endpoint, scriptable per request: good JSON, broken JSON, 5xx, 429, an
+// answer held back, or an answer computed from the request (a fake model).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type Script =
   | { kind: 'answer'; content: unknown }
   | { kind: 'raw'; content: string }
+  /** Answers what `answer` returns for the request body, as JSON content. */
+  | { kind: 'compute'; answer: (body: any) => unknown }
   | { kind: 'status'; status: number; headers?: Record<string, string> }
   /** Never answers until the client gives up or the server closes. */
   | { kind: 'hold' };
@@ -71,8 +74,9 @@ export async function startFakeOpenAI(opts: { apiKey?: string } = {}): Promise<F
           res.on('close', () => held.delete(res));
           return;
         case 'answer':
-        case 'raw': {
-          const content = step.kind === 'raw' ? step.content : JSON.stringify(step.content);
+        case 'raw':
+        case 'compute': {
+          const content = step.kind === 'raw' ? step.content : JSON.stringify(step.kind === 'compute' ? step.answer(body) : step.content);
           counter++;
           res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': `req_${counter}` });
           res.end(
