@@ -39,7 +39,10 @@ import { ConversationLifecycle } from './conversations/lifecycle.js';
 import { ActorRegistry } from './listen/actor-registry.js';
 import { CloseCode } from './protocol.js';
 import type { LoopPacer } from './runtime/loop-pacer.js';
-import { registerProcessMetrics } from './node/metrics.js';
+import { registerProcessMetrics, registerVoiceMetrics } from './node/metrics.js';
+import { VoiceTranscriber } from './voice/transcriber.js';
+import { SpeechCheck } from './voice/speech-check.js';
+import { voiceEngines } from './voice/engines.js';
 import { createSessions, startListenNode, type ListenNode } from './node/listen.js';
 import { createApiNode } from './node/api.js';
 import { startJobsNode } from './node/jobs.js';
@@ -213,6 +216,7 @@ export class Service {
       pushes = startPushes({ config, redisUrl, clock, logger, notifications, settings: userSettings, consume: runsJobs });
       const notifier = new Notifier({ notifications, settings: userSettings, publisher: redis, subscriber, channel: `${config.redisPrefix}:notifications`, pushes: pushes.queue, clock, logger });
       await notifier.attach();
+      const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const services: Services = {
         config,
         clock,
@@ -235,10 +239,10 @@ export class Service {
         webhookQueue,
         userSettings,
         notifier,
+        voice: new VoiceTranscriber({ engines: voiceEngines(config, stt.engines), check: new SpeechCheck(), scheduler, logger, metrics: registerVoiceMetrics(registry) }),
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
       daySummaries(services);
-      const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const sessions = createSessions(services, registry);
       await events.attach((event) => void sessions.actors.deliver(event), (uid) => sessions.actors.endRecording(uid));
       const kept = new KeptAudioStore(config.dataDir);
@@ -326,6 +330,8 @@ export class Service {
     const bound = config.shutdownTimeoutMs;
     logger.info('shutting down');
     await this.#step('http', () => this.http.stopListening(), bound, () => ({ inFlight: this.http.inFlight }));
+    // Voice messages under way were answered above; their speech gate's thread goes now.
+    await this.#step('voice', () => this.services.voice.close(), bound);
     // Live sessions: stop admitting, finalise STT, flush the last segments, close with 1001; their open
     // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
     await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));

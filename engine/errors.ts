@@ -71,6 +71,13 @@ export const ERRORS = {
   ENG_ERR_STT_LANGUAGE_UNSUPPORTED: def(400, 'The {engine} speech engine does not support language {language}'),
   ENG_ERR_STT_LOCAL_FAILED: def(500, 'Local speech engine failed: {reason}', true),
   ENG_ERR_STT_VAD_FAILED: def(500, 'Speech gate failed: {reason}', true),
+
+  // Voice messages (http/routes/voice.ts, engine/voice/): the failures of the transcription outcome vocabulary.
+  ENG_ERR_VOICE_INVALID_INPUT: def(400, 'The audio cannot be decoded or the request is not valid'),
+  ENG_ERR_VOICE_EMPTY_UNEXPECTED: def(502, 'Speech was detected but the transcription came back empty', true),
+  ENG_ERR_VOICE_UPSTREAM_ERROR: def(502, 'The transcription provider failed', true),
+  ENG_ERR_VOICE_CONFIG_ERROR: def(503, 'No transcription provider on this server can serve the request'),
+  ENG_ERR_VOICE_TIMEOUT: def(504, 'The transcription provider did not answer in time', true),
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

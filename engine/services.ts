@@ -20,6 +20,7 @@ import type { ConversationLifecycle } from './conversations/lifecycle.js';
 import type { WebhookQueue } from './webhooks/queue.js';
 import type { UserSettingsRepository } from './db/user-settings.js';
 import type { Notifier } from './notifications/notifier.js';
+import type { VoiceTranscriber } from './voice/transcriber.js';
 
 export interface Services {
   readonly config: Config;
@@ -50,4 +51,6 @@ export interface Services {
   readonly userSettings: UserSettingsRepository;
   /** Sends a user a notification: outbox row, stream event, push jobs. */
   readonly notifier: Notifier;
+  /** Voice messages: uploads decoded, the speech gate, the engine by language, the outcome. */
+  readonly voice: VoiceTranscriber;
 }
