@@ -62,6 +62,10 @@ import { DaySummarySchedule } from './summaries/schedule.js';
 import type { AppReplyHandler } from './webhooks/live-send.js';
 import { ProactiveNotifications } from './notifications/proactive.js';
 import type { LiveDeliveryLog } from './webhooks/types.js';
+import { SyncRepository } from './db/sync-jobs.js';
+import { SyncBatches } from './sync/batch.js';
+import { SyncQueue, SyncWorker } from './sync/jobs.js';
+import { UploadStore } from './sync/uploads.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -112,6 +116,8 @@ interface LiveParts {
   liveWebhooks: LiveWebhooks | undefined;
   proactive: ProactiveNotifications | undefined;
   daySummarySchedule: DaySummarySchedule | undefined;
+  syncQueue: SyncQueue;
+  syncWorker: SyncWorker | undefined;
 }
 
 
@@ -172,6 +178,7 @@ export class Service {
     subscriber.on('error', () => undefined);
     const scheduler = new Scheduler({ clock, resolutionMs: opts.schedulerResolutionMs ?? 50, onError: (err) => logger.error({ err: { name: (err as Error)?.name } }, 'scheduled task failed') });
     const queue = new ProcessingQueue({ redisUrl, prefix: config.redisPrefix });
+    const syncQueue = new SyncQueue({ redisUrl, prefix: config.redisPrefix });
     const webhookQueue = new WebhookQueue({ redisUrl, prefix: config.redisPrefix, knex: store.knex, now: () => clock.now(), logger });
     const events = new SessionEvents({ publisher: redis, subscriber, channel: `${config.redisPrefix}:listen:events` });
     const runsListen = config.role === 'all' || config.role === 'listen';
@@ -186,6 +193,7 @@ export class Service {
     let pushes: Pushes | undefined;
     let proactive: ProactiveNotifications | undefined;
     let daySummarySchedule: DaySummarySchedule | undefined;
+    let syncWorker: SyncWorker | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
@@ -217,6 +225,8 @@ export class Service {
       const notifier = new Notifier({ notifications, settings: userSettings, publisher: redis, subscriber, channel: `${config.redisPrefix}:notifications`, pushes: pushes.queue, clock, logger });
       await notifier.attach();
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
+      const syncRepo = new SyncRepository(store.knex);
+      const uploads = new UploadStore(config.dataDir);
       const services: Services = {
         config,
         clock,
@@ -239,6 +249,7 @@ export class Service {
         webhookQueue,
         userSettings,
         notifier,
+        sync: { batches: new SyncBatches({ repo: syncRepo, uploads, queue: syncQueue, redis, prefix: config.redisPrefix, now: () => clock.now() }), uploads },
         voice: new VoiceTranscriber({ engines: voiceEngines(config, stt.engines), check: new SpeechCheck(), scheduler, logger, metrics: registerVoiceMetrics(registry) }),
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
@@ -257,6 +268,11 @@ export class Service {
         daySummarySchedule = new DaySummarySchedule({ services, redisUrl });
         await daySummarySchedule.start();
         worker = startJobsNode({ services, events, redisUrl, keptIndex, onProcessed: conversationCreatedListener(services) });
+        syncWorker = new SyncWorker({
+          redisUrl,
+          prefix: config.redisPrefix,
+          deps: { sync: syncRepo, uploads, conversations, lifecycle, queue, stt, scheduler, logger, now: () => clock.now(), language: async (uid) => (await userSettings.get(uid)).language ?? 'en' },
+        });
       }
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.
       if (runsListen) keptJobs = new KeptAudioJobs({ redisUrl, prefix: config.redisPrefix, dataDir: config.dataDir, index: keptIndex, deps: { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id, uid) => queue.process(id, uid) } });
@@ -291,7 +307,7 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, proactive, daySummarySchedule });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, proactive, daySummarySchedule, syncQueue, syncWorker });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -300,6 +316,8 @@ export class Service {
       pacer?.close();
       scheduler.close();
       await worker?.close();
+      await syncWorker?.close();
+      await syncQueue.close();
       await daySummarySchedule?.close();
       await webhookWorker?.close();
       await keptJobs?.close();
@@ -340,6 +358,8 @@ export class Service {
     // Notifications those last replies asked for, while the notifier and the store still take them.
     await this.#step('proactive', () => live.proactive?.close(), bound);
     await this.#step('jobs', () => live.worker?.close(), bound);
+    // A batch cut short here is re-run by BullMQ; its files done so far are recorded and not transcribed again.
+    await this.#step('sync-jobs', () => live.syncWorker?.close(), bound);
     await this.#step('day-summaries', () => live.daySummarySchedule?.close(), bound);
     // Attempts under way finish (bounded); one cut short is sent again by another jobs process, same webhook id.
     await this.#step('webhooks', () => live.webhookWorker?.close(), bound);
@@ -351,6 +371,7 @@ export class Service {
       await live.pushes.close();
     }, bound);
     await this.#step('queue', () => live.queue.close(), bound);
+    await this.#step('sync-queue', () => live.syncQueue.close(), bound);
     await this.#step('webhook-queue', () => live.webhookQueue.close(), bound);
     await this.#step('session-events', () => live.events.close(), bound);
     // A thread that died while closing took its decoders with it: nothing is left to flush, so that is no failure.

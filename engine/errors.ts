@@ -78,6 +78,12 @@ export const ERRORS = {
   ENG_ERR_VOICE_UPSTREAM_ERROR: def(502, 'The transcription provider failed', true),
   ENG_ERR_VOICE_CONFIG_ERROR: def(503, 'No transcription provider on this server can serve the request'),
   ENG_ERR_VOICE_TIMEOUT: def(504, 'The transcription provider did not answer in time', true),
+
+  // Offline sync (http/routes/sync.ts, engine/sync/).
+  ENG_ERR_SYNC_INVALID_FILE: def(400, '{reason}'),
+  ENG_ERR_SYNC_BATCH_TOO_LARGE: def(413, 'A batch may hold at most {limit}'),
+  ENG_ERR_SYNC_OFFSET_CONFLICT: def(409, 'Upload-Offset does not match the stored offset {offset}: ask for the offset and continue from it'),
+  ENG_ERR_SYNC_FAIR_USE: def(429, '{reason}: try again in {seconds}s', true),
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -16,6 +16,7 @@ import { notificationRoutes } from './notifications.js';
 import { userSettingsRoutes } from './user-settings.js';
 import { dailySummaryRoutes } from './daily-summaries.js';
 import { voiceRoutes } from './voice.js';
+import { syncRoutes } from './sync.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
@@ -34,6 +35,7 @@ export function allRoutes(s: Services): AppRoute[] {
     ...notificationRoutes(s),
     ...dailySummaryRoutes(s),
     ...voiceRoutes(s),
+    ...syncRoutes(s),
     ...mcpRoutes(s),
   ];
 }
