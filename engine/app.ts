@@ -271,7 +271,7 @@ export class Service {
         syncWorker = new SyncWorker({
           redisUrl,
           prefix: config.redisPrefix,
-          deps: { sync: syncRepo, uploads, conversations, lifecycle, queue, stt, scheduler, logger, now: () => clock.now(), language: async (uid) => (await userSettings.get(uid)).language ?? 'en' },
+          deps: { sync: syncRepo, uploads, conversations, lifecycle, queue, stt, scheduler, logger, now: () => clock.now(), ensureUser: (uid) => users.ensure(uid, clock.now(), config.memoryAccessDefault === 'enabled'), language: async (uid) => (await userSettings.get(uid)).language ?? 'en' },
         });
       }
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.

@@ -40,6 +40,8 @@ export interface SyncDeps {
   scheduler: Scheduler;
   logger: Logger;
   now: () => number;
+  /** Makes sure the user's row exists (a device may sync before it ever streamed). */
+  ensureUser: (uid: string) => Promise<void>;
   /** The user's transcription language (their setting), else `en`. */
   language: (uid: string) => Promise<string>;
 }
@@ -60,7 +62,9 @@ export async function runSync(d: SyncDeps, data: SyncJobData, signal: AbortSigna
   if (!job) return 'gone';
   if (job.status === SyncJobStatus.COMPLETED || job.status === SyncJobStatus.FAILED) return job.status;
   const { files } = job;
+  d.logger.debug({ syncJobId: job.id, files: files.length }, 'sync job started');
   await d.sync.save(job.id, SyncJobStatus.RUNNING, files, d.now());
+  await d.ensureUser(job.userId);
   const language = await d.language(job.userId);
   const touched = new Set(files.flatMap((f) => f.conversationIds));
   let failure: unknown;
@@ -147,6 +151,7 @@ export class SyncWorker {
       { connection: this.#connection, prefix: o.prefix, concurrency: o.concurrency ?? SYNC_CONCURRENCY },
     );
     this.worker.on('error', () => undefined);
+    this.worker.on('failed', (job, err) => o.deps.logger.warn({ syncJobId: job?.data.jobId, attempts: job?.attemptsMade, err: { name: err?.name, reason: (err as { failure?: { reason?: string } })?.failure?.reason } }, 'sync job attempt failed'));
   }
 
   async close(timeoutMs = 5000): Promise<void> {

@@ -83,6 +83,9 @@ async function postBatch(r: Rig, token: string, body: FormData | object): Promis
 async function finished(r: Rig, token: string, jobId: string): Promise<any> {
   let job: any;
   await until(async () => {
+    // The provider streams' waits (finalize, close) run on the service's scheduler, which the test drives.
+    r.ts.clock.advance(250);
+    await r.ts.service.scheduler.tick();
     job = await (await fetch(`${r.ts.url}/v2/sync-local-files/${jobId}`, { headers: auth(token) })).json();
     return job.status === 'completed' || job.status === 'failed';
   }, { what: 'the sync job to finish', timeoutMs: 60_000 });
