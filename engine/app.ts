@@ -39,7 +39,10 @@ import { ConversationLifecycle } from './conversations/lifecycle.js';
 import { ActorRegistry } from './listen/actor-registry.js';
 import { CloseCode } from './protocol.js';
 import type { LoopPacer } from './runtime/loop-pacer.js';
-import { registerProcessMetrics } from './node/metrics.js';
+import { registerProcessMetrics, registerVoiceMetrics } from './node/metrics.js';
+import { VoiceTranscriber } from './voice/transcriber.js';
+import { SpeechCheck } from './voice/speech-check.js';
+import { voiceEngines } from './voice/engines.js';
 import { createSessions, startListenNode, type ListenNode } from './node/listen.js';
 import { createApiNode } from './node/api.js';
 import { startJobsNode } from './node/jobs.js';
@@ -59,6 +62,10 @@ import { DaySummarySchedule } from './summaries/schedule.js';
 import type { AppReplyHandler } from './webhooks/live-send.js';
 import { ProactiveNotifications } from './notifications/proactive.js';
 import type { LiveDeliveryLog } from './webhooks/types.js';
+import { SyncRepository } from './db/sync-jobs.js';
+import { SyncBatches } from './sync/batch.js';
+import { SyncQueue, SyncWorker } from './sync/jobs.js';
+import { UploadStore } from './sync/uploads.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -109,6 +116,8 @@ interface LiveParts {
   liveWebhooks: LiveWebhooks | undefined;
   proactive: ProactiveNotifications | undefined;
   daySummarySchedule: DaySummarySchedule | undefined;
+  syncQueue: SyncQueue;
+  syncWorker: SyncWorker | undefined;
 }
 
 
@@ -169,6 +178,7 @@ export class Service {
     subscriber.on('error', () => undefined);
     const scheduler = new Scheduler({ clock, resolutionMs: opts.schedulerResolutionMs ?? 50, onError: (err) => logger.error({ err: { name: (err as Error)?.name } }, 'scheduled task failed') });
     const queue = new ProcessingQueue({ redisUrl, prefix: config.redisPrefix });
+    const syncQueue = new SyncQueue({ redisUrl, prefix: config.redisPrefix });
     const webhookQueue = new WebhookQueue({ redisUrl, prefix: config.redisPrefix, knex: store.knex, now: () => clock.now(), logger });
     const events = new SessionEvents({ publisher: redis, subscriber, channel: `${config.redisPrefix}:listen:events` });
     const runsListen = config.role === 'all' || config.role === 'listen';
@@ -183,6 +193,7 @@ export class Service {
     let pushes: Pushes | undefined;
     let proactive: ProactiveNotifications | undefined;
     let daySummarySchedule: DaySummarySchedule | undefined;
+    let syncWorker: SyncWorker | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
@@ -213,6 +224,9 @@ export class Service {
       pushes = startPushes({ config, redisUrl, clock, logger, notifications, settings: userSettings, consume: runsJobs });
       const notifier = new Notifier({ notifications, settings: userSettings, publisher: redis, subscriber, channel: `${config.redisPrefix}:notifications`, pushes: pushes.queue, clock, logger });
       await notifier.attach();
+      const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
+      const syncRepo = new SyncRepository(store.knex);
+      const uploads = new UploadStore(config.dataDir);
       const services: Services = {
         config,
         clock,
@@ -235,10 +249,11 @@ export class Service {
         webhookQueue,
         userSettings,
         notifier,
+        sync: { batches: new SyncBatches({ repo: syncRepo, uploads, queue: syncQueue, redis, prefix: config.redisPrefix, now: () => clock.now() }), uploads },
+        voice: new VoiceTranscriber({ engines: voiceEngines(config, stt.engines), check: new SpeechCheck(), scheduler, logger, metrics: registerVoiceMetrics(registry) }),
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
       daySummaries(services);
-      const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const sessions = createSessions(services, registry);
       await events.attach((event) => void sessions.actors.deliver(event), (uid) => sessions.actors.endRecording(uid));
       const kept = new KeptAudioStore(config.dataDir);
@@ -253,6 +268,11 @@ export class Service {
         daySummarySchedule = new DaySummarySchedule({ services, redisUrl });
         await daySummarySchedule.start();
         worker = startJobsNode({ services, events, redisUrl, keptIndex, onProcessed: conversationCreatedListener(services) });
+        syncWorker = new SyncWorker({
+          redisUrl,
+          prefix: config.redisPrefix,
+          deps: { sync: syncRepo, uploads, conversations, lifecycle, queue, stt, scheduler, logger, now: () => clock.now(), ensureUser: (uid) => users.ensure(uid, clock.now(), config.memoryAccessDefault === 'enabled'), language: async (uid) => (await userSettings.get(uid)).language ?? 'en' },
+        });
       }
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.
       if (runsListen) keptJobs = new KeptAudioJobs({ redisUrl, prefix: config.redisPrefix, dataDir: config.dataDir, index: keptIndex, deps: { conversations, stt, kept, scheduler, logger, now: () => clock.now(), process: (id, uid) => queue.process(id, uid) } });
@@ -287,7 +307,7 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, proactive, daySummarySchedule });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, proactive, daySummarySchedule, syncQueue, syncWorker });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -296,6 +316,8 @@ export class Service {
       pacer?.close();
       scheduler.close();
       await worker?.close();
+      await syncWorker?.close();
+      await syncQueue.close();
       await daySummarySchedule?.close();
       await webhookWorker?.close();
       await keptJobs?.close();
@@ -326,6 +348,8 @@ export class Service {
     const bound = config.shutdownTimeoutMs;
     logger.info('shutting down');
     await this.#step('http', () => this.http.stopListening(), bound, () => ({ inFlight: this.http.inFlight }));
+    // Voice messages under way were answered above; their speech gate's thread goes now.
+    await this.#step('voice', () => this.services.voice.close(), bound);
     // Live sessions: stop admitting, finalise STT, flush the last segments, close with 1001; their open
     // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
     await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));
@@ -334,6 +358,8 @@ export class Service {
     // Notifications those last replies asked for, while the notifier and the store still take them.
     await this.#step('proactive', () => live.proactive?.close(), bound);
     await this.#step('jobs', () => live.worker?.close(), bound);
+    // A batch cut short here is re-run by BullMQ; its files done so far are recorded and not transcribed again.
+    await this.#step('sync-jobs', () => live.syncWorker?.close(), bound);
     await this.#step('day-summaries', () => live.daySummarySchedule?.close(), bound);
     // Attempts under way finish (bounded); one cut short is sent again by another jobs process, same webhook id.
     await this.#step('webhooks', () => live.webhookWorker?.close(), bound);
@@ -345,6 +371,7 @@ export class Service {
       await live.pushes.close();
     }, bound);
     await this.#step('queue', () => live.queue.close(), bound);
+    await this.#step('sync-queue', () => live.syncQueue.close(), bound);
     await this.#step('webhook-queue', () => live.webhookQueue.close(), bound);
     await this.#step('session-events', () => live.events.close(), bound);
     // A thread that died while closing took its decoders with it: nothing is left to flush, so that is no failure.

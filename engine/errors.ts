@@ -71,6 +71,19 @@ export const ERRORS = {
   ENG_ERR_STT_LANGUAGE_UNSUPPORTED: def(400, 'The {engine} speech engine does not support language {language}'),
   ENG_ERR_STT_LOCAL_FAILED: def(500, 'Local speech engine failed: {reason}', true),
   ENG_ERR_STT_VAD_FAILED: def(500, 'Speech gate failed: {reason}', true),
+
+  // Voice messages (http/routes/voice.ts, engine/voice/): the failures of the transcription outcome vocabulary.
+  ENG_ERR_VOICE_INVALID_INPUT: def(400, 'The audio cannot be decoded or the request is not valid'),
+  ENG_ERR_VOICE_EMPTY_UNEXPECTED: def(502, 'Speech was detected but the transcription came back empty', true),
+  ENG_ERR_VOICE_UPSTREAM_ERROR: def(502, 'The transcription provider failed', true),
+  ENG_ERR_VOICE_CONFIG_ERROR: def(503, 'No transcription provider on this server can serve the request'),
+  ENG_ERR_VOICE_TIMEOUT: def(504, 'The transcription provider did not answer in time', true),
+
+  // Offline sync (http/routes/sync.ts, engine/sync/).
+  ENG_ERR_SYNC_INVALID_FILE: def(400, '{reason}'),
+  ENG_ERR_SYNC_BATCH_TOO_LARGE: def(413, 'A batch may hold at most {limit}'),
+  ENG_ERR_SYNC_OFFSET_CONFLICT: def(409, 'Upload-Offset does not match the stored offset {offset}: ask for the offset and continue from it'),
+  ENG_ERR_SYNC_FAIR_USE: def(429, '{reason}: try again in {seconds}s', true),
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -20,6 +20,9 @@ import type { ConversationLifecycle } from './conversations/lifecycle.js';
 import type { WebhookQueue } from './webhooks/queue.js';
 import type { UserSettingsRepository } from './db/user-settings.js';
 import type { Notifier } from './notifications/notifier.js';
+import type { VoiceTranscriber } from './voice/transcriber.js';
+import type { SyncBatches } from './sync/batch.js';
+import type { UploadStore } from './sync/uploads.js';
 
 export interface Services {
   readonly config: Config;
@@ -50,4 +53,8 @@ export interface Services {
   readonly userSettings: UserSettingsRepository;
   /** Sends a user a notification: outbox row, stream event, push jobs. */
   readonly notifier: Notifier;
+  /** Voice messages: uploads decoded, the speech gate, the engine by language, the outcome. */
+  readonly voice: VoiceTranscriber;
+  /** Offline sync: batches (bounds, fair use, hashes, the job queue) and resumable uploads under DATA_DIR. */
+  readonly sync: { readonly batches: SyncBatches; readonly uploads: UploadStore };
 }

@@ -69,6 +69,16 @@ export interface Route<P = unknown> extends RouteDoc {
   readonly auth: AuthSpec;
   readonly query?: TSchema;
   readonly body?: TSchema;
+  /**
+   * Largest body this route reads, in bytes, when it differs from the adapter's (uploads take more than JSON).
+   * @defaultValue HttpAdapterOptions.maxBodyBytes
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * A body the route reads itself from `raw` (no `body` schema): its media types and their schemas, for the OpenAPI
+   * document only.
+   */
+  readonly rawBody?: { readonly description: string; readonly content: Readonly<Record<string, TSchema>> };
   /** Hidden routes (health, metrics) stay out of the OpenAPI document. */
   readonly hidden?: boolean;
   /**
@@ -324,17 +334,18 @@ export class HttpAdapter<P> {
       const length = headers['content-length'];
       const hasBody = BODY_METHODS.has(route.method) && ((length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined);
       if (hasBody) {
-        if (length !== undefined && Number(length) > this.#opts.maxBodyBytes) {
+        const limit = route.maxBodyBytes ?? this.#opts.maxBodyBytes;
+        if (length !== undefined && Number(length) > limit) {
           // Refuse before reading a byte, and close: the client may still be sending.
           closeConnection = true;
-          throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit: this.#opts.maxBodyBytes });
+          throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit });
         }
         try {
-          raw = await readBody(res, this.#opts.maxBodyBytes);
+          raw = await readBody(res, limit);
         } catch (err) {
           if (!(err instanceof BodyTooLarge)) throw err;
           closeConnection = true;
-          throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit: this.#opts.maxBodyBytes });
+          throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit });
         }
       }
       const auth = await this.#opts.authenticate(route.auth, headers, route, remoteAddress);

@@ -189,6 +189,10 @@ export function buildOpenApi(routes: readonly Route<unknown>[]): Record<string, 
     };
     if (route.auth.kind === 'api_key') op['x-required-scope'] = route.auth.scope;
     if (route.body) op.requestBody = { required: true, content: { 'application/json': { schema: components.doc(route.body, true) } } };
+    if (route.rawBody) {
+      const content = Object.fromEntries(Object.entries(route.rawBody.content).map(([type, schema]) => [type, { schema: components.doc(schema, true) }]));
+      op.requestBody = { required: true, description: route.rawBody.description, content };
+    }
     (paths[route.path] ??= {})[route.method] = op;
   }
   return {

@@ -8,7 +8,7 @@ import { ConversationStatus } from '../protocol.js';
 import { speakerIdOf } from '../audio/segment.js';
 import type { EngineList } from '../stt/engine-list.js';
 import { openStreams } from '../stt/failover.js';
-import type { KeptAudio, KeptAudioStore } from '../stt/kept-audio.js';
+import type { KeptAudioStore } from '../stt/kept-audio.js';
 import type { SttFailure, SttSegment } from '../stt/types.js';
 
 export interface TranscribeKeptData {
@@ -42,12 +42,21 @@ export class NoUsableEngineError extends Error {
   }
 }
 
-/** Streams one kept recording through the first engine that opens; throws (BullMQ retries later) when none does. */
-async function transcribe(d: TranscribeKeptDeps, k: KeptAudio, signal: AbortSignal): Promise<{ segments: SttSegment[]; provider: string }> {
+/**
+ * Streams 16 kHz mono PCM through the first engine of the list that opens for `language`, faster than real time;
+ * throws (the caller's job retries later) when none does or the stream fails. Kept audio and offline sync share it.
+ */
+export async function transcribePcm(
+  d: { stt: EngineList; scheduler: Scheduler },
+  pcm: Int16Array,
+  language: string,
+  sessionId: string,
+  signal: AbortSignal,
+): Promise<{ segments: SttSegment[]; provider: string }> {
   const r = await openStreams({
-    engines: d.stt.candidates(k.meta.language, null),
+    engines: d.stt.candidates(language, null),
     channels: 1,
-    stream: { language: k.meta.language, sampleRateHz: 16000, sessionId: `kept-${k.meta.sessionId}` },
+    stream: { language, sampleRateHz: 16000, sessionId },
     scheduler: d.scheduler,
     signal,
   });
@@ -58,7 +67,7 @@ async function transcribe(d: TranscribeKeptDeps, k: KeptAudio, signal: AbortSign
   stream!.on('segments', (s) => segments.push(...s));
   stream!.on('failure', (f) => (failure ??= f));
   try {
-    for (let i = 0; i < k.pcm.length && !failure; i += CHUNK_SAMPLES) stream!.write(k.pcm.subarray(i, i + CHUNK_SAMPLES));
+    for (let i = 0; i < pcm.length && !failure; i += CHUNK_SAMPLES) stream!.write(pcm.subarray(i, i + CHUNK_SAMPLES));
     if (!failure) await stream!.finalize();
   } finally {
     await stream!.close().catch(() => undefined);
@@ -79,7 +88,7 @@ export async function transcribeKept(d: TranscribeKeptDeps, data: TranscribeKept
     await d.done(data.conversationId, data.keptId);
     return 'gone';
   }
-  const { segments, provider } = await transcribe(d, k, signal);
+  const { segments, provider } = await transcribePcm(d, k.pcm, k.meta.language, `kept-${k.meta.sessionId}`, signal);
   const call = k.meta.channels === 2;
   const placed: SegmentInput[] = segments
     .filter((s) => s.text.trim() !== '')

@@ -227,3 +227,32 @@ export function registerTranslationMetrics(registry: client.Registry): Translati
     segment: (outcome, n = 1) => segments.inc({ outcome }, n),
   };
 }
+
+/** Voice messages (engine/voice/transcriber.ts): outcomes per provider, the audio transcribed, the speech gate's failures. */
+export interface VoiceMetrics {
+  readonly outcomes: client.Counter<'provider' | 'outcome'>;
+  readonly audioSeconds: client.Counter<'provider'>;
+  readonly gateFailures: client.Counter;
+}
+
+export function registerVoiceMetrics(registry: client.Registry): VoiceMetrics {
+  return {
+    outcomes: new client.Counter({
+      name: 'voice_transcriptions_total',
+      help: 'Voice messages by provider (provider_a, provider_b, local, unknown when none serves the language) and outcome of the closed vocabulary.',
+      labelNames: ['provider', 'outcome'],
+      registers: [registry],
+    }),
+    audioSeconds: new client.Counter({
+      name: 'voice_transcribed_audio_seconds_total',
+      help: 'Seconds of voice-message audio transcribed with success, by provider.',
+      labelNames: ['provider'],
+      registers: [registry],
+    }),
+    gateFailures: new client.Counter({
+      name: 'voice_speech_gate_failures_total',
+      help: 'Voice messages whose speech gate (Silero VAD) could not decide; they went to the provider ungated.',
+      registers: [registry],
+    }),
+  };
+}

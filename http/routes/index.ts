@@ -15,6 +15,8 @@ import { appRoutes } from './apps.js';
 import { notificationRoutes } from './notifications.js';
 import { userSettingsRoutes } from './user-settings.js';
 import { dailySummaryRoutes } from './daily-summaries.js';
+import { voiceRoutes } from './voice.js';
+import { syncRoutes } from './sync.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
@@ -32,6 +34,8 @@ export function allRoutes(s: Services): AppRoute[] {
     ...userSettingsRoutes(s),
     ...notificationRoutes(s),
     ...dailySummaryRoutes(s),
+    ...voiceRoutes(s),
+    ...syncRoutes(s),
     ...mcpRoutes(s),
   ];
 }

@@ -13,8 +13,10 @@ import { checkListenQuery } from './deepgram-query.js';
 import { FakeStream, type StreamBehaviour, type StreamContext } from './deepgram-stream.js';
 import { LagHistogram, type LagSummary } from './lag-histogram.js';
 import { runStandalone } from './standalone.js';
+import { attachPrerecorded, type FakePrerecorded, type PrerecordedStep } from './deepgram-prerecorded.js';
 
 export { FakeStream, type ScriptedResult, type ScriptedWord, type StreamBehaviour } from './deepgram-stream.js';
+export type { FakePrerecorded, PrerecordedRequest, PrerecordedStep } from './deepgram-prerecorded.js';
 
 /** What the next connection attempt (that passed auth and query checks) meets. */
 export type ConnectStep =
@@ -51,6 +53,8 @@ export interface FakeDeepgramOptions {
   fallback?: ConnectStep;
   /** Keep a copy of every stream's audio in `FakeStream.audio` (tests that check the bytes). @defaultValue false */
   recordAudio?: boolean;
+  /** What a pre-recorded request meets when nothing is scripted. @defaultValue an empty transcript */
+  prerecordedFallback?: PrerecordedStep;
   host?: string;
   port?: number;
 }
@@ -61,6 +65,8 @@ export interface FakeDeepgram {
   readonly port: number;
   readonly streams: FakeStream[];
   readonly attempts: UpgradeAttempt[];
+  /** The pre-recorded API (`POST /v1/listen`) on the same port. */
+  readonly prerecorded: FakePrerecorded;
   fallback: ConnectStep;
   /** Queues steps for the next connection attempts. */
   script(...steps: ConnectStep[]): void;
@@ -180,6 +186,8 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
     fake.resetStats();
     res.writeHeader('content-type', 'application/json').end(JSON.stringify({ ok: true, ...before }));
   });
+  const prerecorded = attachPrerecorded(app, apiKey, keepClosed);
+  if (opts.prerecordedFallback) prerecorded.fallback = opts.prerecordedFallback;
   app.any('/*', (res) => {
     res.writeStatus('404 Not Found').writeHeader('content-type', 'application/json').end(JSON.stringify({ err_code: 'NOT_FOUND', err_msg: 'Not found' }));
   });
@@ -198,6 +206,7 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
     port,
     streams,
     attempts,
+    prerecorded,
     fallback: opts.fallback ?? { kind: 'accept' },
     script: (...steps) => void queue.push(...steps),
     sweep() {
@@ -214,6 +223,7 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions = {}): Promise
     async close() {
       clearInterval(sweeper);
       uWS.us_listen_socket_close(listenSocket);
+      prerecorded.close();
       for (const res of held) res.close();
       held.clear();
       for (const s of [...open]) s.drop();
@@ -230,5 +240,7 @@ runStandalone(import.meta.url, (arg) =>
     port: Number(arg('--port') ?? 0),
     keepClosed: false,
     fallback: { kind: 'accept', autoEveryS: 2 },
+    // The voice bench's answer: a pre-recorded request gets a sentence whatever it sent.
+    prerecordedFallback: { kind: 'answer', transcript: 'A filler sentence from the fake provider.' },
   }),
 );

@@ -64,6 +64,11 @@ export class ProviderBEngine implements SttEngine {
     };
   }
 
+  /** The provider model streams are opened with. */
+  get model(): string {
+    return this.#model;
+  }
+
   /** The provider's documented languages (region suffixes ignored), plus `multi`. */
   supports(language: string): boolean {
     return language === 'multi' || PROVIDER_B_LANGUAGES.has(baseLanguage(language));
