@@ -2,7 +2,6 @@
 // real WAV, Opus `.bin` and raw linear16 uploads sent by fetch, every outcome of the vocabulary from a real request.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
@@ -10,6 +9,7 @@ import { startService, type TestService } from '../helpers/service.js';
 import { speak, silence } from '../helpers/speech.js';
 import { speech, writeWav } from '../helpers/codec-fixtures.js';
 import { until } from '../helpers/until.js';
+import { headOnly } from '../helpers/http.js';
 import { startFakeDeepgram, type FakeDeepgram } from '../fakes/deepgram-server.js';
 import { OpusEncoderStream } from '../../native/opus.js';
 import { VOICE_MAX_BODY_BYTES, VOICE_PER_MINUTE } from '../../http/routes/voice.js';
@@ -281,20 +281,7 @@ t.test('uploads have their own size bound, and a per-user budget', async (t) => 
 
   t.test('past the voice bound: 413 before a byte of the body is read', async (t) => {
     // Declared only: the answer comes back while the client has sent nothing but the headers.
-    const answer = await new Promise<string>((resolve, reject) => {
-      const sock = net.connect(r.ts.service.port, '127.0.0.1', () => {
-        sock.write(`POST ${TRANSCRIBE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${r.token}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${VOICE_MAX_BODY_BYTES + 1}\r\n\r\n`);
-      });
-      let buf = '';
-      sock.on('data', (d) => {
-        buf += d.toString();
-        if (buf.includes('\r\n\r\n')) {
-          sock.destroy();
-          resolve(buf);
-        }
-      });
-      sock.on('error', reject);
-    });
+    const answer = await headOnly(r.ts.service.port, `POST ${TRANSCRIBE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${r.token}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${VOICE_MAX_BODY_BYTES + 1}`);
     t.match(answer, /^HTTP\/1\.1 413 /);
     t.match(answer, /x-error-code: ENG_ERR_HTTP_BODY_TOO_LARGE/i);
   });
