@@ -14,6 +14,7 @@ const SCENARIOS = {
   codecs: './scripts/bench-codecs.mjs',
   rest: './http/rest.mjs',
   notify: './http/notify.mjs',
+  voice: './http/voice.mjs',
   jobs: './jobs/jobs.mjs',
   webhooks: './webhooks/webhooks.mjs',
   'day-summary': './jobs/day-summary.mjs',
@@ -32,6 +33,7 @@ scenarios:
   codecs    CPU per second of audio for each codec, codec shards vs the decoder in-process
   rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
   notify    direct notifications from an app through the API into the outbox: accepted per second and p99
+  voice     10 s voice messages (WAV) through /v2/voice-message/transcribe to the provider_a fake: req/s, ms each
   jobs      conversations ended over REST and processed by the queue's worker: jobs/s and end → processed latency,
             vs a bare BullMQ worker
   webhooks  conversation-created deliveries from the service's queue to a local keep-alive receiver: deliveries/s,

@@ -37,11 +37,6 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** Largest accepted request body, in bytes; larger bodies answer 413 unread. @defaultValue 1048576 (1 MiB) */
   readonly maxBodyBytes: number;
-  /**
-   * Largest voice-message upload (`/v2/voice-message/transcribe`, `/v2/voice-messages`), in bytes; larger ones answer
-   * 413 unread. @defaultValue 33554432 (32 MiB: 15 minutes of 16 kHz linear16 fit, the longest audio a message may hold)
-   */
-  readonly voiceMaxBodyBytes: number;
   /** JWKS URL of the identity provider; when unset a local issuer signs and verifies ID tokens. @defaultValue undefined */
   readonly idTokenJwksUrl: string | undefined;
   /** Expected `iss` of ID tokens. @defaultValue 'urn:wearable-backend:local-issuer' for the local issuer */
@@ -151,7 +146,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** Every variable this service reads; anything else is ignored. */
 export const CONFIG_VARIABLES = [
   'HOST', 'PORT', 'ROLE', 'DATA_DIR', 'DATABASE_URL', 'DATABASE_SCHEMA', 'SQLITE_BUSY_TIMEOUT_MS', 'REDIS_URL', 'REDIS_PREFIX', 'REDIS_EMBEDDED',
-  'LOG_LEVEL', 'MAX_BODY_BYTES', 'VOICE_MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
+  'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'ID_TOKEN_CACHE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS',
@@ -255,7 +250,6 @@ export function loadConfig(env: Env = process.env): Config {
     redisEmbedded: oneOf(env, 'REDIS_EMBEDDED', ['auto', 'never'] as const, 'auto'),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 256 * 1024 * 1024),
-    voiceMaxBodyBytes: int(env, 'VOICE_MAX_BODY_BYTES', 32 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
     idTokenJwksUrl: jwksUrl,
     idTokenIssuer: issuer ?? LOCAL_ISSUER,
     idTokenAudience: audience ?? LOCAL_AUDIENCE,

@@ -19,9 +19,9 @@ interface OpusEncoderCodec {
 }
 
 const native = loadAddon<NativeOpusModule>('opus', 'Opus');
-const { OpusEncoder } = createRequire(import.meta.url)('@discordjs/opus') as {
-  OpusEncoder: new (rate: number, channels: number) => OpusEncoderCodec;
-};
+type EncoderClass = new (rate: number, channels: number) => OpusEncoderCodec;
+/** Loaded by the first encoder: a process that only decodes (the service) never needs @discordjs/opus. */
+let OpusEncoder: EncoderClass | undefined;
 
 /** libopus error codes decodeInto() can answer. */
 export const OPUS_BUFFER_TOO_SMALL = -2;
@@ -96,6 +96,7 @@ export class OpusDecoder {
 export class OpusEncoderStream {
   readonly #codec: OpusEncoderCodec;
   constructor(sampleRateHz: number) {
+    OpusEncoder ??= (createRequire(import.meta.url)('@discordjs/opus') as { OpusEncoder: EncoderClass }).OpusEncoder;
     this.#codec = new OpusEncoder(sampleRateHz, 1);
   }
   /** Encodes one frame (2.5–60 ms of samples) into one packet. */

@@ -2,6 +2,7 @@
 // Offline sync reads the same `.bin` files, so parseOpusBin() and decodeOpusBin() stand on their own.
 import { OpusDecoder, maxPacketSamples } from '../../native/opus.js';
 import { Resampler } from '../../workers/resample.js';
+import { concatPcm } from '../../workers/packing.js';
 
 /** The rate every engine takes. */
 export const SAMPLE_RATE_HZ = 16000;
@@ -211,12 +212,5 @@ export function decodeFile(bytes: Uint8Array, filename: string, nowMs: number): 
 export function joinPcm(parts: readonly Int16Array[]): Int16Array {
   const total = parts.reduce((sum, p) => sum + p.length, 0);
   if (total > MAX_SAMPLES) throw new AudioInputError(`audio may be at most ${MAX_AUDIO_S} seconds long`);
-  if (parts.length === 1) return parts[0]!;
-  const out = new Int16Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return parts.length === 1 ? parts[0]! : concatPcm(parts);
 }

@@ -12,6 +12,12 @@ import type { Principal } from '../../engine/identity/authenticator.js';
 import { StringEnum } from './common.js';
 import type { AppRoute, Services } from './types.js';
 
+/**
+ * Largest voice-message body, in bytes (a larger declared one answers 413 unread): 32 MiB holds the longest message
+ * (900 s) as 16 kHz linear16 or WAV, and far more as Opus; JSON routes keep MAX_BODY_BYTES.
+ */
+export const VOICE_MAX_BODY_BYTES = 32 * 1024 * 1024;
+
 /** Voice messages one user may send per minute and per UTC day, both routes together. */
 export const VOICE_PER_MINUTE = 20;
 export const VOICE_PER_DAY = 500;
@@ -31,9 +37,9 @@ const FailureSchema = Type.Object(
     retryable: Type.Boolean(),
     message: Type.String({ description: 'public-safe: never a provider\'s words, an audio id or exception text' }),
   },
-  { title: 'VoiceFailure' },
+  { title: 'VoiceFailure', description: 'why a voice message failed' },
 );
-const FailureAnswer = Type.Object({ detail: FailureSchema }, { title: 'VoiceFailureAnswer' });
+const FailureAnswer = Type.Object({ detail: FailureSchema }, { title: 'VoiceFailureAnswer', description: 'a failed voice message: the outcome and a public-safe message, nothing else' });
 
 const ResultSchema = Type.Object(
   {
@@ -43,7 +49,7 @@ const ResultSchema = Type.Object(
     stt_model: Type.String(),
     outcome: StringEnum([Outcome.SUCCESS, Outcome.EXPECTED_SILENCE]),
   },
-  { title: 'VoiceTranscription' },
+  { title: 'VoiceTranscription', description: 'a voice message transcribed (`success`), or found silent (`expected_silence`, empty transcript)' },
 );
 
 const UPLOAD = {
@@ -59,7 +65,7 @@ const UPLOAD = {
 
 const FAILURE_RESPONSES = {
   400: { description: 'invalid_input: the audio cannot be decoded or the request breaks the rules', schema: FailureAnswer },
-  413: { description: 'the body is larger than VOICE_MAX_BODY_BYTES' },
+  413: { description: 'the body is larger than 32 MiB' },
   429: { description: 'over the per-user voice budget; see `Retry-After`' },
   502: { description: 'empty_unexpected or upstream_error', schema: FailureAnswer },
   503: { description: 'config_error: no engine serves the language, or the provider refused the key', schema: FailureAnswer },
@@ -126,7 +132,7 @@ export function voiceRoutes(s: Services): AppRoute[] {
     auth: { kind: 'id_token' },
     query: VoiceQuery,
     rawBody: UPLOAD,
-    maxBodyBytes: s.config.voiceMaxBodyBytes,
+    maxBodyBytes: VOICE_MAX_BODY_BYTES,
   } as const;
 
   return [

@@ -42,7 +42,6 @@ const SETTINGS = {
   REDIS_EMBEDDED: { field: 'redisEmbedded', default: 'auto', set: ['never', 'never'], bad: ['sometimes'] },
   LOG_LEVEL: { field: 'logLevel', default: 'info', set: ['warn', 'warn'], bad: ['loud'] },
   MAX_BODY_BYTES: { field: 'maxBodyBytes', default: MiB, set: ['2048', 2048], bad: ['1.5', '10', '64MB'] },
-  VOICE_MAX_BODY_BYTES: { field: 'voiceMaxBodyBytes', default: 32 * MiB, set: ['65536', 65536], bad: ['65535', '2GB', '1073741825'] },
   ID_TOKEN_JWKS_URL: {
     field: 'idTokenJwksUrl',
     default: undefined,

@@ -1,5 +1,6 @@
 // A minimal HTTP client for tests: one connection per request (no keep-alive), so nothing lingers after a test.
 import http from 'node:http';
+import net from 'node:net';
 
 export interface TestResponse {
   status: number;
@@ -55,3 +56,22 @@ export function request(base: string, path: string, opts: TestRequest = {}): Pro
 }
 
 export const bearer = (credential: string): Record<string, string> => ({ authorization: `Bearer ${credential}` });
+
+/**
+ * Sends only a request's head (`head` without the blank line that ends it) over a raw socket and answers the
+ * response head: for answers a server must give before the body, such as 413 for a declared length.
+ */
+export function headOnly(port: number, head: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1', () => sock.write(`${head}\r\n\r\n`));
+    let buf = '';
+    sock.on('data', (d) => {
+      buf += d.toString();
+      if (buf.includes('\r\n\r\n')) {
+        sock.destroy();
+        resolve(buf);
+      }
+    });
+    sock.on('error', reject);
+  });
+}

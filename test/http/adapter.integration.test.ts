@@ -1,6 +1,6 @@
 // The HTTP adapter the way FastAPI clients expect it: 404/405, 422 bodies, 413 unread, query coercion, no leaked internals.
 import t from 'tap';
-import net from 'node:net';
+import { headOnly } from '../helpers/http.js';
 import { Type } from '@sinclair/typebox';
 import { startService } from '../helpers/service.js';
 import type { AppRoute } from '../../http/routes/types.js';
@@ -105,20 +105,7 @@ t.test('adapter', async (t) => {
     t.equal(chunked.status, 413, 'also without a content-length');
 
     // A client that declares 100 MB and sends only the headers still gets its answer at once.
-    const answer = await new Promise<string>((resolve, reject) => {
-      const sock = net.connect(s.service.port, '127.0.0.1', () => {
-        sock.write('POST /echo/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n');
-      });
-      let buf = '';
-      sock.on('data', (d) => {
-        buf += d.toString();
-        if (buf.includes('\r\n\r\n')) {
-          sock.destroy();
-          resolve(buf);
-        }
-      });
-      sock.on('error', reject);
-    });
+    const answer = await headOnly(s.service.port, 'POST /echo/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 104857600');
     t.match(answer, /^HTTP\/1\.1 413 /);
   });
 

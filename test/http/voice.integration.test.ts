@@ -9,9 +9,10 @@ import { startService, type TestService } from '../helpers/service.js';
 import { speak, silence } from '../helpers/speech.js';
 import { speech, writeWav } from '../helpers/codec-fixtures.js';
 import { until } from '../helpers/until.js';
+import { headOnly } from '../helpers/http.js';
 import { startFakeDeepgram, type FakeDeepgram } from '../fakes/deepgram-server.js';
 import { OpusEncoderStream } from '../../native/opus.js';
-import { VOICE_PER_MINUTE } from '../../http/routes/voice.js';
+import { VOICE_MAX_BODY_BYTES, VOICE_PER_MINUTE } from '../../http/routes/voice.js';
 
 const TRANSCRIBE = '/v2/voice-message/transcribe';
 const SSE = '/v2/voice-messages';
@@ -93,8 +94,11 @@ async function expire(r: Rig, requests: number): Promise<void> {
   await r.ts.service.scheduler.tick();
 }
 
+// One service for the whole file: its speech gate's first check loads the model, the slow part of a cold start.
+// JSON routes take 1 KiB here; voice uploads keep their own bound.
+const r = await rig(t, { MAX_BODY_BYTES: '1024' });
+
 t.test('POST /v2/voice-message/transcribe', async (t) => {
-  const r = await rig(t);
 
   t.test('speech in a WAV file is transcribed by provider_a from exactly the audio sent', async (t) => {
     r.fake.prerecorded.script({ kind: 'answer', transcript: 'Remind me to buy milk tomorrow.' });
@@ -236,7 +240,6 @@ t.test('POST /v2/voice-message/transcribe', async (t) => {
 });
 
 t.test('POST /v2/voice-messages answers server-sent events', async (t) => {
-  const r = await rig(t);
 
   t.test('text comes as one message frame with the transcript as a chat message', async (t) => {
     r.fake.prerecorded.script({ kind: 'answer', transcript: 'Remind me to buy milk tomorrow.' });
@@ -268,19 +271,19 @@ t.test('POST /v2/voice-messages answers server-sent events', async (t) => {
 });
 
 t.test('uploads have their own size bound, and a per-user budget', async (t) => {
-  const r = await rig(t, { MAX_BODY_BYTES: '1024', VOICE_MAX_BODY_BYTES: String(256 * 1024) });
 
   t.test('larger than the JSON routes take, smaller than the voice bound: accepted', async (t) => {
     r.fake.prerecorded.script({ kind: 'answer', transcript: 'Fine.' });
-    t.ok(r.voiceWav.length > 1024 && r.voiceWav.length < 256 * 1024);
+    t.ok(r.voiceWav.length > 1024);
     const res = await post(r, TRANSCRIBE, form([{ name: 'note.wav', bytes: r.voiceWav }], 'en'));
     t.equal(res.status, 200);
   });
 
-  t.test('past the voice bound: 413 unread', async (t) => {
-    const res = await post(r, TRANSCRIBE, Buffer.alloc(256 * 1024 + 2), { headers: { 'content-type': 'application/octet-stream' } });
-    t.equal(res.status, 413);
-    t.equal(res.headers.get('x-error-code'), 'ENG_ERR_HTTP_BODY_TOO_LARGE');
+  t.test('past the voice bound: 413 before a byte of the body is read', async (t) => {
+    // Declared only: the answer comes back while the client has sent nothing but the headers.
+    const answer = await headOnly(r.ts.service.port, `POST ${TRANSCRIBE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${r.token}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${VOICE_MAX_BODY_BYTES + 1}`);
+    t.match(answer, /^HTTP\/1\.1 413 /);
+    t.match(answer, /x-error-code: ENG_ERR_HTTP_BODY_TOO_LARGE/i);
   });
 
   t.test(`the ${VOICE_PER_MINUTE + 1}th message of a minute is 429, for both routes, per user`, async (t) => {
