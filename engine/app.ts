@@ -3,7 +3,7 @@
 import { performance } from 'node:perf_hooks';
 import client from 'prom-client';
 import type { Redis } from 'ioredis';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
 import { openStore, storeOptions, type Store } from './db/store.js';
@@ -66,6 +66,8 @@ import { SyncRepository } from './db/sync-jobs.js';
 import { SyncBatches } from './sync/batch.js';
 import { SyncQueue, SyncWorker } from './sync/jobs.js';
 import { UploadStore } from './sync/uploads.js';
+import { createEmbeddingService, type ThreadEmbeddingService } from './speakers/embedding-service.js';
+import { Voiceprints } from './db/voiceprints.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -194,6 +196,7 @@ export class Service {
     let proactive: ProactiveNotifications | undefined;
     let daySummarySchedule: DaySummarySchedule | undefined;
     let syncWorker: SyncWorker | undefined;
+    let speakerEmbeddings: ThreadEmbeddingService | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
@@ -227,6 +230,7 @@ export class Service {
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const syncRepo = new SyncRepository(store.knex);
       const uploads = new UploadStore(config.dataDir);
+      speakerEmbeddings = await startSpeakerEmbeddings(config, logger);
       const services: Services = {
         config,
         clock,
@@ -251,6 +255,9 @@ export class Service {
         notifier,
         sync: { batches: new SyncBatches({ repo: syncRepo, uploads, queue: syncQueue, redis, prefix: config.redisPrefix, now: () => clock.now() }), uploads },
         voice: new VoiceTranscriber({ engines: voiceEngines(config, stt.engines), check: new SpeechCheck(), scheduler, logger, metrics: registerVoiceMetrics(registry) }),
+        speakerEmbeddings,
+        silenceTrimmer: speakerEmbeddings,
+        voiceprints: new Voiceprints(store.knex, speakerEmbeddings, () => clock.now()),
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
       daySummaries(services);
@@ -325,6 +332,7 @@ export class Service {
       await queue.close();
       await webhookQueue.close();
       await codecPool?.close().catch(() => undefined);
+      await speakerEmbeddings?.close();
       redis.disconnect();
       subscriber.disconnect();
       await store.close().catch(() => undefined);
@@ -365,6 +373,7 @@ export class Service {
     await this.#step('webhooks', () => live.webhookWorker?.close(), bound);
     // No job runs now, and the HTTP routes that process in the request have finished (or timed out) above.
     await this.#step('processor', () => this.services.processor.close?.(), bound);
+    await this.#step('speaker-embeddings', () => this.services.speakerEmbeddings.close(), bound);
     await this.#step('kept-audio-jobs', () => live.keptJobs?.close(), bound);
     await this.#step('notifications', async () => {
       await this.services.notifier.close();
@@ -427,3 +436,26 @@ export class Service {
 /** A shutdown step taking at least this long is logged (each is bounded by SHUTDOWN_TIMEOUT_MS). */
 const SLOW_STOP_STEP_MS = 5000;
 
+
+/**
+ * The node's speaker embeddings. The built-in one starts its thread with the first embedding; a model file is loaded
+ * and checked now, so a file that is not a speaker model stops start-up instead of failing the first upload.
+ */
+async function startSpeakerEmbeddings(config: Config, logger: Logger): Promise<ThreadEmbeddingService> {
+  const modelPath = config.speakerModelPath;
+  if (modelPath === undefined) return createEmbeddingService();
+  let service: ThreadEmbeddingService;
+  try {
+    service = createEmbeddingService({ modelPath });
+  } catch (err) {
+    throw new ConfigError('SPEAKER_MODEL_PATH', `cannot read ${modelPath}: ${(err as Error).message}`);
+  }
+  try {
+    const loaded = await service.load();
+    logger.info({ model: loaded.model, sha256: loaded.sha256, dimension: loaded.dimension }, 'speaker model loaded');
+  } catch (err) {
+    await service.close();
+    throw new ConfigError('SPEAKER_MODEL_PATH', (err as Error).message);
+  }
+  return service;
+}

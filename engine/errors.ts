@@ -84,6 +84,10 @@ export const ERRORS = {
   ENG_ERR_SYNC_BATCH_TOO_LARGE: def(413, 'A batch may hold at most {limit}'),
   ENG_ERR_SYNC_OFFSET_CONFLICT: def(409, 'Upload-Offset does not match the stored offset {offset}: ask for the offset and continue from it'),
   ENG_ERR_SYNC_FAIR_USE: def(429, '{reason}: try again in {seconds}s', true),
+  // Speech profile, people and voice samples (http/routes/speakers.ts, engine/db/voiceprints.ts).
+  ENG_ERR_AUDIO_INVALID: def(400, '{reason}'),
+  ENG_ERR_PROFILE_DURATION: def(400, 'Audio duration is invalid (must be 5-120 seconds of speech; found {seconds} s)'),
+  ENG_ERR_PEOPLE_LIMIT: def(409, 'You have {limit} people, the most an account may have: delete one first'),
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

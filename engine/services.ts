@@ -23,6 +23,8 @@ import type { Notifier } from './notifications/notifier.js';
 import type { VoiceTranscriber } from './voice/transcriber.js';
 import type { SyncBatches } from './sync/batch.js';
 import type { UploadStore } from './sync/uploads.js';
+import type { EmbeddingService, SilenceTrimmer } from './speakers/embedding-service.js';
+import type { Voiceprints } from './db/voiceprints.js';
 
 export interface Services {
   readonly config: Config;
@@ -57,4 +59,10 @@ export interface Services {
   readonly voice: VoiceTranscriber;
   /** Offline sync: batches (bounds, fair use, hashes, the job queue) and resumable uploads under DATA_DIR. */
   readonly sync: { readonly batches: SyncBatches; readonly uploads: UploadStore };
+  /** Speaker embeddings (built-in, or the SPEAKER_MODEL_PATH model) on a thread started by the first embedding. */
+  readonly speakerEmbeddings: EmbeddingService;
+  /** Cuts silence out of uploaded recordings (Silero VAD), on the embedding thread. */
+  readonly silenceTrimmer: SilenceTrimmer;
+  /** Speech profiles, people and their voice samples, with the audio their embeddings came from. */
+  readonly voiceprints: Voiceprints;
 }

@@ -33,6 +33,8 @@ export interface Reply {
   text?: string;
   /** A body already serialised as JSON (sent as application/json), for routes whose store builds the JSON. */
   json?: string;
+  /** A binary body (stored audio), sent with `contentType`. */
+  bytes?: Buffer;
   contentType?: string;
   headers?: Record<string, string>;
   /**
@@ -459,9 +461,12 @@ export class HttpAdapter<P> {
 
   #write(res: uWS.HttpResponse, reply: Reply, closeConnection: boolean): void {
     const status = reply.status ?? 200;
-    let payload: string | undefined;
+    let payload: string | Buffer | undefined;
     let type: string | undefined;
-    if (reply.text !== undefined) {
+    if (reply.bytes !== undefined) {
+      payload = reply.bytes;
+      type = reply.contentType ?? 'application/octet-stream';
+    } else if (reply.text !== undefined) {
       payload = reply.text;
       type = reply.contentType ?? 'text/plain; charset=utf-8';
     } else if (reply.json !== undefined && status !== 204) {

@@ -17,6 +17,7 @@ import { userSettingsRoutes } from './user-settings.js';
 import { dailySummaryRoutes } from './daily-summaries.js';
 import { voiceRoutes } from './voice.js';
 import { syncRoutes } from './sync.js';
+import { speakerRoutes } from './speakers.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
@@ -36,6 +37,7 @@ export function allRoutes(s: Services): AppRoute[] {
     ...dailySummaryRoutes(s),
     ...voiceRoutes(s),
     ...syncRoutes(s),
+    ...speakerRoutes(s),
     ...mcpRoutes(s),
   ];
 }
