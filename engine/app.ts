@@ -153,6 +153,11 @@ export class Service {
     return this.#live.registry;
   }
 
+  /** The ack=enabled sessions' audio logs on a listen node. */
+  get audioLogs(): AudioLogs | undefined {
+    return this.#live.audioLogs;
+  }
+
   /** The day summary's schedule on a jobs node (tests run an hour with `runHour`). */
   get daySummarySchedule(): DaySummarySchedule | undefined {
     return this.#live.daySummarySchedule;

@@ -304,6 +304,11 @@ export class DurableAudio {
     return this.#logs.has(logId);
   }
 
+  /** Session offset (ms) where the audio this node received for an open log ends; undefined when not open here. */
+  receivedMs(logId: string): number | undefined {
+    return this.#logs.get(logId)?.receivedMs;
+  }
+
   dropped(): boolean {
     this.duplicates++;
     return false;
