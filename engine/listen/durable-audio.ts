@@ -250,6 +250,12 @@ export class LogConnection {
     return false;
   }
 
+  /** Writes what waits now rather than at the next pass (the client left). */
+  flush(): void {
+    const log = this.log;
+    if (log?.current === this && log.dirty) void log.flush().catch(() => undefined);
+  }
+
   /** Notes the conversation this connection's audio goes into (checked each pass). */
   checkConversation(): void {
     const id = this.owner?.conversationId();
@@ -284,7 +290,8 @@ export class DurableAudio {
   readonly o: DurableAudioOptions;
   readonly #logs = new Map<string, SessionLog>();
   readonly #timer: TimerId;
-  #passing = false;
+  #passing: Promise<void> | undefined;
+  #again = false;
   /** Bytes appended by this node's open logs. */
   nodeBytes = 0;
   /** Frames dropped as duplicates on resume (tests, metrics). */
@@ -314,11 +321,22 @@ export class DurableAudio {
     return false;
   }
 
-  /** One pass: every log with new records is written and synced (in parallel), then acknowledged. */
-  async pass(): Promise<void> {
-    if (this.#passing) return;
-    this.#passing = true;
-    try {
+  /**
+   * One pass: every log with new records is written and synced (in parallel), then acknowledged. A pass asked for
+   * while one runs follows it, so records appended meanwhile wait one pass at most.
+   */
+  pass(): Promise<void> {
+    if (this.#passing) {
+      this.#again = true;
+      return this.#passing;
+    }
+    this.#passing = this.#passes().finally(() => (this.#passing = undefined));
+    return this.#passing;
+  }
+
+  async #passes(): Promise<void> {
+    do {
+      this.#again = false;
       const flushes: Promise<void>[] = [];
       for (const log of this.#logs.values()) {
         log.current?.checkConversation();
@@ -326,9 +344,7 @@ export class DurableAudio {
       }
       await Promise.all(flushes);
       await this.o.onPass?.();
-    } finally {
-      this.#passing = false;
-    }
+    } while (this.#again);
   }
 
   #flushFailed(log: SessionLog, err: unknown): void {

@@ -280,6 +280,8 @@ export class SessionActor {
   onClientClosed(): void {
     this.#clientGone = true;
     this.#out.close();
+    // Its last frames on disk now, before the drain: a resume on another node reads the log from there.
+    this.#o.audioLog?.flush();
     void this.drain(CloseCode.NORMAL, 'client closed');
   }
 

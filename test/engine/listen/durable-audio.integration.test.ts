@@ -251,7 +251,6 @@ t.test('the log goes with its conversation', async (t) => {
 t.test('a session resumed on another node of the deployment continues its log there (DATA_DIR shared)', async (t) => {
   const engine = new RecordingSttEngine('provider_a');
   const a = await startService(t, { sttEngines: [engine] });
-  const b = await startService(t, { sttEngines: [engine], sameDeploymentAs: a, clock: a.clock });
   const c = await open(a, { uid: 'u1', ...QUERY });
   const { session_id } = await c.json((m) => m.type === 'audio_session');
   await c.ready();
@@ -261,6 +260,7 @@ t.test('a session resumed on another node of the deployment continues its log th
   await until(() => (a.service.audioLogs!.durable.receivedMs(session_id) ?? 0) >= 1600, { what: 'unacknowledged frames received' });
   c.ws.terminate();
   await until(() => a.service.sessions.size === 0, { what: 'node a drained', timeoutMs: 30_000 });
+  const b = await startService(t, { sttEngines: [engine], sameDeploymentAs: a, clock: a.clock });
 
   const d = await open(b, { uid: 'u1', ...QUERY, resume: session_id, offset_ms: '1200' });
   t.match(await d.json((m) => m.type === 'audio_session'), { session_id, offset_ms: 1600 }, 'node b read where the log ends');
