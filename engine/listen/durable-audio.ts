@@ -9,6 +9,11 @@ import { RecordType, encodeMark, encodeRecord, isLogId, parsePart, type AudioLog
 
 /** One pass a second: a device learns within about a second what it may free, and no frame waits on a disk. */
 export const ACK_INTERVAL_MS = 1000;
+/**
+ * How long a resumed connection waits for the connection it replaces on this node to finish its audio (its words
+ * stored) before it continues the conversation: two sessions writing one conversation's tail would overwrite each other.
+ */
+const TAKEOVER_WAIT_MS = 5000;
 /** A frame whose start lies this close below the log's end is taken for the one already logged (rounding of offsets). */
 const DEDUPE_SLACK_MS = 0.5;
 
@@ -56,6 +61,7 @@ export interface DurableAudioOptions {
 /** The resumed log's state read from its parts. */
 interface Found {
   header: AudioLogHeader;
+  originWallMs?: number;
   endMs: number;
   epoch: number;
   nextPart: number;
@@ -77,13 +83,16 @@ class SessionLog {
   bytes: number;
   appended = 0;
   epoch: number;
+  /** Wall-clock time of session offset 0 (from the first connection's first frame). */
+  originWallMs: number | undefined;
   current: LogConnection | undefined;
   /** Receive times of frames not yet durable (ack latency): one per pass is enough, the oldest. */
   #oldestPendingAt = -1;
   #flushing: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
 
-  constructor(d: DurableAudio, id: string, uid: string, writer: AudioLogPartWriter, endMs: number, bytes: number, epoch: number) {
+  constructor(d: DurableAudio, id: string, uid: string, writer: AudioLogPartWriter, endMs: number, bytes: number, epoch: number, originWallMs: number | undefined) {
+    this.originWallMs = originWallMs;
     this.#d = d;
     this.id = id;
     this.uid = uid;
@@ -128,13 +137,18 @@ class SessionLog {
       this.#oldestPendingAt = -1;
       await this.#writer.append(chunks);
       this.durableMs = upTo;
-      const c = this.current;
-      if (c?.owner && Math.floor(upTo) > c.ackedMs) {
-        c.ackedMs = Math.floor(upTo);
-        c.owner.send(`{"type":"${ListenMessage.AUDIO_ACK}","offset_ms":${c.ackedMs}}`);
-        if (since >= 0) this.#d.o.metrics?.ackLatencyS?.((this.#d.o.clock.now() - since) / 1000);
-      }
+      if (this.ack() && since >= 0) this.#d.o.metrics?.ackLatencyS?.((this.#d.o.clock.now() - since) / 1000);
     }
+  }
+
+  /** Tells the current connection how far the log is durable, when it has not heard it yet; true when it was told. */
+  ack(): boolean {
+    const c = this.current;
+    const upTo = Math.floor(this.durableMs);
+    if (!c?.owner || upTo <= c.ackedMs || upTo <= 0) return false;
+    c.ackedMs = upTo;
+    c.owner.send(`{"type":"${ListenMessage.AUDIO_ACK}","offset_ms":${upTo}}`);
+    return true;
   }
 
   get closed(): boolean {
@@ -166,10 +180,14 @@ export class LogConnection {
   /** Frames received before the log opened (copies). */
   #held: Uint8Array[] | undefined = [];
   #gone = false;
+  /** Resolves once finished() ran: a connection resuming this session waits for it. */
+  readonly done: Promise<void>;
+  #resolveDone!: () => void;
 
   constructor(d: DurableAudio, req: ConnectRequest) {
     this.#d = d;
     this.#req = req;
+    this.done = new Promise((resolve) => (this.#resolveDone = resolve));
   }
 
   /** The id a client resumes with. */
@@ -205,6 +223,7 @@ export class LogConnection {
       this.#d.o.metrics?.gapSeconds?.(gapMs / 1000);
       this.#d.o.logger.warn({ sessionId: log.id, fromMs: Math.floor(log.receivedMs), toMs: resumeAt }, 'resumed session has a gap: audio never received');
       log.receivedMs = resumeAt;
+      this.#dupBeforeMs = resumeAt;
     }
     owner.send(JSON.stringify({ type: ListenMessage.AUDIO_SESSION, session_id: log.id, offset_ms: Math.floor(log.receivedMs) }));
     const held = this.#held ?? [];
@@ -233,7 +252,8 @@ export class LogConnection {
     const now = d.o.clock.now();
     if (!this.#started) {
       this.#started = true;
-      log.mark(startMs, { kind: 'start', epoch: this.epoch, wallMs: now });
+      log.originWallMs ??= now - startMs;
+      log.mark(startMs, { kind: 'start', epoch: this.epoch, wallMs: this.streamStartMs ?? now });
     }
     if (log.bytes + frame.length > d.o.maxSessionBytes) return this.#full('session');
     if (d.nodeBytes + (d.o.retainedBytes?.() ?? 0) + frame.length > d.o.maxNodeBytes) return this.#full('node');
@@ -248,6 +268,15 @@ export class LogConnection {
     else this.owner?.close(CloseCode.TRY_AGAIN_LATER, 'audio log full on this node');
     this.#gone = true;
     return false;
+  }
+
+  /**
+   * Wall-clock time of this connection's stream time 0 when it continues a session (its first frame's session
+   * offset after the session's start); undefined for a new session, whose stream starts with its first frame.
+   */
+  get streamStartMs(): number | undefined {
+    const origin = this.log?.originWallMs;
+    return origin === undefined || this.#dupBeforeMs <= 0 ? undefined : origin + this.#dupBeforeMs;
   }
 
   /** Writes what waits now rather than at the next pass (the client left). */
@@ -276,6 +305,7 @@ export class LogConnection {
    * otherwise (it never got that far) the sweep hands its logged audio to kept audio.
    */
   finished(done: boolean): void {
+    this.#resolveDone();
     this.#gone = true;
     this.#held = undefined;
     const log = this.log;
@@ -341,6 +371,7 @@ export class DurableAudio {
       for (const log of this.#logs.values()) {
         log.current?.checkConversation();
         if (log.dirty) flushes.push(log.flush().catch((err: unknown) => this.#flushFailed(log, err)));
+        else log.ack(); // a resumed connection learns what an earlier one made durable
       }
       await Promise.all(flushes);
       await this.o.onPass?.();
@@ -362,7 +393,10 @@ export class DurableAudio {
       const old = live.current;
       live.epoch++;
       live.current = conn;
-      old?.supersede();
+      if (old) {
+        old.supersede();
+        await this.#within(old.done, TAKEOVER_WAIT_MS);
+      }
       return { log: live };
     }
     let found: Found | undefined;
@@ -380,10 +414,16 @@ export class DurableAudio {
     }
     const header: AudioLogHeader = { sessionId: id, uid: req.uid, codec: req.codec, sampleRate: req.sampleRate, channels: req.channels, language: req.language, source: req.source, writer: this.o.writer, createdAtMs: this.o.clock.now() };
     const writer = await this.o.store.create(id, found?.nextPart ?? 0, header);
-    const log = new SessionLog(this, id, req.uid, writer, found?.endMs ?? 0, found?.bytes ?? 0, found?.epoch ?? 0);
+    const log = new SessionLog(this, id, req.uid, writer, found?.endMs ?? 0, found?.bytes ?? 0, found?.epoch ?? 0, found?.originWallMs);
     log.current = conn;
     this.#logs.set(id, log);
     return { log };
+  }
+
+  async #within(p: Promise<void>, ms: number): Promise<void> {
+    let timer: TimerId | undefined;
+    await Promise.race([p, new Promise<void>((resolve) => (timer = this.o.scheduler.after(ms, resolve)))]);
+    this.o.scheduler.cancel(timer);
   }
 
   /** Reads a session's parts (cutting a torn tail): where its audio ends, its next epoch and part number. */
@@ -402,7 +442,10 @@ export class DurableAudio {
       for (const r of p.records) {
         if (r.type === RecordType.AUDIO) f.endMs = Math.max(f.endMs, r.offsetMs + encodedDurationS(h.codec, h.sampleRate, h.channels, r.bytes) * 1000);
         else if (r.mark.kind === 'gap') f.endMs = Math.max(f.endMs, r.mark.toMs);
-        else f.epoch = Math.max(f.epoch, r.mark.epoch + 1);
+        else {
+          f.epoch = Math.max(f.epoch, r.mark.epoch + 1);
+          if (r.mark.kind === 'start') f.originWallMs ??= r.mark.wallMs - r.offsetMs;
+        }
       }
       found = f;
     }

@@ -167,7 +167,11 @@ export class SessionActor {
       return;
     }
     try {
-      if (this.#o.audioLog && !(await this.#o.audioLog.open(this.#logOwner()))) return;
+      if (this.#o.audioLog) {
+        if (!(await this.#o.audioLog.open(this.#logOwner()))) return;
+        const at = this.#o.audioLog.streamStartMs;
+        if (at !== undefined) this.#loop.streamStartsAt(at);
+      }
       this.#status(ServiceStatus.INITIATING);
       this.#status(ServiceStatus.IN_PROGRESS_CONVERSATIONS_PROCESSING);
       await this.#o.lifecycle.requeueProcessing(this.uid);
