@@ -26,15 +26,10 @@ export interface AudioLogOwner {
   conversationId(): string | undefined;
 }
 
-export interface ConnectRequest {
+/** A new connection: what its log's header says of it, its own id, and the session it resumes. */
+export interface ConnectRequest extends Pick<AudioLogHeader, 'uid' | 'codec' | 'sampleRate' | 'channels' | 'language' | 'source'> {
   /** This connection's session id: the log's id unless it resumes one. */
   sessionId: string;
-  uid: string;
-  codec: string;
-  sampleRate: number;
-  channels: number;
-  language: string;
-  source: string;
   resume?: { sessionId: string; offsetMs: number };
 }
 
