@@ -57,6 +57,7 @@ import { NotificationsRepository } from './db/notifications.js';
 import { Notifier } from './notifications/notifier.js';
 import { startPushes, type Pushes } from './notifications/pushes.js';
 import type { LiveWebhooks } from './webhooks/live.js';
+import type { AudioLogs } from './node/audio-logs.js';
 import { daySummaries } from './summaries/day-summary.js';
 import { DaySummarySchedule } from './summaries/schedule.js';
 import type { AppReplyHandler } from './webhooks/live-send.js';
@@ -116,6 +117,7 @@ interface LiveParts {
   pacer: LoopPacer | undefined;
   pushes: Pushes;
   liveWebhooks: LiveWebhooks | undefined;
+  audioLogs: AudioLogs | undefined;
   proactive: ProactiveNotifications | undefined;
   daySummarySchedule: DaySummarySchedule | undefined;
   syncQueue: SyncQueue;
@@ -160,6 +162,11 @@ export class Service {
   /** This node's live sessions. */
   get sessions(): ActorRegistry {
     return this.#live.registry;
+  }
+
+  /** The ack=enabled sessions' audio logs on a listen node. */
+  get audioLogs(): AudioLogs | undefined {
+    return this.#live.audioLogs;
   }
 
   /** The day summary's schedule on a jobs node (tests run an hour with `runHour`). */
@@ -314,13 +321,14 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, proactive, daySummarySchedule, syncQueue, syncWorker });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, audioLogs: listen?.audioLogs, proactive, daySummarySchedule, syncQueue, syncWorker });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
     } catch (err) {
       compaction?.close();
       pacer?.close();
+      await listen?.audioLogs.close().catch(() => undefined);
       scheduler.close();
       await worker?.close();
       await syncWorker?.close();
@@ -361,6 +369,8 @@ export class Service {
     // Live sessions: stop admitting, finalise STT, flush the last segments, close with 1001; their open
     // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
     await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));
+    // Their audio logs' last records and end marks, so no other node takes their audio for unfinished.
+    await this.#step('audio-logs', () => live.audioLogs?.close(), bound);
     // The last audio windows and transcript batches of the sessions just drained, while the store still takes replies.
     await this.#step('live-webhooks', () => live.liveWebhooks?.close(), bound);
     // Notifications those last replies asked for, while the notifier and the store still take them.

@@ -85,6 +85,15 @@ export interface Config {
   readonly maxSessionsPerUser: number;
   /** Audio bytes a session may have received but not yet decoded; past it the session is closed with 1013. @defaultValue 1048576 (1 MiB) */
   readonly listenMaxInboundBytes: number;
+  /**
+   * How long a session's audio log (ack=enabled) is kept once its conversations are processed, in seconds; it goes
+   * at once with a deleted conversation. @defaultValue 3600 (1 hour)
+   */
+  readonly audioLogRetentionS: number;
+  /** Bytes one session's audio log may hold; past it the session closes with 4413. @defaultValue 134217728 (128 MiB) */
+  readonly audioLogMaxSessionBytes: number;
+  /** Bytes of audio logs one node's DATA_DIR may hold; past it a session closes with 1013. @defaultValue 4294967296 (4 GiB) */
+  readonly audioLogMaxNodeBytes: number;
   /** Codec shard threads; 0 means one fewer than the CPUs, at least 2. @defaultValue 0 */
   readonly codecThreads: number;
   /**
@@ -155,7 +164,8 @@ export const CONFIG_VARIABLES = [
   'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'ID_TOKEN_CACHE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
-  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS',
+  'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES',
+  'AUDIO_LOG_RETENTION_S', 'AUDIO_LOG_MAX_SESSION_BYTES', 'AUDIO_LOG_MAX_NODE_BYTES', 'CODEC_THREADS', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS',
   'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
   'CUSTOM_STT_URL', 'WEBHOOK_ALLOW_PRIVATE', 'FCM_SERVICE_ACCOUNT_FILE', 'FCM_TOKEN_URL', 'FCM_BASE_URL',
   'SPEAKER_MODEL_PATH',
@@ -279,6 +289,9 @@ export function loadConfig(env: Env = process.env): Config {
     maxSessions: int(env, 'MAX_SESSIONS', 1000, 1, 1_000_000),
     maxSessionsPerUser: int(env, 'MAX_SESSIONS_PER_USER', 4, 1, 1000),
     listenMaxInboundBytes: int(env, 'LISTEN_MAX_INBOUND_BYTES', 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
+    audioLogRetentionS: int(env, 'AUDIO_LOG_RETENTION_S', 3600, 0, 30 * 86400),
+    audioLogMaxSessionBytes: int(env, 'AUDIO_LOG_MAX_SESSION_BYTES', 128 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024 * 1024),
+    audioLogMaxNodeBytes: int(env, 'AUDIO_LOG_MAX_NODE_BYTES', 4 * 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
     codecThreads: int(env, 'CODEC_THREADS', 0, 0, 256),
     listenShedDecodeDelayMs: int(env, 'LISTEN_SHED_DECODE_DELAY_MS', 300, 0, 60_000),
     listenShedStoreDelayMs: int(env, 'LISTEN_SHED_STORE_DELAY_MS', 2000, 0, 600_000),

@@ -31,6 +31,14 @@ export const CloseCode = {
   INTERNAL_ERROR: 1011,
   SERVICE_RESTART: 1012,
   TRY_AGAIN_LATER: 1013,
+  /** ack=enabled: `resume` names a session of another user. */
+  RESUME_REFUSED: 4403,
+  /** ack=enabled: `resume` names no session this service holds a log of (never one, or past its retention). */
+  UNKNOWN_SESSION: 4404,
+  /** ack=enabled: another connection resumed this session; this one takes no more audio. */
+  SESSION_RESUMED: 4409,
+  /** ack=enabled: the session's audio log reached its bound (AUDIO_LOG_MAX_SESSION_BYTES). */
+  AUDIO_LOG_FULL: 4413,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
 
@@ -75,6 +83,10 @@ export const ListenMessage = {
   SPEAKER_ASSIGNED: 'speaker_assigned',
   IMAGE_CHUNK: 'image_chunk',
   TRANSLATION: 'translation',
+  /** ack=enabled: the session's id (to resume with) and where its audio continues. */
+  AUDIO_SESSION: 'audio_session',
+  /** ack=enabled: audio up to `offset_ms` is durable. */
+  AUDIO_ACK: 'audio_ack',
 } as const;
 export type ListenMessage = (typeof ListenMessage)[keyof typeof ListenMessage];
 

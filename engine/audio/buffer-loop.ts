@@ -114,6 +114,14 @@ export class BufferLoop {
     this.#current = { id: c.id, startedAtMs: Date.parse(c.startedAt), recent: r.tail.segments.map(fromRecord), base: r.tail.base, lastSegmentAtMs: lastActivityMs(c) };
   }
 
+  /**
+   * Where this session's stream time 0 lies in wall-clock time, when it is known before its audio arrives: a resumed
+   * session's audio continues the session it resumes, so its words land after the words already stored.
+   */
+  streamStartsAt(ms: number): void {
+    this.#streamStartMs = ms;
+  }
+
   /** Audio (or a suggested transcript) arrived now. */
   noteAudio(): void {
     this.#streamStartMs ??= this.#o.clock.now();

@@ -18,6 +18,10 @@ export interface ListenParams {
   customStt: boolean;
   /** One of CONVERSATION_SOURCES; DEFAULT_LIVE_SOURCE when the query has none, UNKNOWN_SOURCE for a value not in the list. */
   source: ConversationSource;
+  /** `ack=enabled`: frames go to the session's audio log and are acknowledged once durable (docs/protocol.md). */
+  ack: boolean;
+  /** `resume=<session id>&offset_ms=N`: continue that session's log; N is the session offset of the first frame sent. */
+  resume: { sessionId: string; offsetMs: number } | null;
 }
 
 export type ParseResult = { ok: true; params: ListenParams } | { ok: false; reason: string };
@@ -69,6 +73,18 @@ export function parseListenQuery(query: string): ParseResult {
   // version does not know yet must still record.
   const named = q.get('source') || DEFAULT_LIVE_SOURCE;
   const source: ConversationSource = isConversationSource(named) ? named : UNKNOWN_SOURCE;
+  const ackRaw = q.get('ack') || 'disabled';
+  if (ackRaw !== 'enabled' && ackRaw !== 'disabled') return fail('ack must be enabled or disabled');
+  const resumeId = q.get('resume') || null;
+  let resume: ListenParams['resume'] = null;
+  if (resumeId !== null) {
+    if (ackRaw !== 'enabled') return fail('resume needs ack=enabled');
+    if (!/^[A-Za-z0-9_-]{1,100}$/.test(resumeId)) return fail('resume is not a session id');
+    const offset = intParam(q, 'offset_ms', -1);
+    if (typeof offset === 'string') return fail(offset);
+    if (offset < 0) return fail('offset_ms is required with resume');
+    resume = { sessionId: resumeId, offsetMs: offset };
+  }
   return {
     ok: true,
     params: {
@@ -82,6 +98,8 @@ export function parseListenQuery(query: string): ParseResult {
       sttService: stt,
       customStt: custom === 'enabled',
       source,
+      ack: ackRaw === 'enabled',
+      resume,
     },
   };
 }

@@ -6,7 +6,7 @@ import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import type { CodecPool } from '../codec/pool.js';
 import { checkCodecParams, type Codec } from '../../workers/messages.js';
-import { concatPcm } from '../../workers/packing.js';
+import { decodeFrames } from '../codec/decode-frames.js';
 import { isEngineError } from '../errors.js';
 import { CloseCode, LISTEN, ListenMessage, SERVICE_STATUS_TEXT, ServiceStatus } from '../protocol.js';
 import type { SttFailure, SttSegment } from '../stt/types.js';
@@ -28,6 +28,7 @@ import { AudioInlet } from './audio-inlet.js';
 import type { LiveSessionWebhooks } from '../webhooks/live.js';
 import { TRANSLATED_LANGUAGE, TRANSLATION_OFF, type LiveTranslation } from '../translation/live.js';
 import type { SessionTranslation } from '../translation/session-translation.js';
+import type { AudioLogOwner, LogConnection } from './durable-audio.js';
 
 /** The public real-time connection states (opening, ready, streaming, processing, closed), plus DRAINING (finalising before close). */
 export const SessionState = {
@@ -75,6 +76,8 @@ export interface SessionActorOptions {
   liveWebhooks?: LiveSessionWebhooks;
   /** Translation for `language=multi` sessions; absent: no language model, translation off. */
   translation?: LiveTranslation;
+  /** ack=enabled: the session's audio log (durable-audio.ts), which sees each frame first and acknowledges it. */
+  audioLog?: LogConnection;
 }
 
 /**
@@ -121,6 +124,8 @@ export class SessionActor {
   #livePcm: LiveSessionWebhooks | undefined;
   /** Set only for `language=multi` sessions on a node with a language model. */
   #translation: SessionTranslation | undefined;
+  /** Everything accepted reached a speech engine or was kept (the audio log may then forget it). */
+  #audioDone = false;
 
   constructor(opts: SessionActorOptions) {
     this.#o = opts;
@@ -171,6 +176,11 @@ export class SessionActor {
       return;
     }
     try {
+      if (this.#o.audioLog) {
+        if (!(await this.#o.audioLog.open(this.#logOwner()))) return;
+        const at = this.#o.audioLog.streamStartMs;
+        if (at !== undefined) this.#loop.streamStartsAt(at);
+      }
       this.#status(ServiceStatus.INITIATING);
       this.#status(ServiceStatus.IN_PROGRESS_CONVERSATIONS_PROCESSING);
       await this.#o.lifecycle.requeueProcessing(this.uid);
@@ -204,6 +214,12 @@ export class SessionActor {
       return;
     }
     if (this.#state === SessionState.DRAINING || this.#state === SessionState.CLOSED) return;
+    const log = this.#o.audioLog;
+    if (log !== undefined && !log.take(message)) return;
+    this.#audio(message);
+  }
+
+  #audio(message: Uint8Array): void {
     this.#custom?.writeEncoded(message);
     if (!this.#inlet?.accept(message)) {
       this.#o.logger.warn({ sessionId: this.sessionId, pendingBytes: this.#inlet?.pendingBytes }, 'inbound audio queue full');
@@ -278,6 +294,8 @@ export class SessionActor {
   onClientClosed(): void {
     this.#clientGone = true;
     this.#out.close();
+    // Its last frames on disk now, before the drain: a resume on another node reads the log from there.
+    this.#o.audioLog?.flush();
     void this.drain(CloseCode.NORMAL, 'client closed');
   }
 
@@ -383,6 +401,7 @@ export class SessionActor {
         if (this.#translation) await this.#within(this.#translation.finish(), TRANSLATION_FINISH_MS);
         const late = this.#lateFailure;
         if (late) await this.#keepUnanswered(late.f, late.provider);
+        this.#audioDone = true;
       }
       const open = this.#loop.conversationId;
       if (open) await this.#o.lifecycle.leftInProgress(open, this.uid, this.#o.params.conversationTimeoutS);
@@ -407,7 +426,20 @@ export class SessionActor {
     this.#speech?.close();
     void this.#custom?.close();
     this.#out.close();
+    this.#o.audioLog?.finished(this.#audioDone);
     this.#o.onClosed(this);
+  }
+
+  /** What the audio log may do with the session: send on its socket, hand frames on, end it. */
+  #logOwner(): AudioLogOwner {
+    return {
+      send: (text) => this.#out.send(text),
+      accept: (frame) => {
+        if (this.#state !== SessionState.DRAINING && this.#state !== SessionState.CLOSED) this.#audio(frame);
+      },
+      close: (code, reason) => void this.drain(code, reason),
+      conversationId: () => this.#loop.conversationId,
+    };
   }
 
   #close(code: number, reason: string): void {
@@ -455,17 +487,11 @@ export class SessionActor {
    * Decodes audio a failed provider never answered for, kept encoded, with a fresh decoder of the session's codec (one
    * channel: the channel-id bytes were taken off).
    */
-  async #decodeKept(messages: readonly Uint8Array[]): Promise<Int16Array> {
+  #decodeKept(messages: readonly Uint8Array[]): Promise<Int16Array> {
     const p = this.#o.params;
-    const stream = this.#o.codecPool.open({ sessionId: `${this.sessionId}:kept`, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: 1 });
-    const chunks: Int16Array[] = [];
-    stream.on('pcm', (pcm) => {
-      if (pcm[0] !== undefined && pcm[0].length > 0) chunks.push(pcm[0].slice()); // a view into the shard's shared answer
-    });
-    for (const m of messages) stream.push(m);
-    await stream.close({ flush: true });
-    return concatPcm(chunks);
+    return decodeFrames(this.#o.codecPool, { sessionId: `${this.sessionId}:kept`, codec: p.codec, sampleRate: p.sampleRate }, messages);
   }
+
 
   /** custom_stt=enabled: the app's suggested_transcript, plus the operator's custom transcription server if configured. */
   async #openCustom(): Promise<boolean> {
@@ -519,6 +545,7 @@ export class SessionActor {
       await this.#stepping;
       await this.#lastStep();
       await this.#keepUnanswered(f, provider);
+      this.#audioDone = true;
       const open = this.#loop.conversationId;
       if (open) await this.#o.lifecycle.leftInProgress(open, this.uid, this.#o.params.conversationTimeoutS);
     } catch (err) {

@@ -26,6 +26,7 @@ import { LiveWebhooks } from '../webhooks/live.js';
 import type { AppReplyHandler } from '../webhooks/live-send.js';
 import type { LiveDeliveryLog } from '../webhooks/types.js';
 import { AppRepliesRepository } from '../db/app-replies.js';
+import { startAudioLogs, type AudioLogs } from './audio-logs.js';
 
 /** The largest backlog a session's socket may hold towards its client before it is closed. */
 const MAX_OUTBOUND_BYTES = 4 * 1024 * 1024;
@@ -102,6 +103,8 @@ export interface ListenNode {
   readonly codecPool: CodecPool;
   readonly pacer: LoopPacer | undefined;
   readonly liveWebhooks: LiveWebhooks;
+  /** ack=enabled sessions' audio logs. */
+  readonly audioLogs: AudioLogs;
 }
 
 /** Attaches /v4/listen and starts the codec shards. */
@@ -152,6 +155,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
         logger,
       })
     : undefined;
+  const audioLogs = startAudioLogs({ services: s, registry, scheduler, pool, kept: o.kept, keptJobs: o.keptJobs });
   attachListen(o.app, {
     authenticator: o.authenticator,
     registry: actors,
@@ -184,7 +188,8 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
         keepAudio: async (meta, chunks) => o.keptJobs()?.add({ conversationId: meta.conversationId, uid: meta.uid, keptId: await o.kept.keep(meta, chunks) }),
         liveWebhooks: liveWebhooks.session(params.uid, sessionId),
         ...(translation ? { translation } : {}),
+        ...(params.ack ? { audioLog: audioLogs.durable.connection({ sessionId, uid: params.uid, codec: params.codec, sampleRate: params.sampleRate, channels: params.channels, language: params.language, source: params.source, ...(params.resume ? { resume: params.resume } : {}) }) } : {}),
       }),
   });
-  return { codecPool: pool, pacer, liveWebhooks };
+  return { codecPool: pool, pacer, liveWebhooks, audioLogs };
 }

@@ -103,6 +103,40 @@ export function registerListenMetrics(registry: client.Registry): ListenMetrics 
   };
 }
 
+/** Acknowledged audio (ack=enabled): how soon audio is acknowledged, gaps, full logs, hand-overs, deletions. */
+export function registerAudioLogMetrics(registry: client.Registry) {
+  return {
+    ackLatency: new client.Histogram({
+      name: 'listen_audio_ack_seconds',
+      help: 'ack=enabled sessions: from the oldest frame of a write to the audio_ack that covers it (the write and fsync pass runs once a second).',
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 5],
+      registers: [registry],
+    }),
+    gapSeconds: new client.Counter({
+      name: 'listen_audio_log_gap_seconds_total',
+      help: 'Seconds of audio resumed sessions skipped: the client resumed past the end of what the service had received.',
+      registers: [registry],
+    }),
+    full: new client.Counter({
+      name: 'listen_audio_log_full_total',
+      help: 'ack=enabled sessions closed because an audio log bound was reached, by scope (session: 4413, node: 1013).',
+      labelNames: ['scope'],
+      registers: [registry],
+    }),
+    handedOverSeconds: new client.Counter({
+      name: 'listen_audio_log_handed_over_seconds_total',
+      help: 'Seconds of logged audio a connection never finished (its node died) handed to kept audio for transcription.',
+      registers: [registry],
+    }),
+    removed: new client.Counter({
+      name: 'listen_audio_logs_removed_total',
+      help: 'Audio logs deleted, by reason: retention (conversations processed, AUDIO_LOG_RETENTION_S passed) or conversation_gone.',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+  };
+}
+
 /** The main thread's loop pacing: time slept between polls and whether it paces now. */
 export function registerPacerMetrics(registry: client.Registry, pacer: LoopPacer): void {
   new client.Counter({
