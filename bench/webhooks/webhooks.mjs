@@ -1,7 +1,7 @@
 // Macro bench of durable webhook delivery: conversation-created deliveries enqueued by the service's producer, sent
 // by its worker to a local keep-alive receiver. Deliveries per second at full speed, and enqueue → receipt latency
 // at a fixed rate. The service runs in this process (ROLE=all), the receiver in a child process.
-import { fork } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,20 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
 import { Histogram } from '../lib/histogram.mjs';
-import { cleanRedis, serviceEnv, track } from '../lib/processes.mjs';
+import { Redis } from 'ioredis';
+import { cleanRedis, freePort, serviceEnv, track } from '../lib/processes.mjs';
+
+/**
+ * Commands served and CPU seconds spent by a redis-server so far (INFO commandstats and cpu).
+ * @param {Redis} r
+ */
+async function redisTotals(r) {
+  const info = await r.info('all');
+  let calls = 0;
+  for (const m of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(m[1]);
+  const cpu = (/** @type {string} */ k) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return { calls, cpuS: cpu('used_cpu_user') + cpu('used_cpu_sys') };
+}
 
 export const USAGE = `npm run bench -- webhooks [--deliveries 5000] [--rate 200] [--latency-deliveries 2000] [--store sqlite|pg] [--smoke]
   --deliveries          deliveries enqueued as fast as the producer takes them, for deliveries/s (default 5000; 50 with --smoke)
@@ -17,6 +30,7 @@ export const USAGE = `npm run bench -- webhooks [--deliveries 5000] [--rate 200]
   --latency-deliveries  deliveries of the latency run (default 2000; 50 with --smoke)
   --store               sqlite (default) or pg (PostgreSQL at 127.0.0.1:5432/test, a schema of its own)
   --profile FILE        writes a V8 CPU profile of the full-speed run (the service's process) to FILE
+  --own-redis           runs a redis-server of its own (no persistence) and reports its commands and CPU per delivery
   --out                 result file (default bench/results/<timestamp>-webhooks.json)`;
 
 const RECEIVER = fileURLToPath(new URL('./receiver.mjs', import.meta.url));
@@ -31,7 +45,15 @@ export async function run(options) {
   const pg = options.store === 'pg';
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-webhooks-'));
   const schema = `bench_${Date.now()}`;
-  const env = await serviceEnv(dataDir, { WEBHOOK_ALLOW_PRIVATE: 'on', ...(pg ? { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test', DATABASE_SCHEMA: schema } : {}) });
+  const ownRedisPort = options['own-redis'] === true ? await freePort() : undefined;
+  const redisServer = ownRedisPort ? track(spawn('redis-server', ['--port', String(ownRedisPort), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })) : undefined;
+  const redisUrl = ownRedisPort ? `redis://127.0.0.1:${ownRedisPort}` : undefined;
+  if (redisUrl) {
+    const probe = new Redis(redisUrl, { retryStrategy: () => 100 });
+    await probe.ping();
+    probe.disconnect();
+  }
+  const env = await serviceEnv(dataDir, { WEBHOOK_ALLOW_PRIVATE: 'on', ...(redisUrl ? { REDIS_URL: redisUrl } : {}), ...(pg ? { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test', DATABASE_SCHEMA: schema } : {}) });
   const { loadConfig } = await dist('engine/config.js');
   const { Service } = await dist('engine/app.js');
   const { createLogger } = await dist('engine/logger.js');
@@ -83,6 +105,8 @@ export async function run(options) {
       await profiler.post('Profiler.enable');
       await profiler.post('Profiler.start');
     }
+    const redisStats = redisUrl ? new Redis(redisUrl) : undefined;
+    const redis0 = redisStats ? await redisTotals(redisStats) : undefined;
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
     let next = 0;
@@ -94,6 +118,9 @@ export async function run(options) {
     const perSec = receivedAt.size / seconds;
     const cpu = process.cpuUsage(cpu0);
     const cpuMsPer = (cpu.user + cpu.system) / 1000 / Math.max(receivedAt.size, 1);
+    const redis1 = redisStats && redis0 ? await redisTotals(redisStats) : undefined;
+    redisStats?.disconnect();
+    const redisPer = redis0 && redis1 ? { commands: (redis1.calls - redis0.calls - 1) / receivedAt.size, cpuMs: ((redis1.cpuS - redis0.cpuS) * 1000) / receivedAt.size } : undefined;
     if (profiler) {
       const { profile } = await profiler.post('Profiler.stop');
       writeFileSync(/** @type {string} */ (options.profile), JSON.stringify(profile));
@@ -135,13 +162,17 @@ export async function run(options) {
       },
       figures: figuresOf({ 'deliveries/s': [perSec, '/s', 'higher'], 'CPU per delivery': [cpuMsPer, 'ms', 'lower'], 'p99 enqueue to receipt': [lat.p99, 'ms', 'lower'] }),
       goals: [{ name: 'deliveries/s', target: '≥ 5000', value: Math.round(perSec), met: perSec >= 5000 }],
-      notes: ['service (ROLE=all, one process) and producer in the bench process; the receiver in a child process, keep-alive, answering 200'],
+      notes: [
+        'service (ROLE=all, one process) and producer in the bench process; the receiver in a child process, keep-alive, answering 200',
+        ...(redisPer ? [`Redis of its own, full-speed run: ${redisPer.commands.toFixed(1)} commands and ${redisPer.cpuMs.toFixed(3)} ms of redis-server CPU per delivery`] : []),
+      ],
     };
     finish(/** @type {any} */ (result), options);
   } finally {
     await service.stop().catch(() => undefined);
     rx.kill();
-    await cleanRedis(env.REDIS_PREFIX);
+    if (redisServer) redisServer.kill();
+    else await cleanRedis(env.REDIS_PREFIX);
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -5,7 +5,7 @@ import type { Knex } from 'knex';
 import { ConversationStatus } from '../protocol.js';
 import type { ConversationCategory, ProcessResult, TextSource } from '../processing/types.js';
 import { GroupCommit } from './group-commit.js';
-import { execute, insertRowsSql, repeat, runInserts, select, type RowValue, type TransactionRun } from './prepared.js';
+import { execute, inJsonList, insertRowsSql, repeat, runInserts, select, type RowValue, type TransactionRun } from './prepared.js';
 import { bool, isoNow } from './store.js';
 
 export interface Geolocation {
@@ -656,6 +656,23 @@ export class ConversationsRepository {
     const record = toRecord(row);
     if (opts.includeSegments) record.segments = await this.segments(id);
     return record;
+  }
+
+  /**
+   * `get` with segments for many conversations at once, in two reads whatever their number (webhook deliveries build
+   * their bodies by the group): the ones found, each its owner's and not deleted, by id.
+   */
+  async getManyWithSegments(refs: readonly { userId: string; id: string }[]): Promise<Map<string, ConversationRecord>> {
+    const out = new Map<string, ConversationRecord>();
+    if (refs.length === 0) return out;
+    const ids = JSON.stringify([...new Set(refs.map((r) => r.id))]);
+    const owner = new Map(refs.map((r) => [r.id, r.userId]));
+    const rows = await select<Row>(this.knex, `${SELECT_WITH_FOLDER} WHERE ${inJsonList(this.knex, 'c.id')} AND c.deleted = ?`, [ids, false]);
+    for (const row of rows) if (owner.get(row.id) === row.user_id) out.set(row.id, { ...toRecord(row), segments: [] });
+    if (out.size === 0) return out;
+    const segments = await select<SegmentRow>(this.knex, `SELECT * FROM conversation_segments WHERE ${inJsonList(this.knex, 'conversation_id')} ORDER BY conversation_id, position`, [JSON.stringify([...out.keys()])]);
+    for (const row of segments) out.get(row.conversation_id)?.segments!.push(toSegment(row));
+    return out;
   }
 
   /** Completed, kept, not deleted conversations; newest `started_at` first, then id, so pages are stable. */

@@ -8,7 +8,7 @@ import { APP_TRIGGER_OF, type WebhookSecretRecord } from './webhooks.js';
 import type { LiveDeliveryLog, LiveDeliveryReport, WebhookEventType } from '../webhooks/types.js';
 import { bool, isoNow } from './store.js';
 import { GroupCommit } from './group-commit.js';
-import { execute, repeat, runInserts, select, type RowValue, type TransactionRun } from './prepared.js';
+import { execute, inJsonList, repeat, runInserts, select, type RowValue, type TransactionRun } from './prepared.js';
 
 export type OwnerKind = 'user' | 'app';
 
@@ -156,7 +156,7 @@ LEFT JOIN developer_webhooks w ON d.owner_kind = 'user' AND w.uid = d.owner_id A
 LEFT JOIN apps a ON d.owner_kind = 'app' AND a.id = d.owner_id
 LEFT JOIN app_installs i ON i.app_id = a.id AND i.uid = d.uid
 LEFT JOIN webhook_secrets s ON s.owner_kind = d.owner_kind AND s.owner_id = d.owner_id
-WHERE d.id = ?`;
+WHERE `;
 
 /** The columns an attempt sets, in the order of the values recordAttempt() writes; delivered_at is kept when null. */
 const ATTEMPT_COLUMNS = ['state', 'attempts', 'last_status', 'last_error', 'last_latency_ms', 'next_attempt_at', 'body_bytes', 'updated_at', 'delivered_at'] as const;
@@ -224,20 +224,27 @@ export class DeliveriesRepository implements LiveDeliveryLog {
     return row ? toRecord(row) : undefined;
   }
 
-  /** The delivery and what its next attempt depends on (AttemptView), in one read; undefined when there is no such delivery. */
-  async attemptView(id: string): Promise<AttemptView | undefined> {
-    const [r] = await select<AttemptRow>(this.knex, ATTEMPT_VIEW_SQL, [id]);
-    if (!r) return undefined;
-    const delivery = toRecord(r);
-    let url: string | undefined;
-    if (delivery.ownerKind === 'user') url = r.w_url !== null && bool(r.w_enabled) ? r.w_url : undefined;
-    else url = r.a_url !== null && bool(r.a_enabled) && r.a_trigger === APP_TRIGGER_OF[delivery.eventType] && r.i_app !== null ? r.a_url : undefined;
-    return {
-      delivery,
-      health: { consecutiveFailures: r.h_failures === null ? 0 : Number(r.h_failures), circuitOpenUntil: r.h_open_until },
-      url,
-      secret: r.s_secret === null ? undefined : { secret: r.s_secret, previousSecret: r.s_previous, previousExpiresAt: r.s_previous_expires },
-    };
+  /**
+   * The deliveries and what their next attempts depend on (AttemptView), in one read whatever their number; ids with
+   * no delivery are absent from the map.
+   */
+  async attemptViews(ids: readonly string[]): Promise<Map<string, AttemptView>> {
+    const out = new Map<string, AttemptView>();
+    if (ids.length === 0) return out;
+    const rows = await select<AttemptRow>(this.knex, ATTEMPT_VIEW_SQL + inJsonList(this.knex, 'd.id'), [JSON.stringify(ids)]);
+    for (const r of rows) {
+      const delivery = toRecord(r);
+      let url: string | undefined;
+      if (delivery.ownerKind === 'user') url = r.w_url !== null && bool(r.w_enabled) ? r.w_url : undefined;
+      else url = r.a_url !== null && bool(r.a_enabled) && r.a_trigger === APP_TRIGGER_OF[delivery.eventType] && r.i_app !== null ? r.a_url : undefined;
+      out.set(delivery.id, {
+        delivery,
+        health: { consecutiveFailures: r.h_failures === null ? 0 : Number(r.h_failures), circuitOpenUntil: r.h_open_until },
+        url,
+        secret: r.s_secret === null ? undefined : { secret: r.s_secret, previousSecret: r.s_previous, previousExpiresAt: r.s_previous_expires },
+      });
+    }
+    return out;
   }
 
   /** An owner's deliveries, newest first (ties by id, so pages are stable); `limit` + 1 rows tell whether more follow. */

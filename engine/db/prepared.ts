@@ -216,6 +216,14 @@ export async function runInserts(run: TransactionRun, table: string, columns: re
   for (const [sql, bindings] of insertStatements(run.sqlite, table, columns, rows, suffix)) await run(sql, bindings);
 }
 
+/**
+ * `column IN (…)` for a list of text values as ONE bound value (a JSON array), so a read of any number of ids is one
+ * statement text, kept once per connection like the others (a `?` per id would make one text per list length).
+ */
+export function inJsonList(knex: Knex, column: string): string {
+  return keepsStatements(knex) ? `${column} IN (SELECT value FROM json_each(?))` : `${column} IN (SELECT jsonb_array_elements_text(?::jsonb))`;
+}
+
 /** A read; `sql` uses `?` placeholders and comes from a small fixed set (each one is kept per connection). */
 export async function select<T>(knex: Knex, sql: string, bindings: readonly Knex.Value[]): Promise<T[]> {
   if (!keepsStatements(knex)) return ((await knex.raw(sql, bindings)) as { rows: T[] }).rows;

@@ -2,6 +2,7 @@
 // delivery code asks: every enabled endpoint of a user for one trigger, the user's own and their installed apps'.
 import type { Knex } from 'knex';
 import { bool, isoNow } from './store.js';
+import { inJsonList, select } from './prepared.js';
 
 /** The four developer webhook types, as the compatible system names them. */
 export const DEVELOPER_WEBHOOK_TYPES = ['memory_created', 'realtime_transcript', 'audio_bytes', 'day_summary'] as const;
@@ -121,25 +122,24 @@ export class WebhooksRepository {
     return (await this.endpointsForTypes(uid, [type]))[type] ?? [];
   }
 
-  /** endpointsFor() of several types at once, in two queries whatever their number (a live session reads two types). */
+  /**
+   * endpointsFor() of several types at once, in one kept statement whatever their number (every conversation that
+   * completes asks, and a live session asks for two types every minute).
+   */
   async endpointsForTypes<T extends DeveloperWebhookType>(uid: string, types: readonly T[]): Promise<Record<T, WebhookEndpoint[]>> {
     const out = Object.fromEntries(types.map((t) => [t, [] as WebhookEndpoint[]])) as Record<T, WebhookEndpoint[]>;
-    const own = (await this.knex('developer_webhooks').where({ uid }).whereIn('type', types)) as WebhookRow[];
-    for (const type of types) {
-      const row = own.find((r) => r.type === type);
-      if (row && bool(row.enabled)) out[type].push({ ownerKind: 'user', ownerId: uid, url: row.url, seconds: type === 'audio_bytes' ? (row.seconds ?? AUDIO_BYTES_SECONDS.default) : null });
-    }
     const triggers = types.map((t) => APP_TRIGGER_OF[t]).filter((x): x is string => x !== undefined);
-    if (triggers.length === 0) return out;
-    const apps = (await this.knex('app_installs as i')
-      .join('apps as a', 'a.id', 'i.app_id')
-      .where({ 'i.uid': uid, 'a.webhook_enabled': true })
-      .whereIn('a.triggers_on', triggers)
-      .whereNotNull('a.webhook_url')
-      .orderBy([{ column: 'i.installed_at' }, { column: 'a.id' }])
-      .select('a.id', 'a.webhook_url', 'a.triggers_on')) as { id: string; webhook_url: string; triggers_on: string }[];
+    const sql = `SELECT 'user' AS kind, w.uid AS id, w.url AS url, w.seconds AS seconds, w.type AS type, '' AS installed_at FROM developer_webhooks w
+      WHERE w.uid = ? AND w.enabled = ? AND ${inJsonList(this.knex, 'w.type')}
+      UNION ALL SELECT 'app', a.id, a.webhook_url, NULL, a.triggers_on, i.installed_at FROM app_installs i JOIN apps a ON a.id = i.app_id
+      WHERE i.uid = ? AND a.webhook_enabled = ? AND a.webhook_url IS NOT NULL AND ${inJsonList(this.knex, 'a.triggers_on')}`;
+    const rows = await select<{ kind: 'user' | 'app'; id: string; url: string; seconds: number | null; type: string; installed_at: string }>(this.knex, sql, [uid, true, JSON.stringify(types), uid, true, JSON.stringify(triggers)]);
+    // The user's own first, then apps in install order (ties by id).
+    const apps = rows.filter((r) => r.kind === 'app').sort((a, b) => (a.installed_at < b.installed_at ? -1 : a.installed_at > b.installed_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     for (const type of types) {
-      for (const a of apps) if (a.triggers_on === APP_TRIGGER_OF[type]) out[type].push({ ownerKind: 'app', ownerId: a.id, url: a.webhook_url, seconds: type === 'audio_bytes' ? AUDIO_BYTES_SECONDS.default : null });
+      const own = rows.find((r) => r.kind === 'user' && r.type === type);
+      if (own) out[type].push({ ownerKind: 'user', ownerId: uid, url: own.url, seconds: type === 'audio_bytes' ? (own.seconds ?? AUDIO_BYTES_SECONDS.default) : null });
+      for (const a of apps) if (a.type === APP_TRIGGER_OF[type]) out[type].push({ ownerKind: 'app', ownerId: a.id, url: a.url, seconds: type === 'audio_bytes' ? AUDIO_BYTES_SECONDS.default : null });
     }
     return out;
   }

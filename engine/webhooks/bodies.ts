@@ -15,17 +15,40 @@ export interface BuiltBody {
 /** Builds a delivery's body; undefined when its subject is gone (the delivery is then cancelled). */
 export type BodyBuilder = (d: DeliveryRecord) => Promise<BuiltBody | undefined>;
 
+/** Builds the bodies of a group of deliveries of one event type, in their order (a few reads for the whole group). */
+export type GroupBodyBuilder = (ds: readonly DeliveryRecord[]) => Promise<(BuiltBody | undefined)[]>;
+
 /** The body builders of one node, by event type. */
 export class WebhookBodies {
-  readonly #builders = new Map<WebhookEventType, BodyBuilder>();
+  readonly #builders = new Map<WebhookEventType, GroupBodyBuilder>();
 
+  /** A builder of one body at a time; a group of its type builds them side by side. */
   register(eventType: WebhookEventType, builder: BodyBuilder): void {
+    this.#builders.set(eventType, (ds) => Promise.all(ds.map(builder)));
+  }
+
+  registerGroup(eventType: WebhookEventType, builder: GroupBodyBuilder): void {
     this.#builders.set(eventType, builder);
   }
 
-  /** Undefined when the subject is gone, or no builder is registered for the type. */
-  async build(d: DeliveryRecord): Promise<BuiltBody | undefined> {
-    return this.#builders.get(d.eventType)?.(d);
+  /** The bodies of `ds`, in order; undefined where the subject is gone, or no builder is registered for the type. */
+  async buildMany(ds: readonly DeliveryRecord[]): Promise<(BuiltBody | undefined)[]> {
+    const out: (BuiltBody | undefined)[] = new Array(ds.length).fill(undefined);
+    const byType = new Map<WebhookEventType, number[]>();
+    ds.forEach((d, i) => {
+      const at = byType.get(d.eventType);
+      if (at) at.push(i);
+      else byType.set(d.eventType, [i]);
+    });
+    await Promise.all(
+      [...byType].map(async ([type, at]) => {
+        const builder = this.#builders.get(type);
+        if (!builder) return;
+        const built = await builder(at.map((i) => ds[i]!));
+        at.forEach((i, k) => (out[i] = built[k]));
+      }),
+    );
+    return out;
   }
 }
 
@@ -61,11 +84,16 @@ export function conversationCreatedBody(c: ConversationRecord, reprocess: boolea
   };
 }
 
-/** Registers the conversation-created builder: the conversation as stored at the first attempt, `uid` in the query. */
+/**
+ * Registers the conversation-created builder: the conversations as stored at the first attempt (one read of the
+ * group's conversations, one of their segments), `uid` in the query.
+ */
 export function registerConversationCreated(bodies: WebhookBodies, s: Pick<Services, 'conversations'>): void {
-  bodies.register('memory_created', async (d) => {
-    const c = await s.conversations.get(d.uid, d.subjectId, { includeSegments: true });
-    if (!c) return undefined;
-    return { body: JSON.stringify(conversationCreatedBody(c, d.reprocess)), query: { uid: d.uid } };
+  bodies.registerGroup('memory_created', async (ds) => {
+    const found = await s.conversations.getManyWithSegments(ds.map((d) => ({ userId: d.uid, id: d.subjectId })));
+    return ds.map((d) => {
+      const c = found.get(d.subjectId);
+      return c && c.userId === d.uid ? { body: JSON.stringify(conversationCreatedBody(c, d.reprocess)), query: { uid: d.uid } } : undefined;
+    });
   });
 }

@@ -1,19 +1,33 @@
-// The producer of durable webhook deliveries (conversation created, day summary): one delivery row per endpoint and
-// one BullMQ job per delivery on the `webhooks` queue, the job id being the webhook id. Payloads carry ids only; the
-// body is built by the worker at the first attempt.
+// The producer of durable webhook deliveries (conversation created, day summary): one delivery row per endpoint, and
+// the new deliveries in groups on the `webhooks` queue: deliveries enqueued while a group is being added go together
+// in the next one, one BullMQ job for the lot. A delivery that waits (a retry, a circuit, a redelivery) has a job of
+// its own, the job id being the webhook id. Payloads carry ids only; the body is built by the worker at the first
+// attempt.
 import { createHash } from 'node:crypto';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.js';
 import { bullConnection, within } from '../jobs/queues.js';
+import { SerialLoop } from '../runtime/serial-loop.js';
 import { DeliveriesRepository, newWebhookId, OPEN_STATES, type DeliveryRecord, type NewDelivery } from '../db/deliveries.js';
 import { WebhooksRepository, type WebhookEndpoint } from '../db/webhooks.js';
 import type { WebhookEventType } from './types.js';
 
 export const WEBHOOKS_QUEUE = 'webhooks';
 export const DELIVER_JOB = 'deliver';
+export const DELIVER_GROUP_JOB = 'deliver-group';
 
+/** The most deliveries one group job carries (more wait for the next). */
+export const DELIVERY_GROUP_MAX = 128;
+
+/** The body and query of a delivery's first attempt, sent again as they are by every retry. */
+export interface FrozenBody {
+  body: string;
+  query: Record<string, string>;
+}
+
+/** A delivery waiting on its own: a retry, a delivery held by its endpoint's circuit, a redelivery. */
 export interface DeliverJobData {
   deliveryId: string;
   /** The delivery's attempt count when this job was queued (a redelivery starts the retry schedule afresh). */
@@ -22,8 +36,17 @@ export interface DeliverJobData {
    * The body and query of the first attempt, kept with the job until the delivery ends so that every retry sends the
    * same bytes (the conversation may change meanwhile); absent until then.
    */
-  frozen?: { body: string; query: Record<string, string> };
+  frozen?: FrozenBody;
 }
+
+/** New deliveries, first attempts all (attempt count 0 when queued, or the count a redelivery started from). */
+export interface DeliverGroupData {
+  deliveries: { id: string; firstAttempt: number }[];
+  /** Each delivery's frozen body by id, kept before the group's first attempts go (so a re-run sends the same bytes). */
+  frozen?: Record<string, FrozenBody>;
+}
+
+export type WebhookJobData = DeliverJobData | DeliverGroupData;
 
 /**
  * Jobs are removed when done (the delivery row is the record). `attempts` covers the worker's own failures (the
@@ -56,15 +79,24 @@ export interface WebhookQueueOptions {
   logger: Logger;
 }
 
+interface Waiting {
+  ids: string[];
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
 export class WebhookQueue {
   readonly #connection: Redis;
-  readonly queue: Queue<DeliverJobData>;
+  readonly queue: Queue<WebhookJobData>;
   readonly deliveries: DeliveriesRepository;
   readonly #webhooks: WebhooksRepository;
+  /** Deliveries whose group job is not added yet, by caller. */
+  #waiting: Waiting[] = [];
+  readonly #groups = new SerialLoop({ ready: () => this.#waiting.length > 0, step: () => this.#addGroup() });
 
   constructor(o: WebhookQueueOptions) {
     this.#connection = bullConnection(o.redisUrl, 'producer');
-    this.queue = new Queue<DeliverJobData>(WEBHOOKS_QUEUE, { connection: this.#connection, prefix: o.prefix });
+    this.queue = new Queue<WebhookJobData>(WEBHOOKS_QUEUE, { connection: this.#connection, prefix: o.prefix });
     this.queue.on('error', () => undefined);
     this.deliveries = new DeliveriesRepository(o.knex, o.now, o.logger);
     this.#webhooks = new WebhooksRepository(o.knex);
@@ -98,11 +130,30 @@ export class WebhookQueue {
       subjectId,
       reprocess: fresh,
     }));
+    if (rows.length === 0) return rows;
     await this.deliveries.insert(rows);
-    // Every row gets its job, new or found: a crash between the two writes must not leave a delivery without one. A
-    // job still queued under the id is kept by BullMQ; one whose delivery already ended finds it so and does nothing.
-    await this.queue.addBulk(rows.map((r) => ({ name: DELIVER_JOB, data: { deliveryId: r.id, firstAttempt: 0 }, opts: { ...DELIVER_JOB_OPTIONS, jobId: r.id } })));
+    // Every row goes into a group, new or found: a crash between the two writes must not leave a delivery without a
+    // job. A group finds a delivery that already ended, or was attempted since, so and leaves it alone.
+    await new Promise<void>((resolve, reject) => {
+      this.#waiting.push({ ids: rows.map((r) => r.id), resolve, reject });
+      this.#groups.kick();
+    });
     return rows;
+  }
+
+  /** One group job for the callers waiting (whole callers, up to DELIVERY_GROUP_MAX deliveries unless one has more). */
+  async #addGroup(): Promise<void> {
+    let n = 0;
+    let take = 0;
+    while (take < this.#waiting.length && (take === 0 || n + this.#waiting[take]!.ids.length <= DELIVERY_GROUP_MAX)) n += this.#waiting[take++]!.ids.length;
+    const callers = this.#waiting.splice(0, take);
+    const data: DeliverGroupData = { deliveries: callers.flatMap((c) => c.ids.map((id) => ({ id, firstAttempt: 0 }))) };
+    try {
+      await this.queue.add(DELIVER_GROUP_JOB, data, DELIVER_JOB_OPTIONS);
+      for (const c of callers) c.resolve();
+    } catch (err) {
+      for (const c of callers) c.reject(err);
+    }
   }
 
   /**
@@ -121,6 +172,7 @@ export class WebhookQueue {
   }
 
   async close(): Promise<void> {
+    await within(this.#groups.idle(), 1000);
     await within(this.queue.close(), 1000);
     await within(this.#connection.quit(), 500);
     this.#connection.disconnect();

@@ -1,4 +1,5 @@
-// The consumer of the `webhooks` queue on jobs nodes: one attempt per run, recorded on the delivery row; retries on the
+// The consumer of the `webhooks` queue on jobs nodes: groups of new deliveries (one read, one build, attempts side by
+// side) and deliveries waiting on their own, one attempt each per run, recorded on the delivery row; retries on the
 // Standard Webhooks schedule; a per-endpoint circuit; endpoints disabled when gone (410) or failing for too long; apps'
 // replies to a created conversation stored on it.
 import { DelayedError, Worker, type Job } from 'bullmq';
@@ -6,11 +7,11 @@ import type { Redis } from 'ioredis';
 import client from 'prom-client';
 import type { Services } from '../services.js';
 import { bullConnection, closeWorker } from '../jobs/queues.js';
-import { OPEN_STATES, type DeliveriesRepository, type DeliveryRecord, type EndpointKey } from '../db/deliveries.js';
+import { OPEN_STATES, type AttemptView, type DeliveriesRepository, type DeliveryRecord, type EndpointKey } from '../db/deliveries.js';
 import { attemptDelivery, deliveryAgents, ATTEMPT_TIMEOUT_MS, type AttemptResult } from './attempt.js';
 import { secretsAt } from './secrets.js';
 import { webhookParts, type WebhookParts } from './parts.js';
-import { WEBHOOKS_QUEUE, type DeliverJobData } from './queue.js';
+import { DELIVER_JOB, DELIVER_JOB_OPTIONS, WEBHOOKS_QUEUE, type DeliverJobData, type FrozenBody, type WebhookJobData } from './queue.js';
 
 /** Waits after attempt 1, 2, … fails: the Standard Webhooks schedule (immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). */
 export const RETRY_DELAYS_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000] as const;
@@ -33,8 +34,11 @@ export const DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
 /** Characters of an app's reply message kept. */
 export const MAX_APP_REPLY_CHARS = 4000;
 
-/** Deliveries one jobs process sends at once. */
+/** Connections a jobs process keeps to one receiver's host. */
 export const WEBHOOK_CONCURRENCY = 64;
+
+/** Jobs one jobs process runs at once (a group job attempts its deliveries side by side). */
+export const WEBHOOK_JOB_CONCURRENCY = 16;
 
 export interface WebhookWorkerOptions {
   services: Services;
@@ -75,17 +79,28 @@ export function retryDelayMs(n: number, retryAfterMs: number | null, random: () 
   return Math.max(Math.round(base * (1 + RETRY_JITTER * random())), retryAfterMs ?? 0);
 }
 
+/** What one delivery of a job is to do, once the group's reads are in. */
+interface Member {
+  id: string;
+  firstAttempt: number;
+  view: AttemptView;
+  key: EndpointKey;
+  frozen?: FrozenBody;
+}
+
 export class WebhookWorker {
   readonly #connection: Redis;
   #closing = false;
-  readonly worker: Worker<DeliverJobData, RunOutcome>;
+  readonly worker: Worker<WebhookJobData, RunOutcome[]>;
   readonly #s: Services;
   readonly #parts: WebhookParts;
   readonly #deliveries: DeliveriesRepository;
-  readonly #agents = deliveryAgents();
+  readonly #agents = deliveryAgents(WEBHOOK_CONCURRENCY);
   readonly #metrics: Metrics;
   readonly #timeoutMs: number;
   readonly #random: () => number;
+  /** Deliveries this process is attempting now: a delivery queued twice (announced again) is not sent twice at once. */
+  readonly #sending = new Set<string>();
 
   constructor(o: WebhookWorkerOptions) {
     this.#s = o.services;
@@ -95,10 +110,10 @@ export class WebhookWorker {
     this.#timeoutMs = o.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
     this.#random = o.random ?? Math.random;
     this.#connection = bullConnection(o.redisUrl, 'worker', () => this.#closing);
-    this.worker = new Worker<DeliverJobData, RunOutcome>(WEBHOOKS_QUEUE, (job, token) => this.run(job, token), {
+    this.worker = new Worker<WebhookJobData, RunOutcome[]>(WEBHOOKS_QUEUE, (job, token) => this.run(job, token), {
       connection: this.#connection,
       prefix: o.prefix,
-      concurrency: WEBHOOK_CONCURRENCY,
+      concurrency: WEBHOOK_JOB_CONCURRENCY,
       // A delivery interrupted by its process dying is sent again (same webhook id): at least once.
       maxStalledCount: 10,
       ...(o.stalledIntervalMs ? { stalledInterval: o.stalledIntervalMs, lockDuration: o.stalledIntervalMs } : {}),
@@ -106,31 +121,77 @@ export class WebhookWorker {
     this.worker.on('error', () => undefined);
   }
 
-  /** One run of a delivery's job: at most one attempt. */
-  async run(job: Job<DeliverJobData>, token?: string): Promise<RunOutcome> {
+  /**
+   * One run of a job: at most one attempt of each of its deliveries. A group's deliveries are read in one statement,
+   * their bodies built together, and attempted side by side; each is then recorded (the store groups those writes).
+   * A group leaves alone a delivery that ended or was attempted since it was queued (its own job has it then).
+   */
+  async run(job: Job<WebhookJobData>, token?: string): Promise<RunOutcome[]> {
+    const data = job.data;
+    const group = 'deliveries' in data;
+    const queued = group ? data.deliveries : [{ id: data.deliveryId, firstAttempt: data.firstAttempt }];
+    const frozen: Record<string, FrozenBody> = group ? { ...data.frozen } : data.frozen ? { [data.deliveryId]: data.frozen } : {};
+    const mine = queued.filter((q) => !this.#sending.has(q.id));
+    for (const q of mine) this.#sending.add(q.id);
+    try {
+      const views = await this.#deliveries.attemptViews(mine.map((q) => q.id));
+      const outcomes: RunOutcome[] = queued.map(() => 'skipped');
+      const members: Member[] = [];
+      const at = new Map<string, number>(queued.map((q, i) => [q.id, i]));
+      const now = this.#s.clock.now();
+      for (const q of mine) {
+        const view = views.get(q.id);
+        if (!view || !OPEN_STATES.includes(view.delivery.state) || (group && view.delivery.attempts !== q.firstAttempt)) continue;
+        const d = view.delivery;
+        const key: EndpointKey = { ownerKind: d.ownerKind, ownerId: d.ownerId, eventType: d.eventType };
+        if (view.url === undefined) {
+          outcomes[at.get(q.id)!] = await this.#cancel(d);
+          continue;
+        }
+        const held = await this.#circuitWait(key, view.health.circuitOpenUntil, now);
+        if (held !== undefined) {
+          await this.#deliveries.setNextAttempt(d.id, now + held);
+          await this.#later(job, token, { id: q.id, firstAttempt: q.firstAttempt, view, key, ...(frozen[q.id] ? { frozen: frozen[q.id]! } : {}) }, held);
+          outcomes[at.get(q.id)!] = 'held';
+          continue;
+        }
+        members.push({ id: q.id, firstAttempt: q.firstAttempt, view, key, ...(frozen[q.id] ? { frozen: frozen[q.id]! } : {}) });
+      }
+      // Bodies are built once, then kept with the job before any is sent: a run cut short sends the same bytes again.
+      const unbuilt = members.filter((m) => !m.frozen);
+      if (unbuilt.length > 0) {
+        const built = await this.#parts.bodies.buildMany(unbuilt.map((m) => m.view.delivery));
+        const kept: Record<string, FrozenBody> = {};
+        for (let i = 0; i < unbuilt.length; i++) {
+          const m = unbuilt[i]!;
+          const b = built[i];
+          if (b) kept[m.id] = m.frozen = b;
+          else outcomes[at.get(m.id)!] = await this.#cancel(m.view.delivery);
+        }
+        if (Object.keys(kept).length > 0) {
+          await job.updateData(group ? { ...data, frozen: { ...data.frozen, ...kept } } : { ...data, frozen: kept[data.deliveryId]! });
+        }
+      }
+      await Promise.all(members.filter((m) => m.frozen).map(async (m) => (outcomes[at.get(m.id)!] = await this.#attempt(job, token, m))));
+      // A job of its own that waits again was moved to the delayed set: BullMQ must not finish it.
+      if (!group && (outcomes[0] === 'retry' || outcomes[0] === 'held')) throw new DelayedError();
+      return outcomes;
+    } finally {
+      for (const q of mine) this.#sending.delete(q.id);
+    }
+  }
+
+  /** One attempt of a delivery whose body is frozen, recorded; a retry is scheduled on a job of its own. */
+  async #attempt(job: Job<WebhookJobData>, token: string | undefined, m: Member): Promise<RunOutcome> {
     const { logger, clock } = this.#s;
-    const view = await this.#deliveries.attemptView(job.data.deliveryId);
-    if (!view || !OPEN_STATES.includes(view.delivery.state)) return 'skipped';
+    const { view, key } = m;
     const d = view.delivery;
-    const key: EndpointKey = { ownerKind: d.ownerKind, ownerId: d.ownerId, eventType: d.eventType };
-    if (view.url === undefined) return this.#cancel(d);
-    let now = clock.now();
-    const held = await this.#circuitWait(key, view.health.circuitOpenUntil, now);
-    if (held !== undefined) {
-      await this.#deliveries.setNextAttempt(d.id, now + held);
-      return this.#later(job, token, held);
-    }
-    let frozen = job.data.frozen;
-    if (!frozen) {
-      const built = await this.#parts.bodies.build(d);
-      if (!built) return this.#cancel(d);
-      frozen = built;
-      await job.updateData({ ...job.data, frozen });
-    }
-    const target = new URL(view.url);
+    const frozen = m.frozen!;
+    const target = new URL(view.url!);
     for (const [k, v] of Object.entries(frozen.query)) target.searchParams.set(k, v);
-    now = clock.now();
+    let now = clock.now();
     const secrets = view.secret ? secretsAt(view.secret, now) : await this.#parts.secrets.signingSecrets(d.ownerKind, d.ownerId, now);
+    now = clock.now();
     const r = await attemptDelivery(
       this.#parts.guard,
       { url: target.href, webhookId: d.id, timestampS: Math.floor(now / 1000), body: frozen.body, secrets, timeoutMs: this.#timeoutMs },
@@ -149,7 +210,7 @@ export class WebhookWorker {
       await this.#deliveries.recordAttempt(d.id, { ...record, state: 'delivered', nextAttemptAt: null });
       return 'delivered';
     }
-    const delay = r.outcome === 'retry' ? retryDelayMs(attempts - job.data.firstAttempt, r.retryAfterMs, this.#random) : undefined;
+    const delay = r.outcome === 'retry' ? retryDelayMs(attempts - m.firstAttempt, r.retryAfterMs, this.#random) : undefined;
     const at = clock.now();
     await this.#deliveries.recordAttempt(d.id, { ...record, state: delay === undefined ? 'failed' : 'retrying', nextAttemptAt: delay === undefined ? null : at + delay });
     logger.info({ deliveryId: d.id, eventType: d.eventType, ownerKind: d.ownerKind, outcome: r.outcome, status: r.status, error: r.error, attempts }, 'webhook attempt failed');
@@ -162,7 +223,9 @@ export class WebhookWorker {
         return 'failed';
       }
     }
-    return delay === undefined ? 'failed' : this.#later(job, token, delay);
+    if (delay === undefined) return 'failed';
+    await this.#later(job, token, m, delay);
+    return 'retry';
   }
 
   /**
@@ -177,10 +240,16 @@ export class WebhookWorker {
     return Math.round(wait * (1 + RETRY_JITTER * this.#random()));
   }
 
-  /** Puts the job back to run after `delayMs` (BullMQ's delay runs on real time; the row holds the clock's due time). */
-  async #later(job: Job<DeliverJobData>, token: string | undefined, delayMs: number): Promise<never> {
-    await job.moveToDelayed(Date.now() + delayMs, token);
-    throw new DelayedError();
+  /**
+   * Puts the delivery back to run after `delayMs` (BullMQ's delay runs on real time; the row holds the clock's due
+   * time): a job of its own moves to the delayed set (the run then ends with DelayedError); a member of a group gets
+   * a delayed job of its own under its webhook id, carrying its frozen body.
+   */
+  async #later(job: Job<WebhookJobData>, token: string | undefined, m: Member, delayMs: number): Promise<void> {
+    if ('deliveries' in job.data) {
+      const data: DeliverJobData = { deliveryId: m.id, firstAttempt: m.firstAttempt, ...(m.frozen ? { frozen: m.frozen } : {}) };
+      await this.#s.webhookQueue.queue.add(DELIVER_JOB, data, { ...DELIVER_JOB_OPTIONS, jobId: m.id, delay: delayMs });
+    } else await job.moveToDelayed(Date.now() + delayMs, token);
   }
 
   async #cancel(d: DeliveryRecord): Promise<RunOutcome> {
