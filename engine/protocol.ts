@@ -73,6 +73,7 @@ export const ListenMessage = {
   MEMORY_CREATED: 'memory_created',
   SUGGESTED_TRANSCRIPT: 'suggested_transcript',
   SPEAKER_ASSIGNED: 'speaker_assigned',
+  SPEAKER_LABEL_SUGGESTION: 'speaker_label_suggestion',
   IMAGE_CHUNK: 'image_chunk',
 } as const;
 export type ListenMessage = (typeof ListenMessage)[keyof typeof ListenMessage];
