@@ -3,7 +3,7 @@
 import { performance } from 'node:perf_hooks';
 import client from 'prom-client';
 import type { Redis } from 'ioredis';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
 import { openStore, storeOptions, type Store } from './db/store.js';
@@ -59,6 +59,8 @@ import { DaySummarySchedule } from './summaries/schedule.js';
 import type { AppReplyHandler } from './webhooks/live-send.js';
 import { ProactiveNotifications } from './notifications/proactive.js';
 import type { LiveDeliveryLog } from './webhooks/types.js';
+import { createEmbeddingService, type ThreadEmbeddingService } from './speakers/embedding-service.js';
+import { Voiceprints } from './db/voiceprints.js';
 
 export type { Tuning } from './node/tuning.js';
 
@@ -183,6 +185,7 @@ export class Service {
     let pushes: Pushes | undefined;
     let proactive: ProactiveNotifications | undefined;
     let daySummarySchedule: DaySummarySchedule | undefined;
+    let speakerEmbeddings: ThreadEmbeddingService | undefined;
     try {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
@@ -213,6 +216,7 @@ export class Service {
       pushes = startPushes({ config, redisUrl, clock, logger, notifications, settings: userSettings, consume: runsJobs });
       const notifier = new Notifier({ notifications, settings: userSettings, publisher: redis, subscriber, channel: `${config.redisPrefix}:notifications`, pushes: pushes.queue, clock, logger });
       await notifier.attach();
+      speakerEmbeddings = await startSpeakerEmbeddings(config, logger);
       const services: Services = {
         config,
         clock,
@@ -235,6 +239,8 @@ export class Service {
         webhookQueue,
         userSettings,
         notifier,
+        speakerEmbeddings,
+        voiceprints: new Voiceprints(store.knex, speakerEmbeddings, () => clock.now()),
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
       daySummaries(services);
@@ -303,6 +309,7 @@ export class Service {
       await queue.close();
       await webhookQueue.close();
       await codecPool?.close().catch(() => undefined);
+      await speakerEmbeddings?.close();
       redis.disconnect();
       subscriber.disconnect();
       await store.close().catch(() => undefined);
@@ -339,6 +346,7 @@ export class Service {
     await this.#step('webhooks', () => live.webhookWorker?.close(), bound);
     // No job runs now, and the HTTP routes that process in the request have finished (or timed out) above.
     await this.#step('processor', () => this.services.processor.close?.(), bound);
+    await this.#step('speaker-embeddings', () => this.services.speakerEmbeddings.close(), bound);
     await this.#step('kept-audio-jobs', () => live.keptJobs?.close(), bound);
     await this.#step('notifications', async () => {
       await this.services.notifier.close();
@@ -400,3 +408,26 @@ export class Service {
 /** A shutdown step taking at least this long is logged (each is bounded by SHUTDOWN_TIMEOUT_MS). */
 const SLOW_STOP_STEP_MS = 5000;
 
+
+/**
+ * The node's speaker embeddings. The built-in one starts its thread with the first embedding; a model file is loaded
+ * and checked now, so a file that is not a speaker model stops start-up instead of failing the first upload.
+ */
+async function startSpeakerEmbeddings(config: Config, logger: Logger): Promise<ThreadEmbeddingService> {
+  const modelPath = config.speakerModelPath;
+  if (modelPath === undefined) return createEmbeddingService();
+  let service: ThreadEmbeddingService;
+  try {
+    service = createEmbeddingService({ modelPath });
+  } catch (err) {
+    throw new ConfigError('SPEAKER_MODEL_PATH', `cannot read ${modelPath}: ${(err as Error).message}`);
+  }
+  try {
+    const loaded = await service.load();
+    logger.info({ model: loaded.model, sha256: loaded.sha256, dimension: loaded.dimension }, 'speaker model loaded');
+  } catch (err) {
+    await service.close();
+    throw new ConfigError('SPEAKER_MODEL_PATH', (err as Error).message);
+  }
+  return service;
+}

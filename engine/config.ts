@@ -1,5 +1,6 @@
 // Service configuration: the only reader of process.env; validates everything once at boot and returns a frozen object.
 import path from 'node:path';
+import fs from 'node:fs';
 import { readServiceAccount } from './notifications/service-account.js';
 
 /** Log levels pino accepts. */
@@ -128,6 +129,11 @@ export interface Config {
   readonly fcmTokenUrl: string | undefined;
   /** Base URL of the FCM HTTP v1 API. @defaultValue 'https://fcm.googleapis.com' */
   readonly fcmBaseUrl: string;
+  /**
+   * An ONNX speaker-embedding model (input [1, frames, 80] fbank, output [1, D]) used instead of the built-in DSP
+   * embedding; its SHA-256 is logged at start-up and named with every stored embedding. @defaultValue undefined
+   */
+  readonly speakerModelPath: string | undefined;
 }
 
 export const STT_PROVIDER_NAMES = ['provider_a', 'provider_b', 'local'] as const;
@@ -152,6 +158,7 @@ export const CONFIG_VARIABLES = [
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES', 'CODEC_THREADS', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS',
   'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
   'CUSTOM_STT_URL', 'WEBHOOK_ALLOW_PRIVATE', 'FCM_SERVICE_ACCOUNT_FILE', 'FCM_TOKEN_URL', 'FCM_BASE_URL',
+  'SPEAKER_MODEL_PATH',
 ] as const;
 
 export const LOCAL_ISSUER = 'urn:wearable-backend:local-issuer';
@@ -282,8 +289,23 @@ export function loadConfig(env: Env = process.env): Config {
     fcmServiceAccountFile: serviceAccountFile(env),
     fcmTokenUrl: url(env, 'FCM_TOKEN_URL', ['https:', 'http:']),
     fcmBaseUrl: (url(env, 'FCM_BASE_URL', ['https:', 'http:']) ?? 'https://fcm.googleapis.com').replace(/\/+$/, ''),
+    speakerModelPath: speakerModelPath(env),
   };
   return Object.freeze(config);
+}
+
+/** SPEAKER_MODEL_PATH, resolved, once it is seen to be a readable file (start-up loads and checks the model itself). */
+function speakerModelPath(env: Env): string | undefined {
+  const file = optional(env, 'SPEAKER_MODEL_PATH');
+  if (file === undefined) return undefined;
+  const resolved = path.resolve(file);
+  try {
+    fs.accessSync(resolved, fs.constants.R_OK);
+    if (!fs.statSync(resolved).isFile()) throw new Error('not a file');
+  } catch {
+    throw new ConfigError('SPEAKER_MODEL_PATH', `${resolved} is not a readable file`);
+  }
+  return resolved;
 }
 
 /** FCM_SERVICE_ACCOUNT_FILE, resolved, once its content is seen to be a usable service account. */

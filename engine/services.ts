@@ -20,6 +20,8 @@ import type { ConversationLifecycle } from './conversations/lifecycle.js';
 import type { WebhookQueue } from './webhooks/queue.js';
 import type { UserSettingsRepository } from './db/user-settings.js';
 import type { Notifier } from './notifications/notifier.js';
+import type { EmbeddingService } from './speakers/embedding-service.js';
+import type { Voiceprints } from './db/voiceprints.js';
 
 export interface Services {
   readonly config: Config;
@@ -50,4 +52,8 @@ export interface Services {
   readonly userSettings: UserSettingsRepository;
   /** Sends a user a notification: outbox row, stream event, push jobs. */
   readonly notifier: Notifier;
+  /** Speaker embeddings (built-in, or the SPEAKER_MODEL_PATH model) on a thread started by the first embedding. */
+  readonly speakerEmbeddings: EmbeddingService;
+  /** Speech profiles, people and their voice samples, with the audio their embeddings came from. */
+  readonly voiceprints: Voiceprints;
 }

@@ -95,6 +95,8 @@ const SETTINGS = {
   FCM_SERVICE_ACCOUNT_FILE: { field: 'fcmServiceAccountFile', default: undefined, set: [serviceAccount.file, serviceAccount.file], bad: ['/nonexistent/sa.json', notJson] },
   FCM_TOKEN_URL: { field: 'fcmTokenUrl', default: undefined, set: ['http://127.0.0.1:9/token', 'http://127.0.0.1:9/token'], bad: ['ftp://x/token', 'token'] },
   FCM_BASE_URL: { field: 'fcmBaseUrl', default: 'https://fcm.googleapis.com', set: ['http://127.0.0.1:9/', 'http://127.0.0.1:9'], bad: ['ws://127.0.0.1:9'] },
+  // Any readable file passes here; start-up loads it and refuses one that is not a speaker model.
+  SPEAKER_MODEL_PATH: { field: 'speakerModelPath', default: undefined, set: [notJson, notJson], bad: ['/nonexistent/model.onnx', path.dirname(notJson)] },
 } satisfies Record<Variable, Setting>;
 
 for (const [variable, s] of Object.entries(SETTINGS) as [Variable, Setting][]) {

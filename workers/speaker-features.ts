@@ -1,5 +1,6 @@
-// Short-time spectral features of 16 kHz mono speech: log-mel filterbank energies and the MFCCs derived from them.
-// Pure TypeScript so the built-in speaker embedding needs no native code and no model file.
+// Short-time spectral features of 16 kHz mono speech: log-mel filterbank energies, the MFCCs derived from them, and
+// the mean-normalised 80-band fbank that ONNX speaker models (WeSpeaker) take. Pure TypeScript, so the built-in
+// speaker embedding needs no native code and no model file, and runs on the embedding thread.
 
 export const SAMPLE_RATE = 16_000;
 /** 25 ms frames every 10 ms, the usual framing of speaker and speech models. */
@@ -15,9 +16,9 @@ const melOf = (hz: number): number => 1127 * Math.log(1 + hz / 700);
 const hzOf = (mel: number): number => 700 * (Math.exp(mel / 1127) - 1);
 
 /** Centre frequency (Hz) of each mel band, low to high. */
-export function melCentres(bands = MEL_BANDS): Float64Array {
+export function melCentres(bands = MEL_BANDS, highHz = MEL_HIGH_HZ): Float64Array {
   const low = melOf(MEL_LOW_HZ);
-  const step = (melOf(MEL_HIGH_HZ) - low) / (bands + 1);
+  const step = (melOf(highHz) - low) / (bands + 1);
   const out = new Float64Array(bands);
   for (let b = 0; b < bands; b++) out[b] = hzOf(low + (b + 1) * step);
   return out;
@@ -25,9 +26,9 @@ export function melCentres(bands = MEL_BANDS): Float64Array {
 
 interface Filter { start: number; weights: Float64Array }
 
-function melFilters(bands: number): Filter[] {
+function melFilters(bands: number, highHz: number): Filter[] {
   const low = melOf(MEL_LOW_HZ);
-  const step = (melOf(MEL_HIGH_HZ) - low) / (bands + 1);
+  const step = (melOf(highHz) - low) / (bands + 1);
   const binHz = SAMPLE_RATE / FFT_SIZE;
   const filters: Filter[] = [];
   for (let b = 0; b < bands; b++) {
@@ -92,9 +93,10 @@ export class FeatureExtractor {
   private readonly im = new Float64Array(FFT_SIZE);
   private readonly power = new Float64Array(FFT_SIZE / 2 + 1);
 
-  constructor(bands = MEL_BANDS) {
+  /** @param highHz upper edge of the top band (the Nyquist frequency for a Kaldi-style fbank). */
+  constructor(bands = MEL_BANDS, highHz = MEL_HIGH_HZ) {
     this.bands = bands;
-    this.filters = melFilters(bands);
+    this.filters = melFilters(bands, highHz);
     for (let i = 0; i < FRAME_LENGTH; i++) this.window[i] = 0.54 - 0.46 * Math.cos((2 * Math.PI * i) / (FRAME_LENGTH - 1));
   }
 
@@ -148,4 +150,27 @@ export function toFloat(pcm: Int16Array | Float32Array): Float32Array {
   const out = new Float32Array(pcm.length);
   for (let i = 0; i < pcm.length; i++) out[i] = pcm[i]! / 32768;
   return out;
+}
+
+/** Bands of the fbank ONNX speaker models take (WeSpeaker, and Kaldi recipes generally). */
+export const FBANK_BANDS = 80;
+
+/**
+ * The input of an ONNX speaker model: 80 log-mel bands up to 8 kHz over 25 ms Hamming frames every 10 ms, from
+ * samples at Int16 scale (as Kaldi reads a WAV file), with each band's mean over the utterance subtracted (cepstral
+ * mean normalisation). Row-major [frames, 80] as Float32, ready for a [1, frames, 80] tensor.
+ */
+export function fbank(extractor: FeatureExtractor, pcm: Int16Array): { frames: number; values: Float32Array } {
+  const scaled = new Float32Array(pcm.length);
+  for (let i = 0; i < pcm.length; i++) scaled[i] = pcm[i]!;
+  const mel = extractor.logMel(scaled);
+  const { frames, bands } = mel;
+  const values = new Float32Array(frames * bands);
+  for (let b = 0; b < bands; b++) {
+    let sum = 0;
+    for (let f = 0; f < frames; f++) sum += mel.values[f * bands + b]!;
+    const mean = frames === 0 ? 0 : sum / frames;
+    for (let f = 0; f < frames; f++) values[f * bands + b] = mel.values[f * bands + b]! - mean;
+  }
+  return { frames, values };
 }

@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { DspSpeakerEmbedder, cosineSimilarity } from '../../../engine/speakers/embedding.js';
-import { FeatureExtractor, SAMPLE_RATE, melCentres } from '../../../engine/speakers/features.js';
+import { DspSpeakerEmbedder, cosineSimilarity } from '../../workers/speaker-embedding.js';
+import { FeatureExtractor, SAMPLE_RATE, melCentres } from '../../workers/speaker-features.js';
 
 const SENTENCES = [
   'The quick brown fox jumps over the lazy dog near the river bank.',
