@@ -4,6 +4,8 @@
 /** A ring of 16 kHz samples addressed by stream position (samples since the session's first audio). */
 export class PcmWindow {
   readonly #ring: Int16Array;
+  /** Stream position of the first sample written (nothing before it was kept). */
+  readonly #first: number;
   /** Stream position of the next sample written. */
   #end: number;
 
@@ -11,12 +13,13 @@ export class PcmWindow {
   constructor(samples: number, position: number) {
     if (!Number.isInteger(samples) || samples <= 0) throw new RangeError('a window holds at least one sample');
     this.#ring = new Int16Array(samples);
+    this.#first = position;
     this.#end = position;
   }
 
   /** Stream position of the oldest sample still held. */
   get start(): number {
-    return Math.max(0, this.#end - this.#ring.length);
+    return Math.max(this.#first, this.#end - this.#ring.length);
   }
 
   get end(): number {

@@ -17,7 +17,7 @@ import { BATCH_WINDOW_MS, CodecPool, INLINE_BUSY_PCT } from '../codec/pool.js';
 import { DecodeOverload } from '../codec/overload.js';
 import { MainLoad, type LoopTimes } from '../runtime/main-load.js';
 import { LOOP_PACE_MS, LoopPacer, PACER_LOOK_MS } from '../runtime/loop-pacer.js';
-import { registerCodecMetrics, registerListenMetrics, registerLiveWebhookMetrics, registerPacerMetrics, registerSessionMetrics } from './metrics.js';
+import { registerCodecMetrics, registerListenMetrics, registerLiveWebhookMetrics, registerPacerMetrics, registerSessionMetrics, registerSpeakerIdMetrics } from './metrics.js';
 import { webhookParts } from '../webhooks/parts.js';
 import { deliveryAgents } from '../webhooks/attempt.js';
 import { LiveWebhooks } from '../webhooks/live.js';
@@ -132,6 +132,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
     ...(mainLoad ? { inline: (sessions: number) => mainLoad.admit(sessions) } : {}),
   });
   registerCodecMetrics(registry, pool);
+  const speakerId = { voiceprints: s.voiceprints, embeddings: () => s.speakerEmbeddings, metrics: registerSpeakerIdMetrics(registry) };
   const actors = o.sessions.actors;
   const parts = webhookParts(s);
   const liveWebhooks = new LiveWebhooks({
@@ -170,6 +171,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
         onTranscriptLost: (items) => metrics.transcriptLost.inc(items),
         keepAudio: async (meta, chunks) => o.keptJobs()?.add({ conversationId: meta.conversationId, uid: meta.uid, keptId: await o.kept.keep(meta, chunks) }),
         liveWebhooks: liveWebhooks.session(params.uid, sessionId),
+        speakerId,
       }),
   });
   return { codecPool: pool, pacer, liveWebhooks };
