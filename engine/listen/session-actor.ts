@@ -151,6 +151,11 @@ export class SessionActor {
     return this.#loop.conversationId;
   }
 
+  /** Speaker identification's state; undefined when the session never identifies (include_speech_profile off, two channels, custom STT). */
+  get speakerIdentification(): 'loading' | 'on' | 'off' | 'closed' | undefined {
+    return this.#ident?.state;
+  }
+
   /** The session's live webhooks, when the node sends them. */
   get liveWebhooks(): LiveSessionWebhooks | undefined {
     return this.#o.liveWebhooks;

@@ -103,9 +103,9 @@ export class SpeakerIdentification {
     this.#o = o;
   }
 
-  /** Whether the session keeps a window and compares voices. */
-  get on(): boolean {
-    return this.#state === 'on';
+  /** 'on' while the session keeps a window and compares voices; 'off' with nothing to compare (names still count). */
+  get state(): 'loading' | 'on' | 'off' | 'closed' {
+    return this.#state;
   }
 
   /** Loads the user's profile and people; with either, opens the window. Never throws (identification stays off). */
