@@ -52,6 +52,9 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
                       service still shrinks in its first seconds); per-session memory is measured from it
   --webhook TYPE      every device's user has a realtime_transcript (or audio_bytes, 5 s) developer webhook pointed at a
                       local receiver in its own process; compare with the same run without it
+  --speaker-id        two fixed-size runs, one after the other: every device's user given a speech profile, sessions
+                      with include_speech_profile=false, then the same with identification on; the second result
+                      states what identification adds per session (CPU and RSS)
   --profile           run the service under node --cpu-prof (profile in bench/results/profiles/)
   --out FILE          result file (default bench/results/<timestamp>-fleet.json; the HTML report goes beside it)`;
 
@@ -105,8 +108,17 @@ export function fleetOptions(options) {
   };
 }
 
-/** @param {Record<string, string | true>} options */
-export async function run(options) {
+/**
+ * @param {Record<string, string | true>} options
+ * @param {any} [speakerIdOff] with --speaker-id, the result of the run with identification off (the second run's baseline)
+ */
+export async function run(options, speakerIdOff) {
+  const phase = options['speaker-id'] ? (speakerIdOff ? 'on' : 'off') : undefined;
+  if (phase === 'off') {
+    if (options.ramp || options.rounds !== undefined || options['open-rate'] !== undefined) throw new Error('--speaker-id goes with a fixed-size run only');
+    const off = await run(options, null);
+    return run({ ...options, 'baseline-seconds': '0' }, off);
+  }
   const codec = /** @type {import('./fixtures.mjs').CodecName} */ (String(options.codec ?? 'opus_fs320'));
   const stt = /** @type {any} */ (String(options.stt ?? 'auto'));
   if (!['auto', 'provider_a', 'provider_b', 'custom', 'local'].includes(stt)) throw new Error('--stt must be auto, provider_a, provider_b, custom or local');
@@ -192,7 +204,8 @@ export async function run(options) {
     if (options['open-rate'] !== undefined && !(openRate > 0)) throw new Error('--open-rate must be more than 0');
     const baselineSeconds = num(options, 'baseline-seconds', 5);
     if (sessions < 1 || seconds < 1) throw new Error('--sessions and --seconds must be at least 1');
-    const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs, ...(webhook ? { webhook } : {}) });
+    const speakerId = options['speaker-id'] ? (speakerIdOff ? 'on' : 'off') : undefined;
+    const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs, ...(webhook ? { webhook } : {}), ...(speakerId ? { speakerId } : {}) });
     const pid = svc.service.pid;
     // The baseline runs while the service's idle RSS settles (the samples taken meanwhile do not count), so that
     // `fleet --sessions 50 --seconds 20` stays under a minute; with --open-rate it runs after the service, for as
@@ -279,7 +292,7 @@ export async function run(options) {
       // The service's phases failed: the baseline's stack, started beside them, goes too.
       if (bareUp && !bareStopped) await (await bareUp.catch(() => undefined))?.stop();
     }
-    return fleetResult({ m, options, codec, fixture, sessions: measured, arriving: openRate > 0 ? sessions : undefined, seconds, baselineSeconds, figures, exitCode, sampler, timeline, profileDir });
+    return fleetResult({ m, options, codec, fixture, sessions: measured, arriving: openRate > 0 ? sessions : undefined, seconds, baselineSeconds, figures, exitCode, sampler, timeline, profileDir, speakerId, speakerIdOff });
   } finally {
     progress.end();
     sampler.stop();

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT_DIR } from '../lib/report.mjs';
 import { DeviceFleet } from './device-fleet.mjs';
-import { FAKE_PROVIDER, PROVIDER_A_ENTRY, SERVICE_ENTRY, signTokens, startBare, startFakeProvider, startService, startWebhookReceiver, streamsToProvider } from './stack.mjs';
+import { FAKE_PROVIDER, PROVIDER_A_ENTRY, SERVICE_ENTRY, giveSpeechProfiles, signTokens, startBare, startFakeProvider, startService, startWebhookReceiver, streamsToProvider } from './stack.mjs';
 
 /**
  * @typedef {object} TargetOptions
@@ -37,7 +37,9 @@ function watchGenerators(fleet, sampler, suffix) {
  * `stt`: 'auto' (provider_a when the service uses it, else custom), 'provider_a', 'provider_b', 'custom' (custom_stt=enabled:
  * no STT; devices send suggested_transcript), 'local' (the service's default engine).
  * With `webhook`, every device's user has that developer webhook pointed at a local receiver (its own process).
- * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'provider_b' | 'custom' | 'local', nodeArgs?: string[], webhook?: 'realtime_transcript' | 'audio_bytes' }} o
+ * `speakerId` 'on': every device's user has a speech profile, so each session identifies its speakers; 'off': the
+ * same profiles, and every session asks for no identification (include_speech_profile=false).
+ * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'provider_b' | 'custom' | 'local', nodeArgs?: string[], webhook?: 'realtime_transcript' | 'audio_bytes', speakerId?: 'on' | 'off' }} o
  */
 export async function serviceTarget(o) {
   const { fixture } = o;
@@ -51,7 +53,7 @@ export async function serviceTarget(o) {
     note = `${FAKE_PROVIDER} is not built: sessions ran with custom_stt=enabled, so no STT stage, no provider latency and no loss count`;
     stt = 'custom';
   }
-  const query = (/** @type {string} */ mode) => `codec=${fixture.codec}&sample_rate=${fixture.sampleRate}&language=en${mode === 'custom' ? '&custom_stt=enabled' : ''}`;
+  const query = (/** @type {string} */ mode) => `codec=${fixture.codec}&sample_rate=${fixture.sampleRate}&language=en${mode === 'custom' ? '&custom_stt=enabled' : ''}${o.speakerId === 'off' ? '&include_speech_profile=false' : ''}`;
   /** Starts the service (and the provider's fake); with a fake, answers whether the service streams to it. */
   const start = async (/** @type {string} */ entry) => {
     // Read at each start: a build that does not stream to provider_a is started again with stt 'custom'.
@@ -97,6 +99,10 @@ export async function serviceTarget(o) {
     throw new Error('the service opened no stream at the provider_b fake');
   }
   const { service, tokens } = s;
+  if (o.speakerId) {
+    o.progress.log(`service: giving ${uids.length} users a speech profile`);
+    await giveSpeechProfiles(service.env, uids);
+  }
   const receiver = o.webhook ? await startWebhookReceiver() : undefined;
   if (receiver && o.webhook) {
     o.progress.log(`service: pointing ${uids.length} users' ${o.webhook} webhook at the receiver`);
