@@ -108,17 +108,20 @@ export function fleetOptions(options) {
   };
 }
 
+/** @param {Record<string, string | true>} options */
+export async function run(options) {
+  if (!options['speaker-id']) return fleetRun(options, undefined);
+  if (options.ramp || options.rounds !== undefined || options['open-rate'] !== undefined) throw new Error('--speaker-id goes with a fixed-size run only');
+  const off = await fleetRun(options, null);
+  return fleetRun({ ...options, 'baseline-seconds': '0' }, off);
+}
+
 /**
  * @param {Record<string, string | true>} options
- * @param {any} [speakerIdOff] with --speaker-id, the result of the run with identification off (the second run's baseline)
+ * @param {any} speakerIdOff with --speaker-id: null in the run with identification off, that run's result in the run
+ *   with it on (its baseline); undefined without it
  */
-export async function run(options, speakerIdOff) {
-  const phase = options['speaker-id'] ? (speakerIdOff ? 'on' : 'off') : undefined;
-  if (phase === 'off') {
-    if (options.ramp || options.rounds !== undefined || options['open-rate'] !== undefined) throw new Error('--speaker-id goes with a fixed-size run only');
-    const off = await run(options, null);
-    return run({ ...options, 'baseline-seconds': '0' }, off);
-  }
+async function fleetRun(options, speakerIdOff) {
   const codec = /** @type {import('./fixtures.mjs').CodecName} */ (String(options.codec ?? 'opus_fs320'));
   const stt = /** @type {any} */ (String(options.stt ?? 'auto'));
   if (!['auto', 'provider_a', 'provider_b', 'custom', 'local'].includes(stt)) throw new Error('--stt must be auto, provider_a, provider_b, custom or local');
@@ -204,7 +207,7 @@ export async function run(options, speakerIdOff) {
     if (options['open-rate'] !== undefined && !(openRate > 0)) throw new Error('--open-rate must be more than 0');
     const baselineSeconds = num(options, 'baseline-seconds', 5);
     if (sessions < 1 || seconds < 1) throw new Error('--sessions and --seconds must be at least 1');
-    const speakerId = options['speaker-id'] ? (speakerIdOff ? 'on' : 'off') : undefined;
+    const speakerId = speakerIdOff === undefined ? undefined : speakerIdOff === null ? 'off' : 'on';
     const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs, ...(webhook ? { webhook } : {}), ...(speakerId ? { speakerId } : {}) });
     const pid = svc.service.pid;
     // The baseline runs while the service's idle RSS settles (the samples taken meanwhile do not count), so that
