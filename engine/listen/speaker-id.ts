@@ -12,8 +12,12 @@ import type { Voiceprints } from '../db/voiceprints.js';
 import { selfIntroducedName } from '../speakers/name-cues.js';
 import { speakerIdOf } from '../audio/segment.js';
 
-/** Seconds of a session's PCM its codec shard keeps while identification is on (about 1 MB). */
-export const WINDOW_S = 30;
+/**
+ * Seconds of a session's PCM its codec shard keeps while identification is on (640 KB): a clip (CLIP_MAX_S) plus the
+ * provider's and the step's delay before its segment is known. A sample the client confirms later than that is taken
+ * from the speaker's next words instead.
+ */
+export const WINDOW_S = 20;
 /** A new speaker is compared once it has this much audio in segments (the compatible system's minimum). */
 export const MIN_AUDIO_S = 2;
 /** Longest clip embedded at once: the speaker's latest audio, a longer segment cut to its centre. */
