@@ -240,6 +240,7 @@ export class Service {
         userSettings,
         notifier,
         speakerEmbeddings,
+        silenceTrimmer: speakerEmbeddings,
         voiceprints: new Voiceprints(store.knex, speakerEmbeddings, () => clock.now()),
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});

@@ -71,6 +71,11 @@ export const ERRORS = {
   ENG_ERR_STT_LANGUAGE_UNSUPPORTED: def(400, 'The {engine} speech engine does not support language {language}'),
   ENG_ERR_STT_LOCAL_FAILED: def(500, 'Local speech engine failed: {reason}', true),
   ENG_ERR_STT_VAD_FAILED: def(500, 'Speech gate failed: {reason}', true),
+
+  // Speech profile, people and voice samples (http/routes/speakers.ts, engine/db/voiceprints.ts).
+  ENG_ERR_AUDIO_INVALID: def(400, '{reason}'),
+  ENG_ERR_PROFILE_DURATION: def(400, 'Audio duration is invalid (must be 5-120 seconds of speech; found {seconds} s)'),
+  ENG_ERR_PEOPLE_LIMIT: def(409, 'You have {limit} people, the most an account may have: delete one first'),
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -20,7 +20,7 @@ import type { ConversationLifecycle } from './conversations/lifecycle.js';
 import type { WebhookQueue } from './webhooks/queue.js';
 import type { UserSettingsRepository } from './db/user-settings.js';
 import type { Notifier } from './notifications/notifier.js';
-import type { EmbeddingService } from './speakers/embedding-service.js';
+import type { EmbeddingService, SilenceTrimmer } from './speakers/embedding-service.js';
 import type { Voiceprints } from './db/voiceprints.js';
 
 export interface Services {
@@ -54,6 +54,8 @@ export interface Services {
   readonly notifier: Notifier;
   /** Speaker embeddings (built-in, or the SPEAKER_MODEL_PATH model) on a thread started by the first embedding. */
   readonly speakerEmbeddings: EmbeddingService;
+  /** Cuts silence out of uploaded recordings (Silero VAD), on the embedding thread. */
+  readonly silenceTrimmer: SilenceTrimmer;
   /** Speech profiles, people and their voice samples, with the audio their embeddings came from. */
   readonly voiceprints: Voiceprints;
 }

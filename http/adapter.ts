@@ -33,6 +33,8 @@ export interface Reply {
   text?: string;
   /** A body already serialised as JSON (sent as application/json), for routes whose store builds the JSON. */
   json?: string;
+  /** A binary body (stored audio), sent with `contentType`. */
+  bytes?: Buffer;
   contentType?: string;
   headers?: Record<string, string>;
   /**
@@ -83,6 +85,8 @@ export interface Route<P = unknown> extends RouteDoc {
    * limits and the guard still run on every request.
    */
   readonly cacheable?: boolean;
+  /** Largest body this route reads, in bytes, when it is not the node's MAX_BODY_BYTES (audio uploads). */
+  readonly maxBodyBytes?: number;
   handler(ctx: RequestContext<P>): Reply | Promise<Reply>;
 }
 
@@ -324,17 +328,18 @@ export class HttpAdapter<P> {
       const length = headers['content-length'];
       const hasBody = BODY_METHODS.has(route.method) && ((length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined);
       if (hasBody) {
-        if (length !== undefined && Number(length) > this.#opts.maxBodyBytes) {
+        const limit = route.maxBodyBytes ?? this.#opts.maxBodyBytes;
+        if (length !== undefined && Number(length) > limit) {
           // Refuse before reading a byte, and close: the client may still be sending.
           closeConnection = true;
-          throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit: this.#opts.maxBodyBytes });
+          throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit });
         }
         try {
-          raw = await readBody(res, this.#opts.maxBodyBytes);
+          raw = await readBody(res, limit);
         } catch (err) {
           if (!(err instanceof BodyTooLarge)) throw err;
           closeConnection = true;
-          throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit: this.#opts.maxBodyBytes });
+          throw new EngineError('ENG_ERR_HTTP_BODY_TOO_LARGE', { limit });
         }
       }
       const auth = await this.#opts.authenticate(route.auth, headers, route, remoteAddress);
@@ -448,9 +453,12 @@ export class HttpAdapter<P> {
 
   #write(res: uWS.HttpResponse, reply: Reply, closeConnection: boolean): void {
     const status = reply.status ?? 200;
-    let payload: string | undefined;
+    let payload: string | Buffer | undefined;
     let type: string | undefined;
-    if (reply.text !== undefined) {
+    if (reply.bytes !== undefined) {
+      payload = reply.bytes;
+      type = reply.contentType ?? 'application/octet-stream';
+    } else if (reply.text !== undefined) {
       payload = reply.text;
       type = reply.contentType ?? 'text/plain; charset=utf-8';
     } else if (reply.json !== undefined && status !== 204) {

@@ -9,7 +9,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('speech_profiles', (t) => {
     t.string('uid', 128).primary();
     t.binary('audio').notNullable();
-    t.float('speech_seconds').notNullable();
+    t.double('speech_seconds').notNullable();
     t.binary('embedding').nullable();
     t.string('embedding_model', 200).nullable();
     t.string('created_at', 32).notNullable();
@@ -33,7 +33,7 @@ export async function up(knex: Knex): Promise<void> {
     t.string('uid', 128).notNullable();
     t.string('person_id', 36).notNullable().references('id').inTable('people').onDelete('CASCADE');
     t.binary('audio').notNullable();
-    t.float('seconds').notNullable();
+    t.double('seconds').notNullable();
     t.string('conversation_id', 36).nullable();
     t.string('segment_id', 64).nullable();
     t.binary('embedding').nullable();

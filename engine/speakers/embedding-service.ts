@@ -21,6 +21,12 @@ export interface EmbeddingService {
   close(): Promise<void>;
 }
 
+/** Cuts the silence out of a recording (the Silero speech gate), off the main thread. */
+export interface SilenceTrimmer {
+  /** The speech of 16 kHz mono `pcm`, its regions joined; empty when there is none. */
+  trimSilence(pcm: Int16Array): Promise<Int16Array>;
+}
+
 export interface EmbeddingServiceOptions {
   /** An ONNX speaker model (input [1, frames, 80] fbank, output [1, D]); absent: the built-in DSP embedding. */
   modelPath?: string;
@@ -48,7 +54,7 @@ export function describeModel(modelPath: string): ModelSpec & { model: string } 
 }
 
 /** Embeddings on runners made by `runner`: TaskThreads for a node, the calling thread for tests. */
-class RunnerEmbeddingService implements EmbeddingService {
+class RunnerEmbeddingService implements EmbeddingService, SilenceTrimmer {
   readonly model: string;
   readonly sha256: string | null;
   #dimension: number;
@@ -101,6 +107,15 @@ class RunnerEmbeddingService implements EmbeddingService {
     return answer.embedding;
   }
 
+  /** Runs on the embedding thread, which profile uploads need next anyway. */
+  async trimSilence(pcm: Int16Array): Promise<Int16Array> {
+    const copy = pcm.slice();
+    const answer = await this.#run({ type: 'speech', pcm: copy }, [copy.buffer]);
+    if (!answer.ok) throw new Error(answer.message);
+    if (!('speech' in answer)) throw new Error('speaker thread answered a trim with something else');
+    return answer.speech;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     const runners = this.#runners.splice(0);
@@ -122,7 +137,7 @@ class RunnerEmbeddingService implements EmbeddingService {
   }
 }
 
-export type ThreadEmbeddingService = EmbeddingService & { readonly sha256: string | null; load(): Promise<LoadedModel> };
+export type ThreadEmbeddingService = EmbeddingService & SilenceTrimmer & { readonly sha256: string | null; load(): Promise<LoadedModel> };
 
 /** Embeddings on worker threads, started by the first task. Throws when `modelPath` cannot be read. */
 export function createEmbeddingService(options: EmbeddingServiceOptions = {}): ThreadEmbeddingService {

@@ -15,6 +15,7 @@ import { appRoutes } from './apps.js';
 import { notificationRoutes } from './notifications.js';
 import { userSettingsRoutes } from './user-settings.js';
 import { dailySummaryRoutes } from './daily-summaries.js';
+import { speakerRoutes } from './speakers.js';
 
 export function allRoutes(s: Services): AppRoute[] {
   return [
@@ -32,6 +33,7 @@ export function allRoutes(s: Services): AppRoute[] {
     ...userSettingsRoutes(s),
     ...notificationRoutes(s),
     ...dailySummaryRoutes(s),
+    ...speakerRoutes(s),
     ...mcpRoutes(s),
   ];
 }
