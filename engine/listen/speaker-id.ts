@@ -73,6 +73,8 @@ interface Speaker {
   spans: [number, number][];
   /** Seconds of audio since the last clip was taken. */
   fresh: number;
+  /** Stream second up to which the speaker's audio was embedded. */
+  embeddedTo: number;
   /** Sum of the speaker's clip embeddings (their normalised mean is the speaker's voice). */
   sum: Float32Array | undefined;
   clips: number;
@@ -198,7 +200,7 @@ export class SpeakerIdentification {
   #speaker(speakerId: number): Speaker {
     let sp = this.#speakers.get(speakerId);
     if (sp === undefined) {
-      sp = { spans: [], fresh: 0, sum: undefined, clips: 0, queued: false, settled: false };
+      sp = { spans: [], fresh: 0, embeddedTo: -Infinity, sum: undefined, clips: 0, queued: false, settled: false };
       this.#speakers.set(speakerId, sp);
     }
     return sp;
@@ -240,13 +242,24 @@ export class SpeakerIdentification {
       });
   }
 
+  /**
+   * A confirmed person's sample (the speaker's latest audio), then the speaker's audio not yet embedded as one more
+   * clip. Audio that fell out of the window (or came before it opened) leaves a clip short: it waits for more speech.
+   */
   async #work(speakerId: number, sp: Speaker): Promise<void> {
-    const clip = await this.#o.codec.clip(clipRanges(sp.spans));
     sp.fresh = 0;
-    // Audio that fell out of the window (or came before it opened) leaves the clip short: wait for more of the voice.
+    if (sp.sample !== undefined) {
+      const clip = await this.#o.codec.clip(clipRanges(sp.spans));
+      if (clip.length >= MIN_AUDIO_S * 16000 && this.#state === 'on') await this.#addSample(sp, clip);
+    }
+    if (!this.#wantsVoice(speakerId, sp) || this.#state !== 'on') return;
+    // Each clip is new audio: re-embedding what an earlier clip held would cost CPU and tell nothing new.
+    const from = sp.embeddedTo;
+    const upTo = sp.spans.at(-1)?.[1] ?? from;
+    const fresh = sp.spans.filter(([, b]) => b > from).map(([a, b]): [number, number] => [Math.max(a, from), b]);
+    const clip = await this.#o.codec.clip(clipRanges(fresh));
     if (clip.length < MIN_AUDIO_S * 16000 || this.#state !== 'on') return;
-    if (sp.sample !== undefined) await this.#addSample(sp, clip);
-    if (!this.#wantsVoice(speakerId, sp)) return;
+    sp.embeddedTo = upTo;
     const service = this.#o.embeddings();
     const e = await service.embed(clip);
     this.#o.metrics?.embedded();
