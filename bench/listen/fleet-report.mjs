@@ -97,7 +97,7 @@ function memoryPerSession(idle, end, sessions) {
  */
 function speakerIdRows(a, w, rssPerSession) {
   if (!a.speakerId) return [];
-  const label = a.speakerId === 'on' ? 'on: every user has a speech profile' : 'off: include_speech_profile=false';
+  const label = a.speakerId === 'on' ? 'on: every user has a speech profile' : 'off: no user has a speech profile';
   if (!a.speakerIdOff) return [['speaker identification', label, '-', '', '']];
   const off = a.speakerIdOff.service;
   const offRss = kib(steadyRssMiB(off.window) * 2 ** 20 - off.idleRss, a.speakerIdOff.options.sessions);

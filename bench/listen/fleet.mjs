@@ -52,9 +52,9 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
                       service still shrinks in its first seconds); per-session memory is measured from it
   --webhook TYPE      every device's user has a realtime_transcript (or audio_bytes, 5 s) developer webhook pointed at a
                       local receiver in its own process; compare with the same run without it
-  --speaker-id        two fixed-size runs, one after the other: every device's user given a speech profile, sessions
-                      with include_speech_profile=false, then the same with identification on; the second result
-                      states what identification adds per session (CPU and RSS)
+  --speaker-id        two fixed-size runs, one after the other: no user has a speech profile (sessions find nothing
+                      to compare and keep no audio), then every user has one (every session identifies its
+                      speakers); the second result states what identification adds per session (CPU and RSS)
   --profile           run the service under node --cpu-prof (profile in bench/results/profiles/)
   --out FILE          result file (default bench/results/<timestamp>-fleet.json; the HTML report goes beside it)`;
 

@@ -37,8 +37,8 @@ function watchGenerators(fleet, sampler, suffix) {
  * `stt`: 'auto' (provider_a when the service uses it, else custom), 'provider_a', 'provider_b', 'custom' (custom_stt=enabled:
  * no STT; devices send suggested_transcript), 'local' (the service's default engine).
  * With `webhook`, every device's user has that developer webhook pointed at a local receiver (its own process).
- * `speakerId` 'on': every device's user has a speech profile, so each session identifies its speakers; 'off': the
- * same profiles, and every session asks for no identification (include_speech_profile=false).
+ * `speakerId` 'on': every device's user has a speech profile, so each session identifies its speakers; 'off': nobody
+ * has one (the sessions look, find nothing to compare and keep no window).
  * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'provider_b' | 'custom' | 'local', nodeArgs?: string[], webhook?: 'realtime_transcript' | 'audio_bytes', speakerId?: 'on' | 'off' }} o
  */
 export async function serviceTarget(o) {
@@ -53,7 +53,7 @@ export async function serviceTarget(o) {
     note = `${FAKE_PROVIDER} is not built: sessions ran with custom_stt=enabled, so no STT stage, no provider latency and no loss count`;
     stt = 'custom';
   }
-  const query = (/** @type {string} */ mode) => `codec=${fixture.codec}&sample_rate=${fixture.sampleRate}&language=en${mode === 'custom' ? '&custom_stt=enabled' : ''}${o.speakerId === 'off' ? '&include_speech_profile=false' : ''}`;
+  const query = (/** @type {string} */ mode) => `codec=${fixture.codec}&sample_rate=${fixture.sampleRate}&language=en${mode === 'custom' ? '&custom_stt=enabled' : ''}`;
   /** Starts the service (and the provider's fake); with a fake, answers whether the service streams to it. */
   const start = async (/** @type {string} */ entry) => {
     // Read at each start: a build that does not stream to provider_a is started again with stt 'custom'.
@@ -99,7 +99,7 @@ export async function serviceTarget(o) {
     throw new Error('the service opened no stream at the provider_b fake');
   }
   const { service, tokens } = s;
-  if (o.speakerId) {
+  if (o.speakerId === 'on') {
     o.progress.log(`service: giving ${uids.length} users a speech profile`);
     await giveSpeechProfiles(service.env, uids);
   }
