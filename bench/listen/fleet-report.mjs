@@ -93,7 +93,7 @@ function memoryPerSession(idle, end, sessions) {
  * With --speaker-id: which run this is, and in the second, what identification adds per session over the first.
  * @param {any} a
  * @param {any} w the window's figures
- * @param {number} rssPerSession
+ * @param {number | null} rssPerSession
  */
 function speakerIdRows(a, w, rssPerSession) {
   if (!a.speakerId) return [];
@@ -105,7 +105,7 @@ function speakerIdRows(a, w, rssPerSession) {
   return [
     ['speaker identification', label, '-', '', ''],
     ['  server CPU µs per session-second: on / off (added)', `${v(w.serverCpuUsPerSessionS)} / ${v(offCpu)} (${v(w.serverCpuUsPerSessionS - offCpu)})`, '-', v(ratio(w.serverCpuUsPerSessionS, offCpu)), ''],
-    ['  RSS per streaming session, KiB: on / off (added)', `${v(rssPerSession)} / ${v(offRss)} (${v(rssPerSession - offRss)})`, '-', v(ratio(rssPerSession, offRss)), `off ≤ ${GOALS.rssPerSessionKiBMax}`],
+    ['  RSS per streaming session, KiB: on / off (added)', `${v(rssPerSession)} / ${v(offRss)} (${v(rssPerSession !== null && offRss !== null ? rssPerSession - offRss : null)})`, '-', v(ratio(rssPerSession, offRss)), `off ≤ ${GOALS.rssPerSessionKiBMax}`],
   ];
 }
 
