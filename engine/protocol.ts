@@ -81,6 +81,7 @@ export const ListenMessage = {
   MEMORY_CREATED: 'memory_created',
   SUGGESTED_TRANSCRIPT: 'suggested_transcript',
   SPEAKER_ASSIGNED: 'speaker_assigned',
+  SPEAKER_LABEL_SUGGESTION: 'speaker_label_suggestion',
   IMAGE_CHUNK: 'image_chunk',
   TRANSLATION: 'translation',
   /** ack=enabled: the session's id (to resume with) and where its audio continues. */

@@ -1,14 +1,19 @@
 // Codec shard worker: keeps `stream key → decoders` and the shard's provider sockets in this thread, and answers their tasks.
 import { getHeapStatistics } from 'node:v8';
-import { checkCodecParams, CODECS, moveAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer, type UplinkEvent } from './messages.js';
+import { checkCodecParams, CODECS, moveAnswer, type ClipAnswer, type CodecAnswer, type CodecParams, type CodecTask, type DecodePackedTask, type FailAnswer, type PackedAnswer, type PcmAnswer, type UplinkEvent } from './messages.js';
 import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js';
 import { concatPcm, packAnswer, PcmBuffers, readRecords, type DecodedPart } from './packing.js';
 import { Uplinks } from './uplink.js';
+import { PcmWindow } from './pcm-window.js';
 import { tidyHeap } from '../native/memory.js';
 
 interface Session {
   /** One decoder per channel: index 0 = channel id 0x01, index 1 = 0x02. */
   channels: ChannelDecoder[];
+  /** Samples of the first channel decoded so far: the stream position a window starts at. */
+  decoded: number;
+  /** The last seconds of a mono stream's PCM, while speaker identification is on for the session (WindowTask). */
+  window?: PcmWindow | undefined;
 }
 
 const sessions = new Map<number, Session>();
@@ -41,7 +46,7 @@ function openSession(key: number, params: CodecParams): Session {
   sessions.get(key)?.channels.forEach((c) => c.dispose());
   const channels: ChannelDecoder[] = [];
   for (let i = 0; i < params.channels; i++) channels.push(createChannelDecoder(params, scratch));
-  const session = { channels };
+  const session: Session = { channels, decoded: 0 };
   sessions.set(key, session);
   return session;
 }
@@ -59,6 +64,8 @@ function decodeStream(key: number, params: () => CodecParams, messages: readonly
   const { channels } = session;
   if (channels.length === 1) {
     const r = channels[0]!.decode(messages);
+    for (const p of r.pcm) session.decoded += p.length;
+    if (session.window !== undefined) for (const p of r.pcm) session.window.append(p);
     return { pcm: [toUplink(key, 0, r.pcm)], frames: r.frames, corruptFrames: r.corruptFrames, recreated };
   }
   // Two channels: the first byte of each message names its channel.
@@ -149,6 +156,16 @@ export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnsw
         } catch (err) {
           return dropAfterError(task.key, err);
         }
+      case 'window': {
+        const session = sessions.get(task.key);
+        // Mono streams only: a two-channel call already says which side is the wearer.
+        if (session !== undefined && session.channels.length === 1) session.window = task.samples > 0 ? new PcmWindow(task.samples, session.decoded) : undefined;
+        return { ok: true };
+      }
+      case 'clip': {
+        const clip = sessions.get(task.key)?.window?.read(task.ranges) ?? new Int16Array(0);
+        return moveAnswer<ClipAnswer>({ ok: true, clip }, [clip.buffer as ArrayBuffer]);
+      }
       case 'uplinkOpen':
       case 'uplinkText':
       case 'uplinkPcm':

@@ -88,6 +88,26 @@ export interface TidyTask {
   type: 'tidy';
 }
 
+/**
+ * Starts (or, with `samples` 0, stops) keeping the last `samples` of a mono stream's decoded PCM in the thread
+ * (workers/pcm-window.ts), for speaker identification's clips. Answers OkAnswer.
+ */
+export interface WindowTask {
+  type: 'window';
+  key: number;
+  samples: number;
+}
+
+/**
+ * Copies a stream's kept PCM out of its window: stream positions (16 kHz samples since the session's first audio) as
+ * [from, to) pairs, clamped to what the window still holds, concatenated. Answers ClipAnswer.
+ */
+export interface ClipTask {
+  type: 'clip';
+  key: number;
+  ranges: number[];
+}
+
 /** How to open a provider socket (workers/uplink.ts). */
 export interface UplinkOptions {
   url: string;
@@ -137,7 +157,7 @@ export interface UplinkCloseTask {
 /** The tasks of a channel's provider socket, answered by workers/uplink.ts Uplinks.handle(). */
 export type UplinkTask = UplinkOpenTask | UplinkTextTask | UplinkPcmTask | UplinkCloseTask;
 
-export type CodecTask = OpenTask | DecodePackedTask | CloseTask | HeapTask | TidyTask | UplinkTask;
+export type CodecTask = OpenTask | DecodePackedTask | CloseTask | HeapTask | TidyTask | WindowTask | ClipTask | UplinkTask;
 
 /** How a provider socket's opening went: the handshake's status and Retry-After when the provider refused. */
 export type UplinkOpenAnswer = ConnectOutcome;
@@ -166,6 +186,12 @@ export interface OkAnswer {
   ok: true;
 }
 
+/** A clip of a stream's window (ClipTask): empty when the stream keeps no window or the ranges fell out of it. */
+export interface ClipAnswer {
+  ok: true;
+  clip: Int16Array;
+}
+
 export interface HeapAnswer {
   ok: true;
   /** V8's used and committed heap of the thread, in bytes. */
@@ -190,7 +216,7 @@ export interface PackedAnswer {
   uplinked?: number[];
 }
 
-export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer | PackedAnswer | HeapAnswer | UplinkOpenAnswer;
+export type CodecAnswer = PcmAnswer | OkAnswer | FailAnswer | PackedAnswer | HeapAnswer | ClipAnswer | UplinkOpenAnswer;
 
 /** Buffers an answer moves to the main thread (workers/task-thread.ts reads them); a WeakMap so answers stay plain. */
 const moves = new WeakMap<object, ArrayBuffer[]>();

@@ -89,6 +89,26 @@ function memoryPerSession(idle, end, sessions) {
   return `${d('heapUsed')} / ${d('heapTotal')}, ${d('codecHeapUsed')} / ${d('codecHeapTotal')}, ${d('external')}, ${d('mallocInUse')} / ${d('mallocFree')}`;
 }
 
+/**
+ * With --speaker-id: which run this is, and in the second, what identification adds per session over the first.
+ * @param {any} a
+ * @param {any} w the window's figures
+ * @param {number | null} rssPerSession
+ */
+function speakerIdRows(a, w, rssPerSession) {
+  if (!a.speakerId) return [];
+  const label = a.speakerId === 'on' ? 'on: every user has a speech profile' : 'off: no user has a speech profile';
+  if (!a.speakerIdOff) return [['speaker identification', label, '-', '', '']];
+  const off = a.speakerIdOff.service;
+  const offRss = kib(steadyRssMiB(off.window) * 2 ** 20 - off.idleRss, a.speakerIdOff.options.sessions);
+  const offCpu = off.window.serverCpuUsPerSessionS;
+  return [
+    ['speaker identification', label, '-', '', ''],
+    ['  server CPU µs per session-second: on / off (added)', `${v(w.serverCpuUsPerSessionS)} / ${v(offCpu)} (${v(w.serverCpuUsPerSessionS - offCpu)})`, '-', v(ratio(w.serverCpuUsPerSessionS, offCpu)), ''],
+    ['  RSS per streaming session, KiB: on / off (added)', `${v(rssPerSession)} / ${v(offRss)} (${v(rssPerSession !== null && offRss !== null ? rssPerSession - offRss : null)})`, '-', v(ratio(rssPerSession, offRss)), `off ≤ ${GOALS.rssPerSessionKiBMax}`],
+  ];
+}
+
 /** @param {any} a */
 export function fleetResult(a) {
   const { figures: f, sessions } = a;
@@ -130,6 +150,7 @@ export function fleetResult(a) {
       ...(f.webhook
         ? [[`${f.webhook.type} webhook in the window: requests / KiB / segments (users reached)`, `${v(f.webhook.requests)} / ${v(Math.round(f.webhook.bytes / 1024))} / ${v(f.webhook.segments)} (${v(f.webhook.users)})`, '-', '', '']]
         : []),
+      ...speakerIdRows(a, w, rssPerSession),
       ['sessions closed early', v(w.unexpectedCloses), v(b?.unexpectedCloses), '', '0'],
     ],
   };

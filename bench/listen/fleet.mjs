@@ -52,6 +52,9 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
                       service still shrinks in its first seconds); per-session memory is measured from it
   --webhook TYPE      every device's user has a realtime_transcript (or audio_bytes, 5 s) developer webhook pointed at a
                       local receiver in its own process; compare with the same run without it
+  --speaker-id        two fixed-size runs, one after the other: no user has a speech profile (sessions find nothing
+                      to compare and keep no audio), then every user has one (every session identifies its
+                      speakers); the second result states what identification adds per session (CPU and RSS)
   --profile           run the service under node --cpu-prof (profile in bench/results/profiles/)
   --out FILE          result file (default bench/results/<timestamp>-fleet.json; the HTML report goes beside it)`;
 
@@ -107,6 +110,18 @@ export function fleetOptions(options) {
 
 /** @param {Record<string, string | true>} options */
 export async function run(options) {
+  if (!options['speaker-id']) return fleetRun(options, undefined);
+  if (options.ramp || options.rounds !== undefined || options['open-rate'] !== undefined) throw new Error('--speaker-id goes with a fixed-size run only');
+  const off = await fleetRun(options, null);
+  return fleetRun({ ...options, 'baseline-seconds': '0' }, off);
+}
+
+/**
+ * @param {Record<string, string | true>} options
+ * @param {any} speakerIdOff with --speaker-id: null in the run with identification off, that run's result in the run
+ *   with it on (its baseline); undefined without it
+ */
+async function fleetRun(options, speakerIdOff) {
   const codec = /** @type {import('./fixtures.mjs').CodecName} */ (String(options.codec ?? 'opus_fs320'));
   const stt = /** @type {any} */ (String(options.stt ?? 'auto'));
   if (!['auto', 'provider_a', 'provider_b', 'custom', 'local'].includes(stt)) throw new Error('--stt must be auto, provider_a, provider_b, custom or local');
@@ -192,7 +207,8 @@ export async function run(options) {
     if (options['open-rate'] !== undefined && !(openRate > 0)) throw new Error('--open-rate must be more than 0');
     const baselineSeconds = num(options, 'baseline-seconds', 5);
     if (sessions < 1 || seconds < 1) throw new Error('--sessions and --seconds must be at least 1');
-    const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs, ...(webhook ? { webhook } : {}) });
+    const speakerId = speakerIdOff === undefined ? undefined : speakerIdOff === null ? 'off' : 'on';
+    const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs, ...(webhook ? { webhook } : {}), ...(speakerId ? { speakerId } : {}) });
     const pid = svc.service.pid;
     // The baseline runs while the service's idle RSS settles (the samples taken meanwhile do not count), so that
     // `fleet --sessions 50 --seconds 20` stays under a minute; with --open-rate it runs after the service, for as
@@ -279,7 +295,7 @@ export async function run(options) {
       // The service's phases failed: the baseline's stack, started beside them, goes too.
       if (bareUp && !bareStopped) await (await bareUp.catch(() => undefined))?.stop();
     }
-    return fleetResult({ m, options, codec, fixture, sessions: measured, arriving: openRate > 0 ? sessions : undefined, seconds, baselineSeconds, figures, exitCode, sampler, timeline, profileDir });
+    return fleetResult({ m, options, codec, fixture, sessions: measured, arriving: openRate > 0 ? sessions : undefined, seconds, baselineSeconds, figures, exitCode, sampler, timeline, profileDir, speakerId, speakerIdOff });
   } finally {
     progress.end();
     sampler.stop();

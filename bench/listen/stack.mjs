@@ -322,3 +322,33 @@ export async function streamsToProvider(service, fake, o) {
     await fake.zero();
   }
 }
+
+/**
+ * Gives each of `uids` a speech profile in the service's store (written from this process through the service's own
+ * repository, so the bench needs no upload route): one espeak-ng voice, about 6 s, the same for every user.
+ * @param {Record<string, string>} env the service's env (its store)
+ * @param {string[]} uids
+ */
+export async function giveSpeechProfiles(env, uids) {
+  const saved = { ...process.env };
+  Object.assign(process.env, env);
+  const { loadConfig } = await import(path.join(ROOT_DIR, 'dist/engine/config.js'));
+  const config = loadConfig();
+  process.env = saved;
+  const { openStore, storeOptions } = await import(path.join(ROOT_DIR, 'dist/engine/db/store.js'));
+  const { Voiceprints } = await import(path.join(ROOT_DIR, 'dist/engine/db/voiceprints.js'));
+  const { createInlineEmbeddingService } = await import(path.join(ROOT_DIR, 'dist/engine/speakers/embedding-service.js'));
+  const { speak } = await import(path.join(ROOT_DIR, 'dist/test/helpers/speech.js'));
+  const dir = mkdtempSync(path.join(tmpdir(), 'bench-profile-'));
+  const pcm = speak(dir, 'I would like to schedule a meeting for tomorrow afternoon at three. Please remember to buy some bread.', 'profile');
+  rmSync(dir, { recursive: true, force: true });
+  const store = openStore(storeOptions(config));
+  const embeddings = createInlineEmbeddingService();
+  try {
+    const voiceprints = new Voiceprints(store.knex, embeddings);
+    for (const uid of uids) await voiceprints.setProfile(uid, pcm, pcm.length / 16000);
+  } finally {
+    await embeddings.close();
+    await store.close();
+  }
+}

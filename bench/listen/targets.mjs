@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT_DIR } from '../lib/report.mjs';
 import { DeviceFleet } from './device-fleet.mjs';
-import { FAKE_PROVIDER, PROVIDER_A_ENTRY, SERVICE_ENTRY, signTokens, startBare, startFakeProvider, startService, startWebhookReceiver, streamsToProvider } from './stack.mjs';
+import { FAKE_PROVIDER, PROVIDER_A_ENTRY, SERVICE_ENTRY, giveSpeechProfiles, signTokens, startBare, startFakeProvider, startService, startWebhookReceiver, streamsToProvider } from './stack.mjs';
 
 /**
  * @typedef {object} TargetOptions
@@ -37,7 +37,9 @@ function watchGenerators(fleet, sampler, suffix) {
  * `stt`: 'auto' (provider_a when the service uses it, else custom), 'provider_a', 'provider_b', 'custom' (custom_stt=enabled:
  * no STT; devices send suggested_transcript), 'local' (the service's default engine).
  * With `webhook`, every device's user has that developer webhook pointed at a local receiver (its own process).
- * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'provider_b' | 'custom' | 'local', nodeArgs?: string[], webhook?: 'realtime_transcript' | 'audio_bytes' }} o
+ * `speakerId` 'on': every device's user has a speech profile, so each session identifies its speakers; 'off': nobody
+ * has one (the sessions look, find nothing to compare and keep no window).
+ * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'provider_b' | 'custom' | 'local', nodeArgs?: string[], webhook?: 'realtime_transcript' | 'audio_bytes', speakerId?: 'on' | 'off' }} o
  */
 export async function serviceTarget(o) {
   const { fixture } = o;
@@ -97,6 +99,10 @@ export async function serviceTarget(o) {
     throw new Error('the service opened no stream at the provider_b fake');
   }
   const { service, tokens } = s;
+  if (o.speakerId === 'on') {
+    o.progress.log(`service: giving ${uids.length} users a speech profile`);
+    await giveSpeechProfiles(service.env, uids);
+  }
   const receiver = o.webhook ? await startWebhookReceiver() : undefined;
   if (receiver && o.webhook) {
     o.progress.log(`service: pointing ${uids.length} users' ${o.webhook} webhook at the receiver`);

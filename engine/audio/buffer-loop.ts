@@ -89,6 +89,8 @@ export class BufferLoop {
   droppedPhotos = 0;
   /** Stored segment ids a speaker_assigned message named; applied at the next step. */
   #reassigned = new Set<string>();
+  /** Speakers identification has a new finding for: their segments in memory are updated at the next step. */
+  #reassignedSpeakers = new Set<number>();
   /**
    * Segments a speaker assignment changed and the store holds, not yet returned to the client: a step that fails after
    * storing them (a later write of the step) returns them at the next step that succeeds. By id, the latest version.
@@ -183,6 +185,21 @@ export class BufferLoop {
     if (this.#reassigned.size > 10_000) this.#reassigned = new Set([...this.#reassigned].slice(-10_000));
   }
 
+  /**
+   * Speaker identification found who `speakerId` is: the current conversation's segments of that speaker still held
+   * in memory (the last RECENT_SEGMENTS, where a speaker's first seconds are) take the finding at the next step.
+   */
+  reassignSpeaker(speakerId: number): void {
+    this.#reassignedSpeakers.add(speakerId);
+  }
+
+  /** The id of the current conversation's latest segment of `speakerId` held in memory, if any. */
+  lastSegmentOf(speakerId: number): string | undefined {
+    const recent = this.#current?.recent ?? [];
+    for (let i = recent.length - 1; i >= 0; i--) if (recent[i]!.speakerId === speakerId) return recent[i]!.id;
+    return undefined;
+  }
+
   /** Forgets the current conversation when it was ended elsewhere (POST /v1/conversations, another node). */
   conversationEnded(conversationId: string): void {
     if (this.#current?.id === conversationId) this.#current = undefined;
@@ -197,7 +214,7 @@ export class BufferLoop {
    * leaves arrays, a Set and awaited promises that outlive the young generation and die in the old one.
    */
   hasWork(): boolean {
-    if (this.#pending.length > 0 || this.#photos.length > 0 || this.#reassigned.size > 0 || this.#unsentUpdates.size > 0) return true;
+    if (this.#pending.length > 0 || this.#photos.length > 0 || this.#reassigned.size > 0 || this.#reassignedSpeakers.size > 0 || this.#unsentUpdates.size > 0) return true;
     const cur = this.#current;
     return cur ? this.#silentTooLong(cur, this.#o.clock.now()) : this.#audioSinceEnd;
   }
@@ -220,22 +237,26 @@ export class BufferLoop {
     this.#photos = [];
     const reassign = this.#reassigned;
     this.#reassigned = new Set();
+    const speakers = this.#reassignedSpeakers;
+    this.#reassignedSpeakers = new Set();
     try {
-      return await this.#step(batch, photos, reassign);
+      return await this.#step(batch, photos, reassign, speakers);
     } catch (err) {
       this.#pending = batch.concat(this.#pending);
       this.#photos = photos.concat(this.#photos);
       for (const id of this.#reassigned) reassign.add(id);
       this.#reassigned = reassign;
+      for (const id of this.#reassignedSpeakers) speakers.add(id);
+      this.#reassignedSpeakers = speakers;
       this.#bound();
       throw err;
     }
   }
 
-  /** step() with what it took: `photos` loses each photo once stored, `reassign` is emptied once applied. */
-  async #step(batch: RawSegment[], photos: Uint8Array[], reassign: Set<string>): Promise<StepResult> {
+  /** step() with what it took: `photos` loses each photo once stored, `reassign` and `speakers` are emptied once applied. */
+  async #step(batch: RawSegment[], photos: Uint8Array[], reassign: Set<string>, speakers: Set<number>): Promise<StepResult> {
     const now = this.#o.clock.now();
-    await this.#applyReassigned(reassign);
+    await this.#applyReassigned(reassign, speakers);
     if (batch.length === 0 && photos.length === 0) {
       const cur = this.#current;
       if (cur && this.#silentTooLong(cur, now)) {
@@ -337,19 +358,20 @@ export class BufferLoop {
    * Applies pending speaker_assigned segment ids to the current conversation's stored segments; the changed ones wait
    * in #unsentUpdates for the step's result.
    */
-  async #applyReassigned(ids: Set<string>): Promise<void> {
-    if (ids.size === 0) return;
+  async #applyReassigned(ids: Set<string>, speakerIds: Set<number>): Promise<void> {
+    if (ids.size === 0 && speakerIds.size === 0) return;
     const cur = this.#current;
     const speakers = this.#o.speakers;
     if (!cur || !speakers) {
       ids.clear();
+      speakerIds.clear();
       return;
     }
     const changed: TranscriptSegment[] = [];
     const reassign = (s: TranscriptSegment): TranscriptSegment => {
-      const a = ids.has(s.id) ? speakers.forSegment(s.id) : undefined;
-      if (!a || (a.isUser === s.isUser && a.personId === s.personId)) return s;
-      const next = { ...s, isUser: a.isUser, personId: a.personId };
+      if (!ids.has(s.id) && !speakerIds.has(s.speakerId)) return s;
+      const next = speakers.apply(s);
+      if (next.isUser === s.isUser && next.personId === s.personId && next.speechProfileProcessed === s.speechProfileProcessed) return s;
       changed.push(next);
       return next;
     };
@@ -362,6 +384,7 @@ export class BufferLoop {
     // Kept in memory once stored: a failed write leaves both as they were, for the next step to compare again.
     cur.recent = recent;
     ids.clear();
+    speakerIds.clear();
     for (const s of changed) this.#unsentUpdates.set(s.id, s);
   }
 

@@ -78,9 +78,21 @@ export function parseSpeakerAssigned(raw: unknown, maxSegmentIds = 1000): Assign
   return { ok: true, message: { speakerId, personId, personName, segmentIds: [...rawIds] } };
 }
 
-/** One session's speaker → person and segment → person maps; later assignments overwrite earlier ones. */
+/** What speaker identification found for a provider speaker (by voice or by a name the speaker gave). */
+export interface SpeakerFinding {
+  /** The voice was compared with the user's speech profile: the speaker's segments say speech_profile_processed. */
+  profileCompared: boolean;
+  /** The speaker was taken for the user or a person; absent: no match (yet). */
+  match?: { isUser: boolean; personId: string | null } | undefined;
+}
+
+/**
+ * One session's speaker → person and segment → person maps; later assignments overwrite earlier ones. Speaker
+ * identification's findings sit below the client's own assignments: what the user picked always wins.
+ */
 export class SpeakerAssignments {
   readonly #bySpeaker = new Map<number, SpeakerAssignment>();
+  readonly #found = new Map<number, SpeakerFinding>();
   readonly #bySegment = new Map<string, SpeakerAssignment>();
   readonly #maxSegmentIds: number;
   readonly #maxSegments: number;
@@ -118,14 +130,30 @@ export class SpeakerAssignments {
     return this.#bySegment.get(segmentId);
   }
 
+  /** Records what speaker identification found for `speakerId` (replacing an earlier finding). */
+  found(speakerId: number, finding: SpeakerFinding): void {
+    this.#found.set(speakerId, Object.freeze({ ...finding }));
+  }
+
+  findingFor(speakerId: number): SpeakerFinding | undefined {
+    return this.#found.get(speakerId);
+  }
+
   /**
    * The segment with `isUser`/`personId` taken from the maps: an assignment naming the segment itself wins over
-   * one for its speaker, because the client picked that exact segment. Unassigned segments come back unchanged.
-   * Never mutates `segment`.
+   * one for its speaker, because the client picked that exact segment, and both win over identification's finding.
+   * Unassigned segments come back unchanged. Never mutates `segment`.
    */
   apply(segment: TranscriptSegment): TranscriptSegment {
     const a = this.#bySegment.get(segment.id) ?? this.#bySpeaker.get(segment.speakerId);
-    if (a === undefined) return { ...segment };
-    return { ...segment, isUser: a.isUser, personId: a.personId };
+    const f = this.#found.size > 0 ? this.#found.get(segment.speakerId) : undefined;
+    if (a === undefined && f === undefined) return { ...segment };
+    const out = { ...segment };
+    if (f !== undefined) {
+      if (f.profileCompared) out.speechProfileProcessed = true;
+      if (f.match) [out.isUser, out.personId] = [f.match.isUser, f.match.personId];
+    }
+    if (a !== undefined) [out.isUser, out.personId] = [a.isUser, a.personId];
+    return out;
   }
 }

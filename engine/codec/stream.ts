@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import { EngineError } from '../errors.js';
 import { encodedDurationS } from '../audio/encoded-duration.js';
 import type { EncodedTail } from '../audio/encoded-tail.js';
-import { codecIndex, OUTPUT_SAMPLE_RATE_HZ, type CodecParams, type FailAnswer, type PcmAnswer } from '../../workers/messages.js';
+import { codecIndex, OUTPUT_SAMPLE_RATE_HZ, type ClipAnswer, type CodecParams, type FailAnswer, type PcmAnswer } from '../../workers/messages.js';
 import type { StreamPart } from '../../workers/packing.js';
 import type { Shard, ShardMember } from './shard.js';
 import { Staging } from './staging.js';
@@ -146,6 +146,26 @@ export class CodecStream extends EventEmitter<CodecStreamEvents> implements Shar
     this.#sockets[channel] = socket;
     shard.holdSocket(socket);
     return socket;
+  }
+
+  /**
+   * Keeps the last `seconds` of this (mono) stream's decoded PCM in its shard from now on, for clip(); 0 lets it go.
+   * The PCM stays in the shard: only the clips asked for cross to this thread.
+   */
+  async window(seconds: number): Promise<void> {
+    if (this.#state !== 'open') return;
+    await this.ready;
+    await this.#shard.run({ type: 'window', key: this.staging.key, samples: Math.round(seconds * OUTPUT_SAMPLE_RATE_HZ) });
+  }
+
+  /**
+   * The window's PCM of the stream ranges [from, to) in seconds since the session's first audio (pairs), concatenated;
+   * what fell out of the window (or was never kept) is left out, so the clip may be shorter or empty.
+   */
+  async clip(ranges: readonly number[]): Promise<Int16Array> {
+    if (this.#state === 'closed') return new Int16Array(0);
+    const answer = await this.#shard.run({ type: 'clip', key: this.staging.key, ranges: ranges.map((s) => Math.round(s * OUTPUT_SAMPLE_RATE_HZ)) });
+    return answer.ok && 'clip' in answer ? (answer as ClipAnswer).clip : new Int16Array(0);
   }
 
   /**

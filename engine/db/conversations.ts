@@ -469,11 +469,11 @@ export class ConversationsRepository {
    * Sets `is_user` / `person_id` of the named segments (speaker_assigned on stored segments); others are untouched.
    * `updated_at` stays: it is the conversation's last activity, and an assignment is not speech.
    */
-  async updateSegmentSpeakers(conversationId: string, segments: readonly Pick<SegmentRecord, 'id' | 'isUser' | 'personId'>[]): Promise<void> {
+  async updateSegmentSpeakers(conversationId: string, segments: readonly Pick<SegmentRecord, 'id' | 'isUser' | 'personId' | 'speechProfileProcessed'>[]): Promise<void> {
     if (segments.length === 0) return;
     await this.knex.transaction(async (trx) => {
       for (const s of segments) {
-        await trx('conversation_segments').where({ conversation_id: conversationId, id: s.id }).update({ is_user: s.isUser, person_id: s.personId });
+        await trx('conversation_segments').where({ conversation_id: conversationId, id: s.id }).update({ is_user: s.isUser, person_id: s.personId, speech_profile_processed: s.speechProfileProcessed });
       }
     });
   }

@@ -29,6 +29,7 @@ import type { LiveSessionWebhooks } from '../webhooks/live.js';
 import { TRANSLATED_LANGUAGE, TRANSLATION_OFF, type LiveTranslation } from '../translation/live.js';
 import type { SessionTranslation } from '../translation/session-translation.js';
 import type { AudioLogOwner, LogConnection } from './durable-audio.js';
+import { SpeakerIdentification, type SpeakerIdDeps } from './speaker-id.js';
 
 /** The public real-time connection states (opening, ready, streaming, processing, closed), plus DRAINING (finalising before close). */
 export const SessionState = {
@@ -78,6 +79,11 @@ export interface SessionActorOptions {
   translation?: LiveTranslation;
   /** ack=enabled: the session's audio log (durable-audio.ts), which sees each frame first and acknowledges it. */
   audioLog?: LogConnection;
+  /**
+   * The voiceprint store and embedding service: with them, a mono session with `include_speech_profile` identifies
+   * its speakers (./speaker-id.ts); without them it never does.
+   */
+  speakerId?: SpeakerIdDeps;
 }
 
 /**
@@ -126,6 +132,8 @@ export class SessionActor {
   #translation: SessionTranslation | undefined;
   /** Everything accepted reached a speech engine or was kept (the audio log may then forget it). */
   #audioDone = false;
+  /** Speaker identification, for mono provider sessions with include_speech_profile. */
+  #ident: SpeakerIdentification | undefined;
 
   constructor(opts: SessionActorOptions) {
     this.#o = opts;
@@ -157,6 +165,11 @@ export class SessionActor {
     return this.#loop.conversationId;
   }
 
+  /** Speaker identification's state; undefined when the session never identifies (include_speech_profile off, two channels, custom STT). */
+  get speakerIdentification(): 'loading' | 'on' | 'off' | 'closed' | undefined {
+    return this.#ident?.state;
+  }
+
   /** The session's live webhooks, when the node sends them. */
   get liveWebhooks(): LiveSessionWebhooks | undefined {
     return this.#o.liveWebhooks;
@@ -170,6 +183,12 @@ export class SessionActor {
       if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
       const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
       this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames), onUplinked: (ch, n) => this.#onUplinked(ch, n) });
+      const deps = this.#o.speakerId;
+      if (deps && p.includeSpeechProfile && !p.customStt && p.channels === 1) {
+        this.#ident = new SpeakerIdentification({ ...deps, uid: this.uid, sessionId: this.sessionId, logger, codec, speakers: this.#speakers, loop: this.#loop, send: (text) => this.#out.send(text) });
+        // In the background: `ready` never waits for the store or the embedding thread.
+        void this.#ident.load();
+      }
     } catch (err) {
       const reason = bad ?? (isEngineError(err) ? err.message : 'unsupported audio format');
       this.#close(CloseCode.UNSUPPORTED_DATA, reason);
@@ -260,6 +279,7 @@ export class SessionActor {
         }
         this.stats.speakerAssignments++;
         if (r.message.segmentIds.length > 0) this.#loop.reassign(r.message.segmentIds);
+        this.#ident?.assigned(r.message);
         return;
       }
       case 'image_chunk': {
@@ -342,6 +362,7 @@ export class SessionActor {
       const r = await run;
       if (r.removedIds.length > 0) this.#out.send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
       if (r.updated.length > 0) this.#sendUpdated(r.updated, r.ended?.conversationId);
+      this.#ident?.afterStep(r.updated);
       if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
       return r.ended;
     } finally {
@@ -419,6 +440,7 @@ export class SessionActor {
     this.#timers = [];
     this.#inlet?.dispose();
     this.#o.liveWebhooks?.end();
+    this.#ident?.close();
     for (const w of this.#decodeWaiters.splice(0)) w.resolve();
     this.#images.clear();
     this.#translation?.dispose();
@@ -462,7 +484,11 @@ export class SessionActor {
       ...(this.#o.usage ? { usage: { recorder: this.#o.usage, uid: this.uid, now: () => this.#clock.now() } } : {}),
       codec: this.#inlet?.codec,
       decodeKept: (messages) => this.#decodeKept(messages),
-      onSegments: (segs, provider, ch) => this.#loop.add(segs.map((x) => this.#raw(x, provider, ch))),
+      onSegments: (segs, provider, ch) => {
+        const raw = segs.map((x) => this.#raw(x, provider, ch));
+        this.#loop.add(raw);
+        this.#ident?.segments(raw);
+      },
       onFailure: (f, provider) => {
         // A provider failing while the session drains (its client left) is kept by the drain itself, after finalize.
         if (this.#draining) this.#lateFailure ??= { f, provider };
@@ -515,9 +541,8 @@ export class SessionActor {
 
   /**
    * Two-channel calls: channel 1 is the wearer (SPEAKER_00), channel 2 the remote side (SPEAKER_01).
-   * `speechProfileProcessed` says whether the user's speech profile was compared with the segment's voice: no
-   * speaker-identification step exists yet, so never. That step (only when `include_speech_profile` is true and the
-   * user has a profile) belongs here, setting `isUser` and `speechProfileProcessed: true` on the segments it matched.
+   * `speechProfileProcessed` starts false: speaker identification sets it (with `isUser` and `personId`) through the
+   * session's speaker maps once the speaker's voice was compared with the profile.
    */
   #raw(s: SttSegment, provider: string, channel: number): RawSegment {
     if (this.#o.params.channels === 2) return { ...s, speaker: channel === 0 ? 'SPEAKER_00' : 'SPEAKER_01', isUser: channel === 0, sttProvider: provider, speechProfileProcessed: false };
@@ -622,6 +647,7 @@ export class SessionActor {
       const r = await this.#loop.step();
       if (r.removedIds.length > 0) this.#out.send(JSON.stringify({ type: ListenMessage.SEGMENTS_DELETED, segment_ids: r.removedIds }));
       if (r.updated.length > 0) this.#sendUpdated(r.updated, r.ended?.conversationId);
+      this.#ident?.afterStep(r.updated);
       if (r.ended?.outcome === 'processing' && this.#state === SessionState.STREAMING) this.#state = SessionState.PROCESSING;
     } catch (err) {
       const e = err as { name?: string; code?: string } | undefined;

@@ -17,7 +17,7 @@ import { BATCH_WINDOW_MS, CodecPool, INLINE_BUSY_PCT } from '../codec/pool.js';
 import { DecodeOverload } from '../codec/overload.js';
 import { MainLoad, type LoopTimes } from '../runtime/main-load.js';
 import { LOOP_PACE_MS, LoopPacer, PACER_LOOK_MS } from '../runtime/loop-pacer.js';
-import { registerCodecMetrics, registerListenMetrics, registerLiveWebhookMetrics, registerPacerMetrics, registerSessionMetrics, registerTranslationMetrics } from './metrics.js';
+import { registerCodecMetrics, registerListenMetrics, registerLiveWebhookMetrics, registerPacerMetrics, registerSessionMetrics, registerTranslationMetrics, registerSpeakerIdMetrics } from './metrics.js';
 import { Translator } from '../translation/translator.js';
 import { LiveTranslation } from '../translation/live.js';
 import { webhookParts } from '../webhooks/parts.js';
@@ -137,6 +137,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
     ...(mainLoad ? { inline: (sessions: number) => mainLoad.admit(sessions) } : {}),
   });
   registerCodecMetrics(registry, pool);
+  const speakerId = { voiceprints: s.voiceprints, embeddings: () => s.speakerEmbeddings, metrics: registerSpeakerIdMetrics(registry) };
   const actors = o.sessions.actors;
   const parts = webhookParts(s);
   const liveWebhooks = new LiveWebhooks({
@@ -189,6 +190,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
         liveWebhooks: liveWebhooks.session(params.uid, sessionId),
         ...(translation ? { translation } : {}),
         ...(params.ack ? { audioLog: audioLogs.durable.connection({ sessionId, uid: params.uid, codec: params.codec, sampleRate: params.sampleRate, channels: params.channels, language: params.language, source: params.source, ...(params.resume ? { resume: params.resume } : {}) }) } : {}),
+        speakerId,
       }),
   });
   return { codecPool: pool, pacer, liveWebhooks, audioLogs };

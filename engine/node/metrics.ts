@@ -5,6 +5,7 @@ import { registerQueueMetrics, type NamedQueue } from '../jobs/queue-metrics.js'
 import type { CodecPool } from '../codec/pool.js';
 import type { LoopPacer } from '../runtime/loop-pacer.js';
 import type { TranslationCounters } from '../translation/translator.js';
+import type { SpeakerIdMetrics } from '../listen/speaker-id.js';
 
 /** Process-wide metrics every role exposes: Node's defaults, native memory, and the depth of the queues it knows. */
 export function registerProcessMetrics(registry: client.Registry, queues: () => NamedQueue[]): void {
@@ -288,5 +289,36 @@ export function registerVoiceMetrics(registry: client.Registry): VoiceMetrics {
       help: 'Voice messages whose speech gate (Silero VAD) could not decide; they went to the provider ungated.',
       registers: [registry],
     }),
+  };
+}
+
+/** Live speaker identification's counters (engine/listen/speaker-id.ts), as the sessions report them. */
+export function registerSpeakerIdMetrics(registry: client.Registry): SpeakerIdMetrics {
+  const embeddings = new client.Counter({
+    name: 'listen_speaker_embeddings_total',
+    help: "Clips of live speakers' voices embedded (each on the speaker-embedding thread) to compare with the user's profile and people.",
+    registers: [registry],
+  });
+  const matches = new client.Counter({
+    name: 'listen_speaker_matches_total',
+    help: 'Live speakers identified: as the user (profile), as one of the user\'s people (voice), or by a name they gave (name); each sends one speaker_label_suggestion.',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  const drops = new client.Counter({
+    name: 'listen_speaker_queue_drops_total',
+    help: 'Speakers not queued for an embedding because their session already had the most pending; they are tried again with their next segment.',
+    registers: [registry],
+  });
+  const samples = new client.Counter({
+    name: 'listen_speaker_samples_total',
+    help: 'Voice samples added to people from live sessions after the client confirmed the speaker (speaker_assigned).',
+    registers: [registry],
+  });
+  return {
+    embedded: () => embeddings.inc(),
+    matched: (kind) => matches.inc({ kind }),
+    dropped: () => drops.inc(),
+    sampled: () => samples.inc(),
   };
 }
