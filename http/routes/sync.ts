@@ -15,8 +15,8 @@ export const SYNC_MAX_PATCH_BYTES = 16 * 1024 * 1024;
 
 const bad = (reason: string): EngineError => new EngineError('ENG_ERR_SYNC_INVALID_FILE', { reason });
 
-const JobView = Type.Object({ job_id: Type.String(), status: Type.String({ description: '`queued`, `running`, `completed` or `failed`' }), poll_interval_s: Type.Integer() }, { title: 'SyncJob', additionalProperties: true });
-const UploadView = Type.Object({ upload_id: Type.String(), filename: Type.String(), size: Type.Integer(), offset: Type.Integer() }, { title: 'SyncUpload' });
+const JobView = Type.Object({ job_id: Type.String(), status: Type.String({ description: '`queued`, `running`, `completed` or `failed`' }), poll_interval_s: Type.Integer() }, { title: 'SyncJob', description: 'an offline sync batch: its state, progress per file and the conversations it placed audio in', additionalProperties: true });
+const UploadView = Type.Object({ upload_id: Type.String(), filename: Type.String(), size: Type.Integer(), offset: Type.Integer() }, { title: 'SyncUpload', description: 'a resumable upload: its declared size and how many bytes are stored' });
 
 /** The files of a batch request: a form's `files`, or `{"uploads": [ids]}` naming finished uploads. */
 async function incoming(s: Services, uid: string, contentType: string | undefined, raw: Buffer | undefined): Promise<IncomingFile[]> {
@@ -114,7 +114,7 @@ export function syncRoutes(s: Services): AppRoute[] {
       summary: 'Start a resumable upload of one offline file',
       description: 'Declares the file\'s name and length; answers its id and offset 0. Append with PATCH, read the offset with GET.',
       auth: { kind: 'id_token' },
-      body: Type.Object({ filename: Type.String({ minLength: 1, maxLength: 200 }), size: Type.Integer({ minimum: 1 }) }),
+      body: Type.Object({ filename: Type.String({ minLength: 1, maxLength: 200 }), size: Type.Integer({ minimum: 1 }) }, { title: 'SyncUploadCreate', description: 'a file to upload in parts: its name (the naming scheme of offline sync) and its length in bytes' }),
       responses: { 201: { description: 'created', schema: UploadView }, 413: { description: 'larger than a batch may be' } },
       async handler({ auth, body }) {
         const { filename, size } = body as { filename: string; size: number };
