@@ -1,5 +1,6 @@
 // Uploaded audio to 16 kHz mono PCM: WAV files, devices' `.bin` files of length-prefixed Opus packets, raw linear16.
 // Offline sync reads the same `.bin` files, so parseOpusBin() and decodeOpusBin() stand on their own.
+import { parseWav as readWav, WavError } from '../audio/wav.js';
 import { OpusDecoder, maxPacketSamples } from '../../native/opus.js';
 import { Resampler } from '../../workers/resample.js';
 import { concatPcm } from '../../workers/packing.js';
@@ -83,30 +84,14 @@ export function linear16(bytes: Uint8Array, rateHz: number, channels: number): P
 
 /** PCM of a RIFF/WAVE file: integer PCM of 8, 16, 24 or 32 bits, or 32-bit float; 8-48 kHz, one or two channels. */
 export function parseWav(bytes: Uint8Array): Pcm {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const tag = (at: number): string => String.fromCharCode(bytes[at]!, bytes[at + 1]!, bytes[at + 2]!, bytes[at + 3]!);
-  if (bytes.byteLength < 12 || tag(0) !== 'RIFF' || tag(8) !== 'WAVE') throw new AudioInputError('a .wav file is not RIFF/WAVE audio');
-  let fmt: { format: number; channels: number; rateHz: number; bits: number } | undefined;
-  let at = 12;
-  while (at + 8 <= bytes.byteLength) {
-    const id = tag(at);
-    const size = view.getUint32(at + 4, true);
-    const body = at + 8;
-    if (id === 'fmt ') {
-      if (size < 16 || body + 16 > bytes.byteLength) break;
-      let format = view.getUint16(body, true);
-      // WAVE_FORMAT_EXTENSIBLE: the sub-format GUID's first two bytes are the format code.
-      if (format === 0xfffe && size >= 40 && body + 26 <= bytes.byteLength) format = view.getUint16(body + 24, true);
-      fmt = { format, channels: view.getUint16(body + 2, true), rateHz: view.getUint32(body + 4, true), bits: view.getUint16(body + 14, true) };
-    } else if (id === 'data') {
-      if (fmt === undefined) throw new AudioInputError('a .wav file has its data before its format');
-      // A streamed WAV leaves the size at 0 or 0xFFFFFFFF: the data then runs to the end of the file.
-      const end = size === 0 || size === 0xffffffff ? bytes.byteLength : Math.min(bytes.byteLength, body + size);
-      return wavSamples(bytes.subarray(body, end), fmt);
-    }
-    at = body + size + (size & 1);
+  let wav;
+  try {
+    wav = readWav(bytes);
+  } catch (err) {
+    if (err instanceof WavError) throw new AudioInputError(err.message === 'not a WAV file' ? 'a .wav file is not RIFF/WAVE audio' : `a .wav file is not readable: ${err.message}`);
+    throw err;
   }
-  throw new AudioInputError('a .wav file has no format and data chunks');
+  return wavSamples(wav.data, { format: wav.format, channels: wav.channels, rateHz: wav.sampleRate, bits: wav.bitsPerSample });
 }
 
 function wavSamples(data: Uint8Array, fmt: { format: number; channels: number; rateHz: number; bits: number }): Pcm {

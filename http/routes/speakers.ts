@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { EngineError, valueError } from '../../engine/errors.js';
 import { encodeWav, isPcm16Mono, parseWav, samplesOf, WavError } from '../../engine/audio/wav.js';
 import { MAX_PEOPLE, MAX_PERSON_NAME_CHARS, PeopleLimitError, VOICE_SAMPLE_RATE, type PersonRecord, type SampleRecord } from '../../engine/db/voiceprints.js';
-import { formBoundary, MultipartError, parseMultipart } from '../multipart.js';
+import { boundaryOf, MultipartError, parseMultipart } from '../../engine/voice/multipart.js';
 import { notFound, SuccessSchema, SUCCESS } from './common.js';
 import type { Reply } from '../adapter.js';
 import type { AppRoute, Services } from './types.js';
@@ -55,13 +55,13 @@ function checkedName(raw: string): string {
 
 /** The 16 kHz mono samples of the form's `file`, or a 400 saying what is wrong with the upload. */
 function uploadedPcm(headers: Readonly<Record<string, string>>, raw: Buffer | undefined): Int16Array {
-  const boundary = formBoundary(headers['content-type']);
+  const boundary = boundaryOf(headers['content-type']);
   if (boundary === undefined) throw audioInvalid("Expected multipart/form-data with a WAV file in the field 'file'");
   let parts;
   try {
     parts = parseMultipart(raw ?? Buffer.alloc(0), boundary);
   } catch (err) {
-    if (err instanceof MultipartError) throw audioInvalid(`Malformed form data: ${err.message}`);
+    if (err instanceof MultipartError) throw audioInvalid(`Malformed form data: ${err.reason}`);
     throw err;
   }
   const file = parts.find((p) => p.name === 'file');
