@@ -11,7 +11,7 @@ import type { AppReply } from '../db/app-replies.js';
 import { PROACTIVE_SCOPES, type AppsRepository, type ProactiveScope } from '../db/apps.js';
 import type { DeliveriesRepository } from '../db/deliveries.js';
 import { isoNow } from '../db/store.js';
-import type { LiveSegment } from '../webhooks/live-transcript.js';
+import type { LiveSegment } from '../webhooks/types.js';
 import type { Notifier } from './notifier.js';
 import { renderPrompt, type ContextSources } from './context.js';
 

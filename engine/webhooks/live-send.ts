@@ -11,7 +11,7 @@ import type { AppRepliesRepository, AppReply } from '../db/app-replies.js';
 import { attemptDelivery, type AttemptResult } from './attempt.js';
 import type { DestinationGuard } from './destination.js';
 import type { LiveDeliveryLog } from './types.js';
-import type { LiveSegment } from './live-transcript.js';
+import type { LiveSegment } from './types.js';
 
 export type LiveEvent = 'realtime_transcript' | 'audio_bytes';
 

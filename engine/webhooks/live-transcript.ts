@@ -4,6 +4,7 @@
 import type { TranscriptSegment } from '../audio/segment.js';
 import type { AppReplyKind } from '../db/app-replies.js';
 import type { AttemptResult } from './attempt.js';
+import type { LiveSegment } from './types.js';
 import { liveAttempt, newWebhookId, reportDropped, wait, withQuery, type LiveContext, type LiveTarget } from './live-send.js';
 
 /** Attempts per batch: the first, then one after each of these waits (ms). Within LIVE_RETRY_WINDOW_MS in all. */
@@ -20,16 +21,6 @@ export const MAX_STORED_REPLY_BYTES = 4096;
 
 /** A reply's `message` longer than this many characters asks for a push, as the compatible system's rule is. */
 export const REPLY_MESSAGE_MIN_CHARS = 5;
-
-/** One segment as the live transcript webhooks carry it (SPEC "Live transcript segment fields"). */
-export interface LiveSegment {
-  text: string;
-  speaker: string;
-  speakerId: number;
-  is_user: boolean;
-  start: number;
-  end: number;
-}
 
 export function toLiveSegment(s: TranscriptSegment): LiveSegment {
   return { text: s.text, speaker: s.speaker, speakerId: s.speakerId, is_user: s.isUser, start: s.start, end: s.end };

@@ -35,3 +35,13 @@ export interface LiveDeliveryLog {
   /** Records a batch given up on (dropped); never throws, never blocks the session. */
   dropped(report: LiveDeliveryReport): void;
 }
+
+/** One segment as the live transcript webhooks carry it (the live transcript segment fields). */
+export interface LiveSegment {
+  text: string;
+  speaker: string;
+  speakerId: number;
+  is_user: boolean;
+  start: number;
+  end: number;
+}
