@@ -6,7 +6,7 @@ t.test('defaults', async (t) => {
   const r = parseListenQuery('uid=u1');
   t.same(r, {
     ok: true,
-    params: { uid: 'u1', language: 'en', sampleRate: 8000, codec: 'pcm8', channels: 1, includeSpeechProfile: true, conversationTimeoutS: 120, sttService: null, customStt: false, source: 'omi' },
+    params: { uid: 'u1', language: 'en', sampleRate: 8000, codec: 'pcm8', channels: 1, includeSpeechProfile: true, conversationTimeoutS: 120, sttService: null, customStt: false, source: 'omi', ack: false, resume: null },
   });
 });
 
