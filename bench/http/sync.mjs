@@ -16,7 +16,11 @@ export const USAGE = `npm run bench -- sync [--hours 1] [--file-minutes 10] [--i
   --smoke         6 recordings of 1 minute
   --out           result file (default bench/results/<timestamp>-sync.json)`;
 
-/** A recording of `minutes` as a 16 kHz mono WAV file's bytes: one espeak-ng sentence and a pause, repeated. */
+/**
+ * A recording of `minutes` as a 16 kHz mono WAV file's bytes: one espeak-ng sentence and a pause, repeated.
+ * @param {string} dir
+ * @param {number} minutes
+ */
 function recording(dir, minutes) {
   const spoken = path.join(dir, 'spoken.wav');
   const wav = path.join(dir, 'recording.wav');
@@ -61,12 +65,12 @@ export async function run(options) {
       form.append('files', new Blob([wav]), `rec_${startedAtS + i * fileMinutes * 60}.wav`);
       const t0 = performance.now();
       const res = await fetch(`${service?.url}/v2/sync-local-files`, { method: 'POST', body: form, headers: auth });
-      const accepted = await res.json();
+      const accepted = /** @type {any} */ (await res.json());
       if (res.status !== 202) throw new Error(`POST /v2/sync-local-files answered ${res.status}: ${JSON.stringify(accepted)}`);
       for (;;) {
         // A tenth of the poll interval the service asks for: the figure is the batch's end, not the client's poll.
         await new Promise((r) => setTimeout(r, 500));
-        const job = await (await fetch(`${service?.url}/v2/sync-local-files/${accepted.job_id}`, { headers: auth })).json();
+        const job = /** @type {any} */ (await (await fetch(`${service?.url}/v2/sync-local-files/${accepted.job_id}`, { headers: auth })).json());
         if (job.status === 'completed' || job.status === 'failed') {
           if (job.status === 'failed' || job.files.some((/** @type {any} */ f) => f.status !== 'done')) failed++;
           audioS += job.audio_s;
