@@ -15,6 +15,7 @@ const SCENARIOS = {
   rest: './http/rest.mjs',
   notify: './http/notify.mjs',
   voice: './http/voice.mjs',
+  sync: './http/sync.mjs',
   jobs: './jobs/jobs.mjs',
   webhooks: './webhooks/webhooks.mjs',
   'day-summary': './jobs/day-summary.mjs',
@@ -34,6 +35,8 @@ scenarios:
   rest      the developer REST API (authenticated GET and POST of memories) vs a bare uWebSockets.js server
   notify    direct notifications from an app through the API into the outbox: accepted per second and p99
   voice     10 s voice messages (WAV) through /v2/voice-message/transcribe to the provider_a fake: req/s, ms each
+  sync      offline recordings (10-minute WAVs of espeak-ng speech) through /v2/sync-local-files to the provider_a
+            fake: audio hours synced per wall-clock minute
   jobs      conversations ended over REST and processed by the queue's worker: jobs/s and end → processed latency,
             vs a bare BullMQ worker
   webhooks  conversation-created deliveries from the service's queue to a local keep-alive receiver: deliveries/s,

@@ -39,7 +39,7 @@ import { ConversationLifecycle } from './conversations/lifecycle.js';
 import { ActorRegistry } from './listen/actor-registry.js';
 import { CloseCode } from './protocol.js';
 import type { LoopPacer } from './runtime/loop-pacer.js';
-import { registerProcessMetrics, registerVoiceMetrics } from './node/metrics.js';
+import { registerProcessMetrics, registerSyncMetrics, registerVoiceMetrics } from './node/metrics.js';
 import { VoiceTranscriber } from './voice/transcriber.js';
 import { SpeechCheck } from './voice/speech-check.js';
 import { voiceEngines } from './voice/engines.js';
@@ -236,6 +236,7 @@ export class Service {
       await notifier.attach();
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
       const syncRepo = new SyncRepository(store.knex);
+      const syncMetrics = registerSyncMetrics(registry);
       const uploads = new UploadStore(config.dataDir);
       speakerEmbeddings = await startSpeakerEmbeddings(config, logger);
       const services: Services = {
@@ -260,7 +261,7 @@ export class Service {
         webhookQueue,
         userSettings,
         notifier,
-        sync: { batches: new SyncBatches({ repo: syncRepo, uploads, queue: syncQueue, redis, prefix: config.redisPrefix, now: () => clock.now() }), uploads },
+        sync: { batches: new SyncBatches({ repo: syncRepo, uploads, queue: syncQueue, redis, prefix: config.redisPrefix, now: () => clock.now(), refused: (outcome) => syncMetrics.batches.inc({ outcome }) }), uploads },
         voice: new VoiceTranscriber({ engines: voiceEngines(config, stt.engines), check: new SpeechCheck(), scheduler, logger, metrics: registerVoiceMetrics(registry) }),
         speakerEmbeddings,
         silenceTrimmer: speakerEmbeddings,
@@ -285,7 +286,20 @@ export class Service {
         syncWorker = new SyncWorker({
           redisUrl,
           prefix: config.redisPrefix,
-          deps: { sync: syncRepo, uploads, conversations, lifecycle, queue, stt, scheduler, logger, now: () => clock.now(), ensureUser: (uid) => users.ensure(uid, clock.now(), config.memoryAccessDefault === 'enabled'), language: async (uid) => (await userSettings.get(uid)).language ?? 'en' },
+          deps: {
+            sync: syncRepo,
+            uploads,
+            conversations,
+            lifecycle,
+            queue,
+            stt,
+            scheduler,
+            logger,
+            now: () => clock.now(),
+            ensureUser: (uid) => users.ensure(uid, clock.now(), config.memoryAccessDefault === 'enabled'),
+            language: async (uid) => (await userSettings.get(uid)).language ?? 'en',
+            metrics: { batch: (outcome) => syncMetrics.batches.inc({ outcome }), file: (status) => syncMetrics.files.inc({ status }), audioSeconds: (s) => syncMetrics.audioSeconds.inc(s) },
+          },
         });
       }
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.

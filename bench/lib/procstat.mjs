@@ -1,6 +1,7 @@
 // CPU seconds and RSS of a process (and its children, e.g. ffmpeg decoders) from /proc, and a sampler that keeps them over time.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
 
 /** Clock ticks per second for /proc/<pid>/stat. */
 export const CLK_TCK = (() => {
@@ -205,3 +206,26 @@ export class ProcSampler {
  * @param {number[]} xs
  */
 export const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
+
+/**
+ * Bytes of the files under `dir`, recursively (0 when it does not exist): what a run left on disk.
+ * @param {string} dir
+ */
+export function dirBytes(dir) {
+  let n = 0;
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    try {
+      n += e.isDirectory() ? dirBytes(p) : statSync(p).size;
+    } catch {
+      // removed meanwhile (retention, a session's log closing)
+    }
+  }
+  return n;
+}

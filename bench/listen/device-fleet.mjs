@@ -25,6 +25,7 @@ const SUMMED = ['opened', 'streams', 'closed', 'frames', 'bytes', 'audioMs', 'ke
  * @property {number} [pauseEveryS] default 0 (no pauses)
  * @property {number} [pauseS] default 5
  * @property {boolean} [suggest] default false
+ * @property {boolean} [ack] the query has ack=enabled: devices time the audio_acks (default false)
  * @property {number} [handshakes] upgrades in flight per generator (default 16)
  */
 
@@ -59,8 +60,8 @@ export class DeviceFleet {
   /** @type {any[]} latest report of each generator */
   #last = [];
   /** Segment latency and generator lateness since the last takeWindow(), and since start. */
-  window = { segLatency: new Histogram(), lateness: new Histogram() };
-  total = { segLatency: new Histogram(), lateness: new Histogram() };
+  window = { segLatency: new Histogram(), lateness: new Histogram(), ackLatency: new Histogram() };
+  total = { segLatency: new Histogram(), lateness: new Histogram(), ackLatency: new Histogram() };
 
   /** @param {FleetOptions} o */
   static async start(o) {
@@ -85,6 +86,7 @@ export class DeviceFleet {
         pauseEveryS: o.pauseEveryS ?? 0,
         pauseS: o.pauseS ?? 5,
         suggest: o.suggest ?? false,
+        ack: o.ack ?? false,
         handshakes: o.handshakes ?? 16,
       });
       await inited;
@@ -102,7 +104,7 @@ export class DeviceFleet {
    */
   #onMessage(i, m) {
     if (m.type !== 'tick' && m.type !== 'stopped') return;
-    for (const key of ['segLatency', 'lateness']) {
+    for (const key of ['segLatency', 'lateness', 'ackLatency']) {
       const h = /** @type {import('../lib/histogram.mjs').HistogramJSON} */ (m[key]);
       /** @type {any} */ (this.window)[key].merge(h);
       /** @type {any} */ (this.total)[key].merge(h);
@@ -166,7 +168,7 @@ export class DeviceFleet {
   /** The segment latency and lateness histograms since the previous call. */
   takeWindow() {
     const w = this.window;
-    this.window = { segLatency: new Histogram(), lateness: new Histogram() };
+    this.window = { segLatency: new Histogram(), lateness: new Histogram(), ackLatency: new Histogram() };
     return w;
   }
 

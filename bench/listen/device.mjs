@@ -13,6 +13,8 @@ const SUGGEST_EVERY_MS = 2000;
  * @property {import('./devices.mjs').Counters} stats
  * @property {import('../lib/histogram.mjs').Histogram} segLatency
  * @property {import('../lib/histogram.mjs').Histogram} lateness
+ * @property {import('../lib/histogram.mjs').Histogram} ackLatency from the send of the frame that completes an
+ *   audio_ack's offset to the ack's arrival (ack=enabled sessions)
  * @property {{ count: number, minS: number, maxS: number } | undefined} churn
  * @property {number} connecting upgrades in flight
  * @property {() => void} connected an upgrade finished (answered or refused)
@@ -51,6 +53,10 @@ export class Device {
   nextSuggestPosMs = SUGGEST_EVERY_MS;
   maxSegEnd = 0;
   endAt = Infinity;
+  /** [session offset at a frame's end, when it was sent], oldest first, until an audio_ack covers it. */
+  unacked = /** @type {[number, number][]} */ ([]);
+  /** Session offset of the next frame (ack offsets count from the session's first frame, pauses excluded). */
+  sessionMs = 0;
 
   /**
    * @param {Generator} g
@@ -85,6 +91,7 @@ export class Device {
         onText: (text) => {
           if (text === 'ping') return;
           if (text.charCodeAt(0) === 91) return this.#segments(text); // '['
+          if (text.startsWith('{"type":"audio_ack"')) return this.#ack(text);
           if (this.state === 'open' && text.includes('"status":"ready"')) {
             wasReady = true;
             this.refused = false;
@@ -123,6 +130,8 @@ export class Device {
     this.breaks = [[0, this.t0]];
     this.pauseUntil = 0;
     this.maxSegEnd = 0;
+    this.sessionMs = 0;
+    this.unacked = [];
     this.nextSuggestPosMs = SUGGEST_EVERY_MS;
     this.nextPausePosMs = cfg.pauseEveryS > 0 ? rand(cfg.pauseEveryS * 1000) : Infinity;
     const churn = this.g.churn;
@@ -171,6 +180,8 @@ export class Device {
       this.posMs += frameMs;
     }
     if (cfg.burst > 1) socket.uncork();
+    this.sessionMs += frameMs * cfg.burst;
+    if (cfg.ack) this.unacked.push([this.sessionMs, now]);
     if (cfg.suggest && this.posMs >= this.nextSuggestPosMs) this.#suggest(socket);
     if (this.posMs >= this.nextPausePosMs) {
       this.pauseStartedAt = this.t0 + this.posMs;
@@ -212,6 +223,14 @@ export class Device {
       for (const [p, t] of this.breaks) if (p <= posMs) t0 = t;
       this.g.segLatency.record(now - (t0 + posMs));
     }
+  }
+
+  /** An audio_ack: the latency from the send of the frame that completed its offset. */
+  #ack(/** @type {string} */ text) {
+    const offset = /** @type {{ offset_ms: number }} */ (JSON.parse(text)).offset_ms;
+    let sentAt = NaN;
+    while (this.unacked.length > 0 && /** @type {[number, number]} */ (this.unacked[0])[0] <= offset) sentAt = /** @type {[number, number]} */ (this.unacked.shift())[1];
+    if (Number.isFinite(sentAt)) this.g.ackLatency.record(performance.now() - sentAt);
   }
 
   idleKeepAlive(/** @type {number} */ now) {

@@ -17,6 +17,7 @@ import { Device } from './device.mjs';
  * @property {number} burst frames sent together (a phone forwarding several BLE packets at once)
  * @property {number} pauseEveryS mean seconds of audio between two pauses of one device (0: never)
  * @property {number} pauseS mean length of a pause, in seconds
+ * @property {boolean} ack sessions opened with ack=enabled: time each audio_ack from the frame that completes it
  * @property {boolean} suggest send suggested_transcript every 2 s of audio (sessions opened with custom_stt=enabled)
  * @property {number} handshakes upgrades in flight at once
  */
@@ -105,6 +106,7 @@ const g = {
   stats: counters,
   segLatency: new Histogram(),
   lateness: new Histogram(),
+  ackLatency: new Histogram(),
   churn: undefined,
   connecting: 0,
   connected() {
@@ -156,9 +158,10 @@ function counts() {
 
 function report(/** @type {string} */ type) {
   const cpu = process.cpuUsage();
-  process.send?.({ type, ...counters, ...counts(), segLatency: g.segLatency.toJSON(), lateness: g.lateness.toJSON(), cpuS: (cpu.user + cpu.system) / 1e6 });
+  process.send?.({ type, ...counters, ...counts(), segLatency: g.segLatency.toJSON(), lateness: g.lateness.toJSON(), ackLatency: g.ackLatency.toJSON(), cpuS: (cpu.user + cpu.system) / 1e6 });
   g.segLatency.reset();
   g.lateness.reset();
+  g.ackLatency.reset();
 }
 
 process.on('message', (/** @type {any} */ m) => {

@@ -109,6 +109,24 @@ function speakerIdRows(a, w, rssPerSession) {
   ];
 }
 
+/**
+ * With --ack: which run this is; in the second, the ack latency and what acknowledged audio adds per session-second
+ * over the first (CPU; the audio logs' bytes on disk). The goal: at most 15% more CPU per session-second.
+ * @param {any} a
+ * @param {any} w the window's figures
+ */
+function ackRows(a, w) {
+  if (!a.ack) return [];
+  if (!a.ackOff) return [['acknowledged audio', 'off: plain sessions', '-', '', '']];
+  const offCpu = a.ackOff.service.window.serverCpuUsPerSessionS;
+  return [
+    ['acknowledged audio', 'on: every session ack=enabled', '-', '', ''],
+    ['  ack latency p50 / p95 / p99 / max, ms (frame completing the offset sent → audio_ack received)', pct(w.ackLatency), '-', '', ''],
+    ['  server CPU µs per session-second: on / off (added)', `${v(w.serverCpuUsPerSessionS)} / ${v(offCpu)} (${v(w.serverCpuUsPerSessionS - offCpu)})`, '-', v(ratio(w.serverCpuUsPerSessionS, offCpu)), 'on / off ≤ 1.15'],
+    ['  audio log bytes on disk per session-second', v(a.figures.audioLogBytesPerSessionS), '-', '', ''],
+  ];
+}
+
 /** @param {any} a */
 export function fleetResult(a) {
   const { figures: f, sessions } = a;
@@ -151,6 +169,7 @@ export function fleetResult(a) {
         ? [[`${f.webhook.type} webhook in the window: requests / KiB / segments (users reached)`, `${v(f.webhook.requests)} / ${v(Math.round(f.webhook.bytes / 1024))} / ${v(f.webhook.segments)} (${v(f.webhook.users)})`, '-', '', '']]
         : []),
       ...speakerIdRows(a, w, rssPerSession),
+      ...ackRows(a, w),
       ['sessions closed early', v(w.unexpectedCloses), v(b?.unexpectedCloses), '', '0'],
     ],
   };

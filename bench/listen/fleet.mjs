@@ -2,7 +2,7 @@
 // (provider fake behind it) and the bare uWS baseline, at a fixed size (--sessions) or in a capacity search (--ramp).
 // One file because the fixed-size run, the rounds and the ramp share their set-up and report.
 import { calibrate } from '../lib/calibrate.mjs';
-import { ProcSampler, rssBytes, settledRss, treeCpuSeconds } from '../lib/procstat.mjs';
+import { ProcSampler, dirBytes, rssBytes, settledRss, treeCpuSeconds } from '../lib/procstat.mjs';
 import { Progress } from '../lib/progress.mjs';
 import { machine } from '../lib/report.mjs';
 import { loadFixture } from './fixtures.mjs';
@@ -55,6 +55,10 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
   --speaker-id        two fixed-size runs, one after the other: no user has a speech profile (sessions find nothing
                       to compare and keep no audio), then every user has one (every session identifies its
                       speakers); the second result states what identification adds per session (CPU and RSS)
+  --ack               two fixed-size runs, one after the other: plain sessions, then the same with ack=enabled (every
+                      session's audio logged under DATA_DIR/audio-log and acknowledged); the second result states the
+                      ack latency (from the send of the frame that completes an audio_ack's offset to its arrival, on
+                      the device), and what acknowledged audio adds: CPU and disk bytes per session-second
   --profile           run the service under node --cpu-prof (profile in bench/results/profiles/)
   --out FILE          result file (default bench/results/<timestamp>-fleet.json; the HTML report goes beside it)`;
 
@@ -110,6 +114,11 @@ export function fleetOptions(options) {
 
 /** @param {Record<string, string | true>} options */
 export async function run(options) {
+  if (options.ack) {
+    if (options['speaker-id'] || options.ramp || options.rounds !== undefined || options['open-rate'] !== undefined) throw new Error('--ack goes with a fixed-size run only');
+    const plain = await fleetRun(options, undefined, null);
+    return fleetRun({ ...options, 'baseline-seconds': '0' }, undefined, plain);
+  }
   if (!options['speaker-id']) return fleetRun(options, undefined);
   if (options.ramp || options.rounds !== undefined || options['open-rate'] !== undefined) throw new Error('--speaker-id goes with a fixed-size run only');
   const off = await fleetRun(options, null);
@@ -120,8 +129,9 @@ export async function run(options) {
  * @param {Record<string, string | true>} options
  * @param {any} speakerIdOff with --speaker-id: null in the run with identification off, that run's result in the run
  *   with it on (its baseline); undefined without it
+ * @param {any} [ackOff] with --ack: null in the run without ack=enabled, that run's result in the run with it
  */
-async function fleetRun(options, speakerIdOff) {
+async function fleetRun(options, speakerIdOff, ackOff) {
   const codec = /** @type {import('./fixtures.mjs').CodecName} */ (String(options.codec ?? 'opus_fs320'));
   const stt = /** @type {any} */ (String(options.stt ?? 'auto'));
   if (!['auto', 'provider_a', 'provider_b', 'custom', 'local'].includes(stt)) throw new Error('--stt must be auto, provider_a, provider_b, custom or local');
@@ -208,7 +218,8 @@ async function fleetRun(options, speakerIdOff) {
     const baselineSeconds = num(options, 'baseline-seconds', 5);
     if (sessions < 1 || seconds < 1) throw new Error('--sessions and --seconds must be at least 1');
     const speakerId = speakerIdOff === undefined ? undefined : speakerIdOff === null ? 'off' : 'on';
-    const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs, ...(webhook ? { webhook } : {}), ...(speakerId ? { speakerId } : {}) });
+    const ack = ackOff === undefined ? undefined : ackOff === null ? 'off' : 'on';
+    const svc = await serviceTarget({ ...common, devices: sessions, stt, nodeArgs, ...(webhook ? { webhook } : {}), ...(speakerId ? { speakerId } : {}), ...(ack === 'on' ? { ack: true } : {}) });
     const pid = svc.service.pid;
     // The baseline runs while the service's idle RSS settles (the samples taken meanwhile do not count), so that
     // `fleet --sessions 50 --seconds 20` stays under a minute; with --open-rate it runs after the service, for as
@@ -281,7 +292,11 @@ async function fleetRun(options, speakerIdOff) {
         // Arriving devices: the figures are per session streaming when the window starts (the refused ones retry).
         if (openRate > 0) measured = fleet.totals().streaming;
         const hooksBefore = await svc.webhookStats?.();
+        const logDir = `${svc.service.env.DATA_DIR}/audio-log`;
+        const logBytes0 = ack ? dirBytes(logDir) : 0;
         figures.window = await observe(svc.ctx, { seconds, label: `service: ${measured} sessions streaming`, sessions: measured });
+        // What the window's audio logs hold on disk, per session-second of the window.
+        if (ack) figures.audioLogBytesPerSessionS = Math.round((dirBytes(logDir) - logBytes0) / (measured * figures.window.wallS));
         figures.windowMem = await svc.service.memory();
         const hooksAfter = await svc.webhookStats?.();
         if (hooksBefore && hooksAfter) figures.webhook = { type: webhook, requests: hooksAfter.requests - hooksBefore.requests, bytes: hooksAfter.bytes - hooksBefore.bytes, segments: hooksAfter.segments - hooksBefore.segments, users: hooksAfter.users };
@@ -295,7 +310,7 @@ async function fleetRun(options, speakerIdOff) {
       // The service's phases failed: the baseline's stack, started beside them, goes too.
       if (bareUp && !bareStopped) await (await bareUp.catch(() => undefined))?.stop();
     }
-    return fleetResult({ m, options, codec, fixture, sessions: measured, arriving: openRate > 0 ? sessions : undefined, seconds, baselineSeconds, figures, exitCode, sampler, timeline, profileDir, speakerId, speakerIdOff });
+    return fleetResult({ m, options, codec, fixture, sessions: measured, arriving: openRate > 0 ? sessions : undefined, seconds, baselineSeconds, figures, exitCode, sampler, timeline, profileDir, speakerId, speakerIdOff, ack, ackOff });
   } finally {
     progress.end();
     sampler.stop();

@@ -202,6 +202,7 @@ export async function observe(ctx, o) {
   fleet.takeWindow();
   const seg = new Histogram();
   const late = new Histogram();
+  const ack = new Histogram();
   /** @type {any[]} */
   const windows = [];
   let rssMax = 0;
@@ -218,6 +219,7 @@ export async function observe(ctx, o) {
     const w = fleet.takeWindow();
     seg.merge(w.segLatency);
     late.merge(w.lateness);
+    ack.merge(w.ackLatency);
     const rss = rssBytes(ctx.pid);
     rssMax = Math.max(rssMax, rss);
     rssSamples.push(rss);
@@ -266,6 +268,7 @@ export async function observe(ctx, o) {
     lag: mergeLag(windows),
     segLatency: seg.summary(),
     lateness: late.summary(),
+    ackLatency: ack.summary(),
     engine: engineDelays(delays0, delays1),
     serverCpuS: round(cpuS, 2),
     serverCores: round(cpuS / cpuWallS, 3),

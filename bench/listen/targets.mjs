@@ -39,7 +39,7 @@ function watchGenerators(fleet, sampler, suffix) {
  * With `webhook`, every device's user has that developer webhook pointed at a local receiver (its own process).
  * `speakerId` 'on': every device's user has a speech profile, so each session identifies its speakers; 'off': nobody
  * has one (the sessions look, find nothing to compare and keep no window).
- * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'provider_b' | 'custom' | 'local', nodeArgs?: string[], webhook?: 'realtime_transcript' | 'audio_bytes', speakerId?: 'on' | 'off' }} o
+ * @param {TargetOptions & { stt: 'auto' | 'provider_a' | 'provider_b' | 'custom' | 'local', nodeArgs?: string[], webhook?: 'realtime_transcript' | 'audio_bytes', speakerId?: 'on' | 'off', ack?: boolean }} o
  */
 export async function serviceTarget(o) {
   const { fixture } = o;
@@ -53,7 +53,7 @@ export async function serviceTarget(o) {
     note = `${FAKE_PROVIDER} is not built: sessions ran with custom_stt=enabled, so no STT stage, no provider latency and no loss count`;
     stt = 'custom';
   }
-  const query = (/** @type {string} */ mode) => `codec=${fixture.codec}&sample_rate=${fixture.sampleRate}&language=en${mode === 'custom' ? '&custom_stt=enabled' : ''}`;
+  const query = (/** @type {string} */ mode) => `codec=${fixture.codec}&sample_rate=${fixture.sampleRate}&language=en${mode === 'custom' ? '&custom_stt=enabled' : ''}${o.ack ? '&ack=enabled' : ''}`;
   /** Starts the service (and the provider's fake); with a fake, answers whether the service streams to it. */
   const start = async (/** @type {string} */ entry) => {
     // Read at each start: a build that does not stream to provider_a is started again with stt 'custom'.
@@ -125,6 +125,7 @@ export async function serviceTarget(o) {
     fixtureFile: fixture.file,
     devices: uids.map((uid, i) => ({ uid, token: /** @type {string} */ (tokens[i]) })),
     suggest: stt === 'custom',
+    ack: o.ack ?? false,
     ...o.fleet,
   });
   o.sampler.add('service', service.pid);

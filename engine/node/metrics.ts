@@ -292,6 +292,35 @@ export function registerVoiceMetrics(registry: client.Registry): VoiceMetrics {
   };
 }
 
+/** Offline sync (engine/sync/): batches by outcome, files by what became of them, the audio transcribed. */
+export interface SyncMetrics {
+  readonly batches: client.Counter<'outcome'>;
+  readonly files: client.Counter<'status'>;
+  readonly audioSeconds: client.Counter;
+}
+
+export function registerSyncMetrics(registry: client.Registry): SyncMetrics {
+  return {
+    batches: new client.Counter({
+      name: 'sync_batches_total',
+      help: 'Offline sync batches by outcome: refused at POST (invalid 400, too_large 413, fair_use 429), or run to the end (completed, failed).',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    files: new client.Counter({
+      name: 'sync_files_total',
+      help: 'Files of finished sync batches by status: done (transcribed and placed), duplicate (synced before), failed.',
+      labelNames: ['status'],
+      registers: [registry],
+    }),
+    audioSeconds: new client.Counter({
+      name: 'sync_audio_seconds_total',
+      help: 'Seconds of offline audio transcribed and placed into conversations.',
+      registers: [registry],
+    }),
+  };
+}
+
 /** Live speaker identification's counters (engine/listen/speaker-id.ts), as the sessions report them. */
 export function registerSpeakerIdMetrics(registry: client.Registry): SpeakerIdMetrics {
   const embeddings = new client.Counter({

@@ -33,7 +33,11 @@ export interface SyncBatchesOptions {
   redis: Redis;
   prefix: string;
   now: () => number;
+  /** Counts a refused batch by the status it was refused with. */
+  refused?: (outcome: 'invalid' | 'too_large' | 'fair_use') => void;
 }
+
+const REFUSALS: Record<number, 'invalid' | 'too_large' | 'fair_use'> = { 400: 'invalid', 413: 'too_large', 429: 'fair_use' };
 
 export class SyncBatches {
   constructor(readonly o: SyncBatchesOptions) {}
@@ -54,6 +58,16 @@ export class SyncBatches {
 
   /** Checks, claims and queues a batch; answers the new job. Throws EngineError (400, 413, 429). */
   async start(uid: string, incoming: readonly IncomingFile[]): Promise<SyncJobRecord> {
+    try {
+      return await this.#start(uid, incoming);
+    } catch (err) {
+      const outcome = err instanceof EngineError ? REFUSALS[err.status] : undefined;
+      if (outcome) this.o.refused?.(outcome);
+      throw err;
+    }
+  }
+
+  async #start(uid: string, incoming: readonly IncomingFile[]): Promise<SyncJobRecord> {
     if (incoming.length === 0) throw new EngineError('ENG_ERR_SYNC_INVALID_FILE', { reason: 'No files provided.' });
     if (incoming.length > SYNC_MAX_FILES) throw new EngineError('ENG_ERR_SYNC_BATCH_TOO_LARGE', { limit: `${SYNC_MAX_FILES} files` });
     if (incoming.reduce((n, f) => n + f.bytes.byteLength, 0) > SYNC_MAX_BYTES) throw new EngineError('ENG_ERR_SYNC_BATCH_TOO_LARGE', { limit: `${SYNC_MAX_BYTES} bytes` });

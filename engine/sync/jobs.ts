@@ -44,6 +44,14 @@ export interface SyncDeps {
   ensureUser: (uid: string) => Promise<void>;
   /** The user's transcription language (their setting), else `en`. */
   language: (uid: string) => Promise<string>;
+  metrics?: SyncJobMetrics;
+}
+
+/** What a finished batch reports (engine/node/metrics.ts counts it). */
+export interface SyncJobMetrics {
+  batch(outcome: 'completed' | 'failed'): void;
+  file(status: string): void;
+  audioSeconds(s: number): void;
 }
 
 export type SyncOutcome = 'completed' | 'failed' | 'gone';
@@ -94,6 +102,7 @@ export async function runSync(d: SyncDeps, data: SyncJobData, signal: AbortSigna
     for (const id of placed.conversationIds) touched.add(id);
     await d.sync.save(job.id, SyncJobStatus.RUNNING, files, d.now());
     await d.uploads.remove(f.uploadId);
+    d.metrics?.audioSeconds(pcm.length / 16000);
     d.logger.info({ syncJobId: job.id, segments: placed.segments, skipped: placed.skipped, conversations: placed.conversationIds.length, audioS: Math.round(pcm.length / 16) / 1000 }, 'synced file placed');
   }
   if (failure !== undefined && !lastAttempt) throw failure;
@@ -103,6 +112,8 @@ export async function runSync(d: SyncDeps, data: SyncJobData, signal: AbortSigna
   for (const id of touched) await processTouched(d, job.userId, id);
   const status = files.some((f) => f.status === SyncFileStatus.DONE || f.status === SyncFileStatus.DUPLICATE) || files.length === 0 ? SyncJobStatus.COMPLETED : SyncJobStatus.FAILED;
   await d.sync.save(job.id, status, files, d.now());
+  d.metrics?.batch(status);
+  for (const f of files) d.metrics?.file(f.status);
   return status;
 }
 

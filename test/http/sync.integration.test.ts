@@ -137,6 +137,12 @@ async function conversationsOf(r: Rig, uid: string): Promise<{ id: string; statu
   return Promise.all(spans.map(async (c) => ({ id: c.id, status: c.status, startedAtMs: c.startedAtMs, segments: (await conversations.segments(c.id)).map(({ text, start, end }) => ({ text, start, end })) })));
 }
 
+/** The node's counters, by name and labels as the exposition writes them. */
+async function metrics(r: Rig): Promise<Map<string, number>> {
+  const text = await (await fetch(`${r.ts.url}/metrics`)).text();
+  return new Map(text.split('\n').filter((l) => l.startsWith('sync_')).map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]));
+}
+
 /** Conversation ids among the deliveries that name one of `ids`. */
 function hooksFor(r: Rig, ids: readonly string[]): string[] {
   return r.rx.received.map((x) => JSON.parse(x.body.toString()).id as string).filter((id) => ids.includes(id));
@@ -224,6 +230,40 @@ t.test('offline sync', async (t) => {
     t.equal(many.headers.get('x-error-code'), 'ENG_ERR_SYNC_BATCH_TOO_LARGE');
     const huge = await fetch(`${r.ts.url}/v2/sync-local-files/uploads`, { method: 'POST', headers: { ...auth(token), 'content-type': 'application/json' }, body: JSON.stringify({ filename: r.files[0]!.name, size: 65 * 1024 * 1024 }) });
     t.equal(huge.status, 413);
+  });
+
+  t.test('a third batch while two are under way is 429 with Retry-After; taken once they finish; counted in /metrics', async (t) => {
+    const token = await r.ts.token(`sync-${randomUUID()}`);
+    const before = await metrics(r);
+    const jobs: string[] = [];
+    for (const f of r.files.slice(0, 2)) {
+      const res = await postBatch(r, token, form([f]));
+      t.equal(res.status, 202);
+      jobs.push(((await res.json()) as any).job_id);
+    }
+    const refused = await postBatch(r, token, form([r.files[2]!]));
+    t.equal(refused.status, 429);
+    t.equal(refused.headers.get('retry-after'), '5', 'retry once a poll interval passed');
+    t.equal(refused.headers.get('x-error-code'), 'ENG_ERR_SYNC_FAIR_USE');
+    t.match(((await refused.json()) as any).detail, /At most 2 sync batches may be under way at once/);
+    for (const id of jobs) {
+      const job = (await (await fetch(`${r.ts.url}/v2/sync-local-files/${id}`, { headers: auth(token) })).json()) as any;
+      t.not(job.status, 'completed', 'the refusal came while both batches were under way');
+    }
+    const done = [];
+    for (const id of jobs) done.push(await finished(r, token, id));
+    const again = await postBatch(r, token, form([r.files[2]!]));
+    t.equal(again.status, 202, 'the same batch is taken once the others finished');
+    done.push(await finished(r, token, ((await again.json()) as any).job_id));
+    t.same(done.map((j) => j.status), ['completed', 'completed', 'completed']);
+
+    const after = await metrics(r);
+    const delta = (name: string): number => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+    t.equal(delta('sync_batches_total{outcome="fair_use"}'), 1);
+    t.equal(delta('sync_batches_total{outcome="completed"}'), 3);
+    t.equal(delta('sync_files_total{status="done"}'), 3);
+    const audioS = done.reduce((n, j) => n + (j.audio_s as number), 0);
+    t.ok(Math.abs(delta('sync_audio_seconds_total') - audioS) < 0.01, `audio seconds synced: ${delta('sync_audio_seconds_total')} (the batches say ${audioS})`);
   });
 
   t.test("another user's job and upload are 404", async (t) => {
