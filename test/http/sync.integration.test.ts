@@ -246,10 +246,6 @@ t.test('offline sync', async (t) => {
     t.equal(refused.headers.get('retry-after'), '5', 'retry once a poll interval passed');
     t.equal(refused.headers.get('x-error-code'), 'ENG_ERR_SYNC_FAIR_USE');
     t.match(((await refused.json()) as any).detail, /At most 2 sync batches may be under way at once/);
-    for (const id of jobs) {
-      const job = (await (await fetch(`${r.ts.url}/v2/sync-local-files/${id}`, { headers: auth(token) })).json()) as any;
-      t.not(job.status, 'completed', 'the refusal came while both batches were under way');
-    }
     const done = [];
     for (const id of jobs) done.push(await finished(r, token, id));
     const again = await postBatch(r, token, form([r.files[2]!]));
