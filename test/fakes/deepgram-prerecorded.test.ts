@@ -2,7 +2,7 @@
 // answer with its own types, so the fake's request checks and response shape stay Deepgram's.
 import t from 'tap';
 import { DeepgramClient, DeepgramEnvironment } from '@deepgram/sdk';
-import { wavBytes } from '../../engine/stt/provider-a/prerecorded.js';
+import { encodeWav } from '../../engine/audio/wav.js';
 import { silence } from '../helpers/speech.js';
 import { startFakeDeepgram } from './deepgram-server.js';
 
@@ -22,7 +22,7 @@ t.test('the SDK transcribes a file and reads the scripted transcript', async (t)
   const base = fake.url.replace('ws://', 'http://').replace('/v1/listen', '');
   const client = new DeepgramClient({ apiKey: 'sdk-key', environment: { ...DeepgramEnvironment.Production, base } });
   fake.prerecorded.script({ kind: 'answer', transcript: 'Hello there, world.', detectedLanguage: 'de' });
-  const answer = (await client.listen.v1.media.transcribeFile(wavBytes(silence(2)), { model: 'nova-3', smart_format: true, detect_language: true } as any)) as any;
+  const answer = (await client.listen.v1.media.transcribeFile(encodeWav(silence(2), 16000), { model: 'nova-3', smart_format: true, detect_language: true } as any)) as any;
   const channel = answer.results.channels[0];
   t.equal(channel.alternatives[0].transcript, 'Hello there, world.');
   t.same(channel.alternatives[0].words.map((w: any) => w.punctuated_word), ['Hello', 'there,', 'world.']);
@@ -34,7 +34,7 @@ t.test('the SDK transcribes a file and reads the scripted transcript', async (t)
   t.equal(seen.samples!.length, 32000, 'the fake read the WAV the SDK sent');
 
   const refused = new DeepgramClient({ apiKey: 'wrong', environment: { ...DeepgramEnvironment.Production, base } });
-  t.equal(await status(refused.listen.v1.media.transcribeFile(wavBytes(silence(1)), { model: 'nova-3' } as any)), 401, 'a wrong key');
+  t.equal(await status(refused.listen.v1.media.transcribeFile(encodeWav(silence(1), 16000), { model: 'nova-3' } as any)), 401, 'a wrong key');
   t.equal(await status(client.listen.v1.media.transcribeFile(Buffer.from('not audio at all'), { model: 'nova-3' } as any)), 400, 'bytes that are no audio container');
-  t.equal(await status(client.listen.v1.media.transcribeFile(wavBytes(silence(1)), { model: 'nova-3', language: 'tlh' } as any)), 400, 'a language the model does not serve');
+  t.equal(await status(client.listen.v1.media.transcribeFile(encodeWav(silence(1), 16000), { model: 'nova-3', language: 'tlh' } as any)), 400, 'a language the model does not serve');
 });

@@ -1,5 +1,6 @@
 // provider_a's pre-recorded API (Deepgram `POST /v1/listen` with the audio as the body), for voice messages: one
 // request per message, beside the live protocol of stream.ts. Same endpoint path and key as the live one.
+import { encodeWav } from '../../audio/wav.js';
 import { Outcome } from '../../protocol.js';
 import { NOVA3_LANGUAGES } from './languages.js';
 import { SttOpenError, type SttFailure } from '../types.js';
@@ -20,26 +21,6 @@ export interface PrerecordedResult {
 }
 
 const RATE_HZ = 16000;
-
-/** 16-bit mono PCM at 16 kHz as a WAV file: the container tells the provider the format, so no `encoding` is needed. */
-export function wavBytes(pcm: Int16Array, rateHz = RATE_HZ): Buffer {
-  const data = pcm.byteLength;
-  const out = Buffer.alloc(44 + data);
-  out.write('RIFF', 0, 'latin1');
-  out.writeUInt32LE(36 + data, 4);
-  out.write('WAVEfmt ', 8, 'latin1');
-  out.writeUInt32LE(16, 16);
-  out.writeUInt16LE(1, 20);
-  out.writeUInt16LE(1, 22);
-  out.writeUInt32LE(rateHz, 24);
-  out.writeUInt32LE(rateHz * 2, 28);
-  out.writeUInt16LE(2, 32);
-  out.writeUInt16LE(16, 34);
-  out.write('data', 36, 'latin1');
-  out.writeUInt32LE(data, 40);
-  Buffer.from(pcm.buffer, pcm.byteOffset, data).copy(out, 44);
-  return out;
-}
 
 const fail = (outcome: Outcome, reason: string): SttOpenError => new SttOpenError({ outcome, retryable: outcome !== Outcome.CONFIG_ERROR, reason } satisfies SttFailure);
 
@@ -87,7 +68,8 @@ export class ProviderAPrerecorded {
       res = await fetch(url, {
         method: 'POST',
         headers: { authorization: `Token ${this.#apiKey}`, 'content-type': 'audio/wav' },
-        body: wavBytes(pcm),
+        // The WAV container tells the provider the format, so no `encoding` is needed.
+        body: encodeWav(pcm, RATE_HZ),
         signal,
       });
     } catch {
