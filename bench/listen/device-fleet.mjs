@@ -115,6 +115,11 @@ export class DeviceFleet {
     return f;
   }
 
+  /** Generator processes whose latest report has a session streaming. */
+  streamingGenerators() {
+    return this.#last.filter((m) => (m.streaming ?? 0) > 0).length;
+  }
+
   get pids() {
     return this.procs.map((p) => /** @type {number} */ (p.pid));
   }

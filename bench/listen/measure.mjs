@@ -301,8 +301,8 @@ export async function observe(ctx, o) {
     generatorCpuS: round(genS, 2),
     generatorCores: round(genS / cpuWallS, 3),
     generatorCpuUsPerSessionS: round((genS / sessionSeconds) * 1e6, 0),
-    // Generator processes that carried sessions, and the busiest one's cores (one near 1 is saturated).
-    generators: genEach.filter((c) => c > 0.05 * cpuWallS).length,
+    // Generator processes with sessions streaming, and the busiest one's cores (one near 1 is saturated).
+    generators: fleet.streamingGenerators(),
     busiestGeneratorCores: round(Math.max(0, ...genEach) / cpuWallS, 3),
     // The largest share of a device's audio still in its socket's send buffer at any second of the window, in ms.
     backlogMaxMs: round(backlogMaxMs, 0),
