@@ -19,12 +19,14 @@ export const SERVICE_ENTRY = 'dist/engine/index.js';
 export const SERVICE_NODE_ARGS = startScriptFlags(JSON.parse(readFileSync(path.join(ROOT_DIR, 'package.json'), 'utf8')).scripts.start);
 
 /**
- * The `--` flags between `node` and the entry point of a start script.
+ * The `--` flags between `node` and the entry point of a start script (`node …` or `exec node …`: the shell npm starts
+ * hands its process over to node).
  * @param {string} script
  * @returns {string[]}
  */
 export function startScriptFlags(script) {
   const words = script.trim().split(/\s+/);
+  if (words[0] === 'exec') words.shift();
   if (words[0] !== 'node') throw new Error(`package.json start script does not run node: ${script}`);
   const flags = [];
   for (const w of words.slice(1)) {
@@ -217,11 +219,12 @@ export async function startService(o = {}) {
      * The engine's own view of its delay, from /metrics: the decode-delay histogram's cumulative buckets
      * (listen_decode_delay_seconds, seconds) and the main thread's event-loop delay p99 since the previous scrape
      * (prom-client resets it on each), in seconds; and the audio kept for later transcription after provider failures
-     * so far (stt_kept_audio_seconds_total over every provider), in seconds; and the sessions it holds.
+     * so far (stt_kept_audio_seconds_total over every provider), in seconds; the sessions it holds; and the main
+     * thread's garbage collection so far (nodejs_gc_duration_seconds over every kind), in seconds.
      */
     async engineMetrics() {
       const read = await metrics(child.url);
-      return { decodeBuckets: read.buckets('listen_decode_delay_seconds'), loopP99S: read('nodejs_eventloop_lag_p99_seconds'), keptS: read.sum('stt_kept_audio_seconds_total', 'provider='), liveSessions: read('listen_sessions') };
+      return { decodeBuckets: read.buckets('listen_decode_delay_seconds'), loopP99S: read('nodejs_eventloop_lag_p99_seconds'), keptS: read.sum('stt_kept_audio_seconds_total', 'provider='), liveSessions: read('listen_sessions'), gcS: read.sum('nodejs_gc_duration_seconds_sum', 'kind=') };
     },
     /**
      * Ends each user's in-progress conversation as the companion app does when recording stops

@@ -131,7 +131,8 @@ export class CodecPool {
    * being replaced) is left out. The main thread's heap metrics do not include these.
    */
   async threadHeaps(): Promise<ShardHeap[]> {
-    const answers = await Promise.all(this.#shards.map((s) => s.run({ type: 'heap' }).catch(() => undefined)));
+    // A shard no session has used yet has no thread to ask (and asking would start one).
+    const answers = await Promise.all(this.#shards.map((s) => (s.started ? s.run({ type: 'heap' }).catch(() => undefined) : undefined)));
     const heaps: ShardHeap[] = [];
     answers.forEach((a, shard) => {
       if (a && a.ok && 'committedBytes' in a) heaps.push({ shard, usedBytes: a.usedBytes, committedBytes: a.committedBytes });

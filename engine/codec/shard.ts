@@ -47,7 +47,9 @@ export class Shard {
    * last answers come after the decoders' tail), so its events are routed from here.
    */
   readonly #sockets = new Map<number, (ProviderSocket | undefined)[]>();
-  readonly #thread: TaskRunner<CodecTask, CodecAnswer>;
+  /** Started by the first task: an idle node keeps no codec thread (nor the codecs' modules) in memory. */
+  #thread: TaskRunner<CodecTask, CodecAnswer> | undefined;
+  readonly #startThread: () => TaskRunner<CodecTask, CodecAnswer>;
   readonly #windowMs: number;
   readonly #maxHoldMs: number;
   readonly #onTaskDelay: ((seconds: number) => void) | undefined;
@@ -82,7 +84,7 @@ export class Shard {
     this.#onTaskDelay = o.onTaskDelay;
     const onEvent = (e: unknown): void => this.#sockets.get((e as UplinkEvent).key)?.[(e as UplinkEvent).channel]?.event(e as UplinkEvent);
     // Decode tasks go one at a time (see #send); the others go as they come.
-    this.#thread = o.inline
+    this.#startThread = () => o.inline
       ? new InlineRunner<CodecTask, CodecAnswer>(o.filename, onEvent)
       : new TaskThread<CodecTask, CodecAnswer>(
           o.filename,
@@ -125,8 +127,14 @@ export class Shard {
     if (!list.some(Boolean)) this.#sockets.delete(socket.key);
   }
 
+  /** Whether the shard's thread (or the inline shard's module) was started by a task. */
+  get started(): boolean {
+    return this.#thread !== undefined;
+  }
+
   run(task: CodecTask, transferList?: ArrayBuffer[]): Promise<CodecAnswer> {
-    return this.#thread.run(task, transferList);
+    if (this.#destroyed) return Promise.reject(new Error('thread destroyed'));
+    return (this.#thread ??= this.#startThread()).run(task, transferList);
   }
 
   /** Tells each open stream what the shard sent on its sockets for an answer (workers/decode.ts withUplinked()). */
@@ -298,6 +306,6 @@ export class Shard {
     this.#destroyed = true;
     clearTimeout(this.#timer as NodeJS.Timeout);
     clearImmediate(this.#timer as NodeJS.Immediate);
-    return this.#thread.destroy();
+    return this.#thread?.destroy() ?? Promise.resolve();
   }
 }
