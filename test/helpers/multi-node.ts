@@ -84,7 +84,7 @@ export function startNode(t: Test, name: string, role: Role, env: Record<string,
         }
       }
     });
-    void exited.then((c) => reject(new Error(`${name} exited with ${c} before listening: ${stderr.slice(-2000)}`)));
+    void exited.then((c) => reject(new Error(`${name} exited with ${c} before listening: ${JSON.stringify(lines.at(-1) ?? {})} ${stderr.slice(-2000)}`)));
   });
 }
 
