@@ -357,3 +357,89 @@ async function secretOf(node: NodeProcess, token: string): Promise<string> {
   if (res.status !== 200) throw new Error(`secret: ${res.status} ${res.text}`);
   return res.json.secret as string;
 }
+
+/**
+ * A wearable streaming Opus in real time with acknowledged audio (`ack=enabled`): it keeps every packet past the last
+ * `audio_ack`, and when its session closes (a drain's 1012, a crash's 1006) it resumes on the node `next` names, from
+ * that ack, and goes on streaming.
+ */
+export class Device {
+  /** Packets sent (each 20 ms), resends not counted. */
+  sent = 0;
+  /** The last audio_ack's offset, in milliseconds. */
+  acked = 0;
+  sessionId = '';
+  client: ListenClient | undefined;
+  node: NodeProcess | undefined;
+  /** Every close this device saw, with the node that closed it. */
+  readonly closes: { node: string; code: number; reason: string }[] = [];
+  readonly nodes: string[] = [];
+  /** Resumes that failed. */
+  readonly errors: string[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #reconnecting: Promise<void> | undefined;
+
+  constructor(
+    readonly uid: string,
+    readonly token: string,
+    readonly packets: readonly Uint8Array[],
+    /** The node to resume on after `from` closed the session. */
+    readonly next: (from: NodeProcess) => NodeProcess,
+  ) {}
+
+  /** Connects to `node` (resuming when the device already has a session) and waits for `ready`. */
+  async connect(node: NodeProcess): Promise<void> {
+    const query: Record<string, string> = { uid: this.uid, codec: 'opus', sample_rate: '16000', language: 'en', ack: 'enabled' };
+    if (this.sessionId) Object.assign(query, { resume: this.sessionId, offset_ms: String(this.acked) });
+    const c = await openSession(node.port, this.token, query);
+    this.client = c;
+    this.node = node;
+    this.nodes.push(node.name);
+    c.ws.on('message', (data, isBinary) => {
+      const text = String(data);
+      if (isBinary || !text.startsWith('{"type":"audio_ack"')) return;
+      const m = JSON.parse(text) as { offset_ms?: number };
+      if (typeof m.offset_ms === 'number') this.acked = Math.max(this.acked, m.offset_ms);
+    });
+    const closed = c.closed.then((x) => {
+      this.closes.push({ node: node.name, ...x });
+      if (this.client === c) this.client = undefined;
+      if (this.#timer !== undefined && x.code !== 1000) {
+        this.#reconnecting ??= this.connect(this.next(node))
+          .catch((err: Error) => void this.errors.push(err.message))
+          .finally(() => (this.#reconnecting = undefined));
+      }
+    });
+    void closed;
+    const session = await c.json((m) => m.type === 'audio_session', 30_000);
+    this.sessionId = session.session_id as string;
+    await c.ready();
+    // Everything past the last ack goes again: the service drops by offset what it already holds.
+    for (let i = Math.floor(this.acked / 20); i < this.sent; i++) c.ws.send(this.packets[i % this.packets.length]!);
+  }
+
+  /** Records five packets (100 ms) per tick, sent at once while connected. */
+  start(): void {
+    this.#timer = setInterval(() => {
+      // The device records whether or not it is connected; what it could not send goes after the resume.
+      const c = this.client;
+      const live = c !== undefined && c.ws.readyState === c.ws.OPEN && this.#reconnecting === undefined;
+      for (let k = 0; k < 5; k++) {
+        if (live) c.ws.send(this.packets[this.sent % this.packets.length]!);
+        this.sent++;
+      }
+    }, 100);
+  }
+
+  /** Stops streaming; the session stays open. Waits for a reconnect under way. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#reconnecting;
+  }
+
+  /** Waits for an ack covering every packet sent. */
+  async allAcked(timeoutMs = 30_000): Promise<void> {
+    await until(() => this.acked >= this.sent * 20, { what: `${this.uid}: every packet acknowledged`, timeoutMs });
+  }
+}
