@@ -282,7 +282,7 @@ export class Service {
         });
         daySummarySchedule = new DaySummarySchedule({ services, redisUrl });
         await daySummarySchedule.start();
-        worker = startJobsNode({ services, events, redisUrl, keptIndex, onProcessed: conversationCreatedListener(services) });
+        worker = startJobsNode({ services, events, redisUrl, keptIndex, onProcessed: conversationCreatedListener(services), ...(opts.tuning?.processingStalledIntervalMs ? { stalledIntervalMs: opts.tuning.processingStalledIntervalMs } : {}) });
         syncWorker = new SyncWorker({
           redisUrl,
           prefix: config.redisPrefix,

@@ -41,9 +41,9 @@ export interface NodeProcess {
   logged(msg: string, timeoutMs?: number): Promise<Record<string, unknown>>;
 }
 
-/** Starts `node dist/engine/index.js` with `env`; resolves once it logged `listening`. Killed at teardown. */
-export function startNode(t: Test, name: string, role: Role, env: Record<string, string>): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [ENTRY], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, ROLE: role }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `node dist/engine/index.js` (or `entry`) with `env`; resolves once it logged `listening`. Killed at teardown. */
+export function startNode(t: Test, name: string, role: Role, env: Record<string, string>, entry = ENTRY): Promise<NodeProcess> {
+  const child = spawn(process.execPath, [entry], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env, ROLE: role }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: Record<string, unknown>[] = [];
   let code: number | null | undefined;
   const exited = new Promise<number | null>((r) => child.on('exit', (c) => r((code = c))));
@@ -101,7 +101,7 @@ export interface Deployment {
   /** An ID token for `uid` from the deployment's local issuer (DATA_DIR is shared). */
   token(uid: string): Promise<string>;
   /** Starts one more node of the deployment (a replacement after a kill). */
-  add(name: string, role: Role, env?: Record<string, string>): Promise<NodeProcess>;
+  add(name: string, role: Role, env?: Record<string, string>, entry?: string): Promise<NodeProcess>;
 }
 
 export interface DeploymentOptions {
@@ -111,6 +111,8 @@ export interface DeploymentOptions {
   /** The listen nodes' port; 0 (default) lets each pick one. A fixed port is shared (SO_REUSEPORT). */
   listenPort?: number;
   listenNodes?: number;
+  /** The module every node runs. @defaultValue dist/engine/index.js */
+  entry?: string;
 }
 
 /** The provider fake answers five filler words for every second of audio it receives. */
@@ -145,7 +147,7 @@ export async function startDeployment(t: Test, o: DeploymentOptions): Promise<De
     SHUTDOWN_TIMEOUT_MS: '20000',
     ...o.env,
   };
-  const add = (name: string, role: Role, extra: Record<string, string> = {}): Promise<NodeProcess> => startNode(t, name, role, { ...env, ...extra });
+  const add = (name: string, role: Role, extra: Record<string, string> = {}, entry?: string): Promise<NodeProcess> => startNode(t, name, role, { ...env, ...extra }, entry ?? o.entry);
   const api = await add('api', 'api');
   const listenEnv: Record<string, string> = o.listenPort ? { PORT: String(o.listenPort) } : {};
   const [jobs, ...listen] = await Promise.all([add('jobs', 'jobs'), ...Array.from({ length: o.listenNodes ?? 2 }, (_, i) => add(`listen-${i}`, 'listen', listenEnv))]);
