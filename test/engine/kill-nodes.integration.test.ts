@@ -14,12 +14,13 @@ const ENTRY = fileURLToPath(new URL('../helpers/fast-recovery-node.js', import.m
 const DEVICES = 6;
 
 t.test('SIGKILL on each role under load: devices resume, every conversation processed, webhooks at least once', async (t) => {
-  const d = await startDeployment(t, { redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', env: { JOB_CONCURRENCY: '1' }, entry: ENTRY });
+  const began = Date.now();
+  const d = await startDeployment(t, { redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', env: { JOB_CONCURRENCY: '1' }, jobsNodes: 2, entry: ENTRY });
   const { api, listen, provider } = d;
   const [l0, l1] = listen as [NodeProcess, NodeProcess];
   const jobs0 = d.jobs;
-  await d.add('jobs-1', 'jobs');
   const packets = speechPackets(d.dataDir);
+  t.comment(`five processes listening after ${Date.now() - began} ms`);
   const hooks = await receiver(t, (_q, res) => void setTimeout(() => res.end('{}'), 100));
   const devices = await Promise.all(
     Array.from({ length: DEVICES }, async (_, i) => {

@@ -96,6 +96,8 @@ export interface Deployment {
   readonly api: NodeProcess;
   readonly listen: NodeProcess[];
   readonly jobs: NodeProcess;
+  /** Every jobs node, `jobs` first. */
+  readonly jobsNodes: NodeProcess[];
   readonly provider: FakeDeepgram;
   readonly fcm: FakeFcm;
   /** An ID token for `uid` from the deployment's local issuer (DATA_DIR is shared). */
@@ -111,6 +113,8 @@ export interface DeploymentOptions {
   /** The listen nodes' port; 0 (default) lets each pick one. A fixed port is shared (SO_REUSEPORT). */
   listenPort?: number;
   listenNodes?: number;
+  /** @defaultValue 1 */
+  jobsNodes?: number;
   /** The module every node runs. @defaultValue dist/engine/index.js */
   entry?: string;
 }
@@ -150,10 +154,16 @@ export async function startDeployment(t: Test, o: DeploymentOptions): Promise<De
   const add = (name: string, role: Role, extra: Record<string, string> = {}, entry?: string): Promise<NodeProcess> => startNode(t, name, role, { ...env, ...extra }, entry ?? o.entry);
   const api = await add('api', 'api');
   const listenEnv: Record<string, string> = o.listenPort ? { PORT: String(o.listenPort) } : {};
-  const [jobs, ...listen] = await Promise.all([add('jobs', 'jobs'), ...Array.from({ length: o.listenNodes ?? 2 }, (_, i) => add(`listen-${i}`, 'listen', listenEnv))]);
+  const jobsCount = o.jobsNodes ?? 1;
+  const started = await Promise.all([
+    ...Array.from({ length: jobsCount }, (_, i) => add(i === 0 ? 'jobs' : `jobs-${i}`, 'jobs')),
+    ...Array.from({ length: o.listenNodes ?? 2 }, (_, i) => add(`listen-${i}`, 'listen', listenEnv)),
+  ]);
+  const jobsNodes = started.slice(0, jobsCount);
+  const listen = started.slice(jobsCount);
   const config = loadConfig(env);
   const issuer = await LocalIssuer.open(config.dataDir, { issuer: config.idTokenIssuer, audience: config.idTokenAudience, clockToleranceS: 0, clock: systemClock });
-  return { env, dataDir: config.dataDir, api, listen, jobs: jobs!, provider, fcm, token: (uid) => issuer.sign(uid, 3600), add };
+  return { env, dataDir: config.dataDir, api, listen, jobs: jobsNodes[0]!, jobsNodes, provider, fcm, token: (uid) => issuer.sign(uid, 3600), add };
 }
 
 /** Opens /v4/listen on `port`; rejects when the upgrade is refused. */
