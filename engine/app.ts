@@ -282,7 +282,7 @@ export class Service {
         });
         daySummarySchedule = new DaySummarySchedule({ services, redisUrl });
         await daySummarySchedule.start();
-        worker = startJobsNode({ services, events, redisUrl, keptIndex, onProcessed: conversationCreatedListener(services) });
+        worker = startJobsNode({ services, events, redisUrl, keptIndex, onProcessed: conversationCreatedListener(services), ...(opts.tuning?.processingStalledIntervalMs ? { stalledIntervalMs: opts.tuning.processingStalledIntervalMs } : {}) });
         syncWorker = new SyncWorker({
           redisUrl,
           prefix: config.redisPrefix,
@@ -377,12 +377,14 @@ export class Service {
     const live = this.#live;
     const bound = config.shutdownTimeoutMs;
     logger.info('shutting down');
+    // First, so that an upgrade already on an accepted connection is refused (1013) rather than started and drained.
+    live.registry.stopAdmitting();
     await this.#step('http', () => this.http.stopListening(), bound, () => ({ inFlight: this.http.inFlight }));
     // Voice messages under way were answered above; their speech gate's thread goes now.
     await this.#step('voice', () => this.services.voice.close(), bound);
-    // Live sessions: stop admitting, finalise STT, flush the last segments, close with 1001; their open
-    // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
-    await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));
+    // Live sessions: finalise STT, flush the last segments, close with 1012 (reconnect now, to another node); their
+    // open conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
+    await this.#step('sessions', () => live.registry.drainAll(CloseCode.SERVICE_RESTART, SERVICE_RESTART_REASON), bound, () => ({ sessions: live.registry.size }));
     // Their audio logs' last records and end marks, so no other node takes their audio for unfinished.
     await this.#step('audio-logs', () => live.audioLogs?.close(), bound);
     // The last audio windows and transcript batches of the sessions just drained, while the store still takes replies.
@@ -456,6 +458,9 @@ export class Service {
     return this.#stopStep;
   }
 }
+
+/** The close reason of live sessions drained at shutdown (close 1012). */
+export const SERVICE_RESTART_REASON = 'service restart: reconnect';
 
 /** A shutdown step taking at least this long is logged (each is bounded by SHUTDOWN_TIMEOUT_MS). */
 const SLOW_STOP_STEP_MS = 5000;
