@@ -41,8 +41,16 @@ export interface SessionSttOptions {
   decodeKept?: (messages: readonly Uint8Array[]) => Promise<Int16Array>;
   /** Unanswered audio kept per channel at most, in seconds (a provider that never answers). @defaultValue 120 */
   maxKeptS?: number;
+  /** Provider health for /metrics: failed open attempts, and how far final results trail the audio sent. */
+  metrics?: SessionSttMetrics;
   onSegments(segments: SttSegment[], provider: string, channel: number): void;
   onFailure(failure: SttFailure, provider: string): void;
+}
+
+export interface SessionSttMetrics {
+  openFailed(provider: string, reason: string): void;
+  /** The observer of a provider's result lag in seconds; asked once per session. */
+  resultLag(provider: string): { observe(seconds: number): void };
 }
 
 /** Audio of one channel no engine answered for: from `startS` seconds of the stream. */
@@ -74,6 +82,8 @@ export class SessionStt {
   fallbackFrom: string | undefined;
   /** Words in the engines' segments so far (usage). */
   words = 0;
+  /** Observes the result lag of this session's provider (SessionSttMetrics.resultLag). */
+  #lag: { observe(seconds: number): void } | undefined;
 
   constructor(opts: SessionSttOptions) {
     this.#o = opts;
@@ -99,12 +109,16 @@ export class SessionStt {
       stream: { language: o.language, sampleRateHz: SAMPLE_RATE, sessionId: o.sessionId, ...(o.codec && !o.socketsHere ? { shard: o.codec } : {}) },
       scheduler: o.scheduler,
       signal,
-      onAttemptFailed: (engine, attempt, f) => o.logger.warn({ sessionId: o.sessionId, engine, attempt, reason: f.reason }, 'speech provider did not open'),
+      onAttemptFailed: (engine, attempt, f) => {
+        o.logger.warn({ sessionId: o.sessionId, engine, attempt, reason: f.reason }, 'speech provider did not open');
+        o.metrics?.openFailed(engine, f.reason);
+      },
     });
     if (!r.ok) return r.cancelled ? 'cancelled' : { failure: r.failure, provider: r.provider };
     this.provider = r.engine.name;
     this.fallbackFrom = r.fallbackFrom;
     this.#streams = r.streams;
+    if (o.metrics && r.streams.some((s) => s.acknowledgedSamples !== undefined)) this.#lag = o.metrics.resultLag(r.engine.name);
     if (o.codec && r.streams.some((s) => s.acknowledgedSamples !== undefined)) {
       const max = Math.round((o.maxKeptS ?? 120) * SAMPLE_RATE);
       this.#tails = r.streams.map(() => new EncodedTail(max));
@@ -141,6 +155,7 @@ export class SessionStt {
     const acked = s?.acknowledgedSamples?.();
     if (acked !== undefined && acked !== this.#released[ch]) {
       this.#released[ch] = acked;
+      this.#lag?.observe(Math.max(0, this.#written[ch]! - acked) / SAMPLE_RATE);
       this.#tails?.[ch]?.release(acked);
     }
   }
