@@ -84,6 +84,8 @@ export class SessionStt {
   words = 0;
   /** Observes the result lag of this session's provider (SessionSttMetrics.resultLag). */
   #lag: { observe(seconds: number): void } | undefined;
+  /** Per channel, the acknowledged samples when the lag was last observed (once per move of the mark). */
+  #lagAcked: number[] = [];
 
   constructor(opts: SessionSttOptions) {
     this.#o = opts;
@@ -129,6 +131,8 @@ export class SessionStt {
     r.streams.forEach((s, ch) => {
       s.on('segments', (segs) => {
         if (this.#kept) return;
+        // Engines move their acknowledged mark after emitting the message's segments: read it once they are done.
+        if (this.#lag) queueMicrotask(() => this.#observeLag(ch, s));
         for (const x of segs) this.words += countWords(x.text, o.language);
         o.onSegments(segs, s.provider, ch);
       });
@@ -155,9 +159,16 @@ export class SessionStt {
     const acked = s?.acknowledgedSamples?.();
     if (acked !== undefined && acked !== this.#released[ch]) {
       this.#released[ch] = acked;
-      this.#lag?.observe(Math.max(0, this.#written[ch]! - acked) / SAMPLE_RATE);
       this.#tails?.[ch]?.release(acked);
     }
+  }
+
+  /** As results arrive: when final ones moved the acknowledged mark, how much audio sent is still beyond it. */
+  #observeLag(ch: number, s: SttStream): void {
+    const acked = s.acknowledgedSamples?.();
+    if (acked === undefined || acked === (this.#lagAcked[ch] ?? 0)) return;
+    this.#lagAcked[ch] = acked;
+    this.#lag?.observe(Math.max(0, this.#written[ch]! - acked) / SAMPLE_RATE);
   }
 
   /** PCM of `channel`; after a failure it is kept instead. */

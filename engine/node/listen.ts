@@ -68,6 +68,7 @@ export function createSessions(s: Services, registry: client.Registry): Sessions
     draining: () => actors?.draining ?? 0,
     tailWriteBacklogMs: () => conversations.tailWriteBacklogMs(),
     tailWritesPending: () => conversations.tailWritesPending(),
+    maxSessions: config.maxSessions,
   });
   actors = new ActorRegistry({
     maxSessions: config.maxSessions,

@@ -41,6 +41,8 @@ export interface SessionGaugeSources {
   draining(): number;
   tailWriteBacklogMs(): number;
   tailWritesPending(): number;
+  /** MAX_SESSIONS. */
+  maxSessions: number;
 }
 
 /** Gauges of the live sessions and the store's transcript backlog, and the counter of refused sessions. */
@@ -69,6 +71,11 @@ export function registerSessionMetrics(registry: client.Registry, src: SessionGa
       this.set(src.sessions());
     },
   });
+  new client.Gauge({
+    name: 'listen_sessions_max',
+    help: 'MAX_SESSIONS: the live sessions this node takes; one more is refused with 1013.',
+    registers: [registry],
+  }).set(src.maxSessions);
   new client.Gauge({
     name: 'listen_sessions_draining',
     help: 'Sessions of listen_sessions whose client left and that are still finishing their audio (not counted against the per-user limit).',
@@ -114,7 +121,7 @@ export function registerListenMetrics(registry: client.Registry): ListenMetrics 
     }),
     sttResultLag: new client.Histogram({
       name: 'stt_result_lag_seconds',
-      help: "Remote providers: seconds of a session's audio sent but not yet covered by the provider's final results, each time a final result moves that mark. How far finals trail the live audio: the provider's end-of-utterance wait plus its own delay.",
+      help: "Remote providers: seconds of a session's audio sent but not yet covered by the provider's final results, read as results arrive whenever a final moved that mark. How far finals trail the live audio: the provider's end-of-utterance wait plus its own delay.",
       labelNames: ['provider'],
       buckets: [0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30],
       registers: [registry],
