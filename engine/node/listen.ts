@@ -114,7 +114,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
   const { services: s, registry, scheduler, tuning } = o;
   const { config, clock, logger } = s;
   const metrics = registerListenMetrics(registry);
-  // Children held per shard and provider: a decode task or a final result costs no label lookup.
+  // One child per codec shard and per provider, made on first use and kept.
   const decodeDelays = new Map<string, client.Histogram.Internal<'shard'>>();
   const resultLags = new Map<string, client.Histogram.Internal<'provider'>>();
   const sttMetrics = {

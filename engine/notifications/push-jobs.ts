@@ -85,7 +85,7 @@ export interface PushWorkerOptions {
 type SendResult = PushOutcome | 'retry' | 'refused' | 'error';
 const SEND_RESULTS: readonly SendResult[] = ['sent', 'token_removed', 'gone', 'retry', 'refused', 'error'];
 
-/** push_sends_total's children, one per outcome, made once. */
+/** push_sends_total, one child per outcome. */
 function sendCounter(registry: client.Registry | undefined): (r: SendResult) => void {
   if (!registry) return () => undefined;
   const counter = new client.Counter({
@@ -94,6 +94,8 @@ function sendCounter(registry: client.Registry | undefined): (r: SendResult) => 
     labelNames: ['outcome'],
     registers: [registry],
   });
+  // Every outcome from 0, so rate() over a first failure has a series to start from.
+  for (const r of SEND_RESULTS) counter.inc({ outcome: r }, 0);
   const children = new Map(SEND_RESULTS.map((r) => [r, counter.labels(r)]));
   return (r) => children.get(r)?.inc();
 }
