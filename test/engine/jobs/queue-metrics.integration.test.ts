@@ -22,7 +22,7 @@ t.test('counts waiting, delayed and failed jobs per queue and ages the oldest wa
   const stuck = { getJobCounts: () => new Promise<Record<string, number>>(() => undefined), getJobs: () => new Promise<never>(() => undefined) };
   // BullMQ stamps jobs with wall time; the scrape reads "now" as 90 s after the first job was added.
   let now = Date.now();
-  registerQueueMetrics(registry, () => [{ name: 'processing', queue }, { name: 'stuck', queue: stuck }], 50, () => now);
+  registerQueueMetrics(registry, () => [{ name: 'processing', queue }, { name: 'stuck', queue: stuck }], 1000, () => now);
 
   t.match(await registry.metrics(), /^jobs_oldest_waiting_seconds\{queue="processing"\} 0$/m, 'nothing waits: age 0');
   const first = await queue.add('a', {});
