@@ -40,6 +40,7 @@ import { ActorRegistry } from './listen/actor-registry.js';
 import { CloseCode } from './protocol.js';
 import type { LoopPacer } from './runtime/loop-pacer.js';
 import { registerProcessMetrics, registerSyncMetrics, registerVoiceMetrics } from './node/metrics.js';
+import type { NamedQueue } from './jobs/queue-metrics.js';
 import { VoiceTranscriber } from './voice/transcriber.js';
 import { SpeechCheck } from './voice/speech-check.js';
 import { voiceEngines } from './voice/engines.js';
@@ -208,7 +209,15 @@ export class Service {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
-      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, { name: 'webhooks', queue: webhookQueue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : []), ...(pushes?.queue ? [{ name: 'notifications', queue: pushes.queue.queue }] : [])]);
+      const namedQueues = (): NamedQueue[] => [
+        { name: 'processing', queue: queue.queue },
+        { name: 'webhooks', queue: webhookQueue.queue },
+        { name: 'sync', queue: syncQueue.queue },
+        ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : []),
+        ...(pushes?.queue ? [{ name: 'notifications', queue: pushes.queue.queue }] : []),
+        ...(daySummarySchedule ? [{ name: 'day_summaries', queue: daySummarySchedule.queue }] : []),
+      ];
+      registerProcessMetrics(registry, namedQueues, { role: config.role });
       startMemoryTrim({ scheduler, registry, intervalS: opts.tuning?.mallocTrimIntervalS ?? MALLOC_TRIM_INTERVAL_S });
       compaction = startHeapCompaction({ scheduler, registry, intervalS: opts.tuning?.heapCompactIntervalS ?? HEAP_COMPACT_INTERVAL_S, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
       const apiKeys = new ApiKeysRepository(store.knex);
@@ -231,7 +240,7 @@ export class Service {
       const usage = new UsageRepository(store.knex);
       const userSettings = new UserSettingsRepository(store.knex);
       const notifications = new NotificationsRepository(store.knex);
-      pushes = startPushes({ config, redisUrl, clock, logger, notifications, settings: userSettings, consume: runsJobs });
+      pushes = startPushes({ config, redisUrl, clock, logger, notifications, settings: userSettings, consume: runsJobs, registry });
       const notifier = new Notifier({ notifications, settings: userSettings, publisher: redis, subscriber, channel: `${config.redisPrefix}:notifications`, pushes: pushes.queue, clock, logger });
       await notifier.attach();
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));

@@ -176,9 +176,16 @@ async function metrics(url) {
   /** The sum over every series of a metric whose labels include `label` (e.g. every shard's committed heap). */
   read.sum = (/** @type {string} */ name, /** @type {string} */ label) =>
     [...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} (\\S+)`, 'gm'))].filter((m) => m[1]?.includes(label)).reduce((a, m) => a + Number(m[2]), 0);
-  /** A histogram's cumulative buckets, [upper bound, count][] with +Inf last (empty when absent). */
-  read.buckets = (/** @type {string} */ name) =>
-    [...text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)`, 'gm'))].map((m) => /** @type {[number, number]} */ ([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]));
+  /** A histogram's cumulative buckets summed over its other labels (a shard, ...), [upper bound, count][] with +Inf last (empty when absent). */
+  read.buckets = (/** @type {string} */ name) => {
+    /** @type {Map<number, number>} */
+    const sums = new Map();
+    for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{(?:[^}]*,)?le="([^"]+)"[^}]*\\} (\\S+)`, 'gm'))) {
+      const le = m[1] === '+Inf' ? Infinity : Number(m[1]);
+      sums.set(le, (sums.get(le) ?? 0) + Number(m[2]));
+    }
+    return [...sums].sort((a, b) => a[0] - b[0]);
+  };
   return read;
 }
 

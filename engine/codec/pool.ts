@@ -45,9 +45,9 @@ export interface CodecPoolOptions {
    * Called as each decode task is answered, with how long its longest-waiting audio waited, in seconds: from the
    * moment it was due (complete for its consumer, or held for `maxHoldMs`) to its PCM back on this thread. The
    * engine's own share of a live frame's delay; an operator's sign of a node near saturation (the /metrics histogram
-   * listen_decode_delay_seconds).
+   * listen_decode_delay_seconds), with the shard that decoded it (its index, or "main").
    */
-  onTaskDelay?: (seconds: number) => void;
+  onTaskDelay?: (seconds: number, shard: string) => void;
 }
 
 /** One codec shard thread's V8 heap, as `CodecPool.threadHeaps()` reads it: the thread's answer and its shard. */

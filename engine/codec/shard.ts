@@ -23,7 +23,7 @@ export interface ShardOptions {
   filename: string;
   windowMs: number;
   maxHoldMs: number;
-  onTaskDelay: ((seconds: number) => void) | undefined;
+  onTaskDelay: ((seconds: number, shard: string) => void) | undefined;
   /** The main thread's shard: tasks answered synchronously on this thread. */
   inline: boolean;
 }
@@ -52,7 +52,9 @@ export class Shard {
   readonly #startThread: () => TaskRunner<CodecTask, CodecAnswer>;
   readonly #windowMs: number;
   readonly #maxHoldMs: number;
-  readonly #onTaskDelay: ((seconds: number) => void) | undefined;
+  readonly #onTaskDelay: ((seconds: number, shard: string) => void) | undefined;
+  /** The shard as metrics name it: its index, or "main" for the main thread's. */
+  readonly #label: string;
   /**
    * Buffers of answers already read (every 'pcm' listener has copied what it keeps), moved back to the thread with the
    * next task so it fills them again instead of allocating (workers/packing.ts PcmBuffers says why).
@@ -82,6 +84,7 @@ export class Shard {
     this.#windowMs = o.windowMs;
     this.#maxHoldMs = o.maxHoldMs;
     this.#onTaskDelay = o.onTaskDelay;
+    this.#label = o.inline ? 'main' : String(o.index);
     const onEvent = (e: unknown): void => this.#sockets.get((e as UplinkEvent).key)?.[(e as UplinkEvent).channel]?.event(e as UplinkEvent);
     // Decode tasks go one at a time (see #send); the others go as they come.
     this.#startThread = () => o.inline
@@ -268,7 +271,7 @@ export class Shard {
     this.#spare = [];
     this.run({ type: 'decodePacked', params, records, spare }, [records.buffer as ArrayBuffer, params.buffer, ...spare]).then(
       (answer) => {
-        this.#onTaskDelay?.((performance.now() - dueSince) / 1000);
+        this.#onTaskDelay?.((performance.now() - dueSince) / 1000, this.#label);
         this.#settle(members, answer as PackedAnswer | FailAnswer);
       },
       // The thread died with the task (a new one is starting): these batches are lost, the sessions are not.
