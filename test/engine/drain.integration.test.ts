@@ -8,6 +8,9 @@ import { Device, endRecording, providerSeconds, speechPackets, startDeployment, 
 import { receiver, verified } from '../helpers/webhooks.js';
 import { until, waitFor } from '../helpers/until.js';
 
+// Several service processes start here (migrations, Redis, codec threads each): slower than one in-process service.
+t.setTimeout(360_000);
+
 const DEVICES = 6;
 
 /** A TCP connection to `port`, accepted before anything is sent on it. */

@@ -10,6 +10,9 @@ import { Device, endRecording, providerSeconds, speechPackets, startDeployment, 
 import { receiver, verified } from '../helpers/webhooks.js';
 import { until } from '../helpers/until.js';
 
+// Several service processes start here (migrations, Redis, codec threads each): slower than one in-process service.
+t.setTimeout(360_000);
+
 const ENTRY = fileURLToPath(new URL('../helpers/fast-recovery-node.js', import.meta.url));
 const DEVICES = 6;
 

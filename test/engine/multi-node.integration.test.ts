@@ -3,6 +3,9 @@
 import t from 'tap';
 import { runMultiNodeScenario } from '../helpers/multi-node.js';
 
+// Several service processes start here (migrations, Redis, codec threads each): slower than one in-process service.
+t.setTimeout(360_000);
+
 t.test('sessions on both listen nodes, processing once on the jobs node, shared limits and revocation', async (t) => {
   const figures = await runMultiNodeScenario(t, { redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' });
   t.ok(figures.sessionsPerListenNode.every((n) => n > 0), `sessions per listen node: ${figures.sessionsPerListenNode.join(', ')}`);
