@@ -153,7 +153,12 @@ export class AudioLogSweep {
     const o = this.#o;
     const id = m.sessionId;
     const read = await readSessionLog(o.store, id, { segments, ...(o.liveIndex ? { liveIndex: o.liveIndex } : {}) });
-    if (!read) return false;
+    if (!read) {
+      // A manifest without its header (a crash while it was created) names no audio: it goes after the retention.
+      if (o.now() - m.modifiedMs < o.retentionMs) return false;
+      await o.store.removeManifest(id);
+      return true;
+    }
     const header = read.header;
     const epochs = new Map<number, Epoch>();
     const conversations = new Set<string>();

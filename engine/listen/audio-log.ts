@@ -2,7 +2,7 @@
 // appends every session's new records to one segment file of its own per write pass (one write, one sync for the
 // node); a per-session manifest names the header and the segments holding the session's chunks.
 import { crc32 } from 'node:zlib';
-import { appendFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { constants, mkdir, open, readdir, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
 /** `WBAS`: the first four bytes of every segment. */
@@ -361,11 +361,11 @@ export class LocalAudioLogStore implements AudioLogStore {
 
   async appendManifest(sessionId: string, lines: readonly ManifestLine[], sync: boolean): Promise<void> {
     const text = lines.map((l) => `${JSON.stringify(l)}\n`).join('');
-    if (!sync) return appendFile(this.manifestFile(sessionId), text, { flag: 'a' });
-    const fh = await open(this.manifestFile(sessionId), 'a');
+    // Never creates the file: a log the sweep deleted meanwhile stays deleted.
+    const fh = await open(this.manifestFile(sessionId), constants.O_WRONLY | constants.O_APPEND);
     try {
       await fh.write(text);
-      await fh.datasync();
+      if (sync) await fh.datasync();
     } finally {
       await fh.close();
     }

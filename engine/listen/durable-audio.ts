@@ -106,9 +106,6 @@ class SessionLog {
   /** Receive time of the oldest record not yet durable (ack latency): one per pass is enough. */
   #oldestPendingAt = -1;
   #writingSince = -1;
-  /** Resolves once the log left the node (its last records written). */
-  readonly gone: Promise<void>;
-  resolveGone!: () => void;
 
   constructor(id: string, uid: string, endMs: number, bytes: number, epoch: number, originWallMs: number | undefined) {
     this.id = id;
@@ -119,7 +116,6 @@ class SessionLog {
     this.bytes = bytes;
     this.epoch = epoch;
     this.originWallMs = originWallMs;
-    this.gone = new Promise((resolve) => (this.resolveGone = resolve));
   }
 
   get dirty(): boolean {
@@ -341,6 +337,8 @@ export class DurableAudio {
   #segment: OpenSegment | undefined;
   /** Indexes of this node's segments not yet stored beside them (the current one, one just closed). */
   readonly #indexes = new Map<string, SegmentIndex>();
+  /** Manifest lines being appended (shutdown waits for them). */
+  readonly #appends = new Set<Promise<void>>();
   /** Bytes of this node's segments on disk, and records waiting for a pass. */
   nodeBytes = 0;
   /** Frames dropped as duplicates on resume (tests, metrics). */
@@ -531,6 +529,8 @@ export class DurableAudio {
       if (this.#logs.has(id)) return this.attach(conn, req); // another connection took it meanwhile
     }
     const from = { writer: this.o.writer, from: this.#segment?.seq ?? this.#seq };
+    // After this node's `to` lines, so that each bounds the range it closes.
+    await Promise.all(this.#appends);
     if (found) await this.o.store.appendManifest(id, [from], true);
     else {
       const header: AudioLogHeader = { sessionId: id, uid: req.uid, codec: req.codec, sampleRate: req.sampleRate, channels: req.channels, language: req.language, source: req.source, writer: this.o.writer, createdAtMs: this.o.clock.now() };
@@ -582,8 +582,10 @@ export class DurableAudio {
     if (this.#logs.get(log.id) !== log) return;
     this.#logs.delete(log.id);
     // Bounds the segments a reader of the session looks in; a reader without it looks in every later one.
-    if (log.lastSeq >= 0) void this.o.store.appendManifest(log.id, [{ writer: this.o.writer, to: log.lastSeq }], false).catch(() => undefined);
-    log.resolveGone();
+    if (log.lastSeq < 0) return;
+    const p = this.o.store.appendManifest(log.id, [{ writer: this.o.writer, to: log.lastSeq }], false).catch(() => undefined);
+    this.#appends.add(p);
+    void p.finally(() => this.#appends.delete(p));
   }
 
   /** Writes every open log and closes the segment (shutdown, after the sessions drained). */
@@ -593,5 +595,6 @@ export class DurableAudio {
     await this.pass().catch(() => undefined);
     for (const log of [...this.#logs.values()]) this.#forget(log);
     await this.#roll(true);
+    await Promise.all(this.#appends);
   }
 }
