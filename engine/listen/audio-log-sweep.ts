@@ -94,6 +94,7 @@ export class AudioLogSweep {
       }
     }
     this.retainedBytes = await this.#segments(segments, kept);
+    for (const l of (await o.store.legacy?.()) ?? []) if (o.now() - l.modifiedMs >= o.retentionMs) await o.store.removeLegacy?.(l.sessionId);
   }
 
   /**

@@ -304,6 +304,9 @@ export interface AudioLogStore {
   writeIndex(name: string, index: SegmentIndex): Promise<void>;
   /** Deletes a segment and its index. */
   removeSegment(name: string): Promise<void>;
+  /** Logs of the earlier layout (a directory of parts per session): never read, deleted after the retention. */
+  legacy?(): Promise<StoredManifest[]>;
+  removeLegacy?(sessionId: string): Promise<void>;
 }
 
 class LocalSegmentWriter implements SegmentWriter {
@@ -460,6 +463,21 @@ export class LocalAudioLogStore implements AudioLogStore {
     // Written aside and renamed: a reader sees the whole index or none.
     await writeFile(`${file}.tmp`, JSON.stringify(index));
     await rename(`${file}.tmp`, file);
+  }
+
+  async legacy(): Promise<StoredManifest[]> {
+    const names = await readdir(this.dir).catch((err: unknown) => enoent(err, [] as string[]));
+    const out: StoredManifest[] = [];
+    for (const n of names) {
+      if (n === 'sessions' || n === 'segments' || !isLogId(n)) continue;
+      const s = await stat(path.join(this.dir, n)).catch(() => undefined);
+      if (s?.isDirectory()) out.push({ sessionId: n, modifiedMs: s.mtimeMs });
+    }
+    return out;
+  }
+
+  async removeLegacy(sessionId: string): Promise<void> {
+    if (isLogId(sessionId) && sessionId !== 'sessions' && sessionId !== 'segments') await rm(path.join(this.dir, sessionId), { recursive: true, force: true });
   }
 
   async removeSegment(name: string): Promise<void> {

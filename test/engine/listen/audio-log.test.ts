@@ -2,7 +2,8 @@
 // records in order through its manifest, a tail torn by a crash (cut short or damaged) is ignored, and retention deletes
 // a segment only once no session it holds still has a log.
 import t, { type Test } from 'tap';
-import { existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { SEGMENT_HEAD, LocalAudioLogStore, RecordBuffer, RecordType, encodeChunk, parseSegment, readSessionLog, segmentName, type AudioLogHeader, type LogRecord } from '../../../engine/listen/audio-log.js';
 import { AudioLogSweep } from '../../../engine/listen/audio-log-sweep.js';
 import { createLogger } from '../../../engine/logger.js';
@@ -117,6 +118,9 @@ t.test('retention: a log goes after its retention; a segment goes once none of i
   const dir = t.testdir();
   const { store, name } = await written(t, { dir, sessions: ['old', 'busy'], passes: 2 });
   const other = await written(t, { dir, seq: 1, sessions: ['old'], passes: 1 });
+  const legacy = path.join(store.dir, 'aaaaaaaa-0000-4000-8000-000000000000');
+  mkdirSync(legacy);
+  writeFileSync(path.join(legacy, '000000.log'), 'WBAL');
   let now = Date.now();
   const base: ConstructorParameters<typeof AudioLogSweep>[0] = {
     store,
@@ -133,6 +137,7 @@ t.test('retention: a log goes after its retention; a segment goes once none of i
   };
   await new AudioLogSweep(base).run();
   t.ok(existsSync(store.manifestFile('old')) && existsSync(store.segmentFile(name)), 'kept during the retention');
+  t.ok(existsSync(legacy), 'a log of the earlier layout too');
   // `busy` is still open on some node (as the sweep sees it): it keeps the segment the two share.
   const open = new Set(['busy']);
   const sweep2 = new AudioLogSweep({ ...base, isOpen: (id) => open.has(id) });
@@ -143,6 +148,7 @@ t.test('retention: a log goes after its retention; a segment goes once none of i
   t.ok(existsSync(store.segmentFile(name)), 'the segment it shares with an open session stays');
   t.ok(existsSync(`${store.segmentFile(name).slice(0, -4)}.idx`), 'the dead writer\'s segment got its index');
   t.ok(sweep2.retainedBytes > 0, 'what stays counts against the node');
+  t.notOk(existsSync(legacy), 'a log of the earlier layout goes after the retention, unread');
   open.clear();
   await sweep2.run();
   t.notOk(existsSync(store.manifestFile('busy')));

@@ -1,7 +1,8 @@
 // Acknowledged audio on /v4/listen over real sockets: acks after the write pass, resume with de-duplication after cuts
 // at random points, refusals, gaps, the session bound, retention on the injected clock, and a resume on another node.
 import t from 'tap';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { startService, type TestService } from '../../helpers/service.js';
 import { advance, connect, open, type ListenClient } from '../../helpers/listen.js';
 import { until, waitFor } from '../../helpers/until.js';
@@ -229,6 +230,8 @@ t.test('retention: the log goes once its conversation is processed and the reten
   await advance(ts, 600_000);
   await ts.service.audioLogs!.sweep.run();
   t.notOk(existsSync(dir), 'deleted once the retention passed');
+  const segments = path.join(ts.dataDir, 'audio-log', 'segments');
+  t.same(readdirSync(segments).filter((n) => n.endsWith('.seg')), [], 'its segment too, once no other session needs it');
   t.match((await ts.req('/metrics')).text, /listen_audio_logs_removed_total\{reason="retention"\} 1/);
 });
 
