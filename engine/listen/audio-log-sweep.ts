@@ -65,7 +65,7 @@ const SETTLED = new Set<string>([ConversationStatus.COMPLETED, ConversationStatu
 export class AudioLogSweep {
   readonly #o: AudioLogSweepOptions;
   #running: Promise<void> | undefined;
-  /** Bytes of the logs on disk not open here, at the last sweep (they count against the node's bound). */
+  /** Bytes of other writers' segments on disk at the last sweep (they count against the node's bound). */
   retainedBytes = 0;
 
   constructor(o: AudioLogSweepOptions) {
@@ -115,7 +115,7 @@ export class AudioLogSweep {
           keep();
           continue;
         }
-        let idx = own ? undefined : await o.store.readIndex(s.name);
+        let idx = await o.store.readIndex(s.name);
         if (!idx && !own) {
           if (!alive.has(s.writer)) alive.set(s.writer, await o.writerAlive(s.writer));
           // A live writer's newest segment may still grow: a session not in it yet may be soon.
@@ -125,13 +125,11 @@ export class AudioLogSweep {
           }
         }
         if (!idx) {
-          if (own) idx = await o.store.readIndex(s.name);
-          if (!idx) {
-            const raw = await o.store.readSegment(s.name);
-            const p = raw && parseSegment(raw);
-            idx = p ? indexOf(p) : { bytes: 0, sessions: {} };
-            if (p) await o.store.writeIndex(s.name, idx);
-          }
+          // Closed without its index (its writer died, or the index write failed): read whole, indexed once.
+          const raw = await o.store.readSegment(s.name);
+          const p = raw && parseSegment(raw);
+          idx = p ? indexOf(p) : { bytes: 0, sessions: {} };
+          if (p) await o.store.writeIndex(s.name, idx);
         }
         if (Object.keys(idx.sessions).some((id) => kept.has(id) || o.isOpen(id))) {
           keep();
