@@ -7,6 +7,8 @@ import { encodedDurationS } from '../audio/encoded-duration.js';
 import { RecordType, indexOf, parseSegment, readSessionLog, type AudioLogHeader, type AudioLogStore, type LogRecord, type SegmentIndex, type StoredManifest, type StoredSegment } from './audio-log.js';
 
 export const SWEEP_INTERVAL_MS = 30_000;
+/** A log whose manifest has not changed for this long is remembered rather than read again each sweep. */
+const QUIET_AFTER_MS = 60_000;
 
 /** Where kept audio from a log lands, and what it is. */
 export interface LogHandOver {
@@ -62,11 +64,21 @@ interface Epoch {
 
 const SETTLED = new Set<string>([ConversationStatus.COMPLETED, ConversationStatus.FAILED]);
 
+/** A log no connection writes to: what its retention depends on. */
+interface Quiet {
+  /** Its manifest's modification time when read (a resume or a hand-over changes it). */
+  modifiedMs: number;
+  conversations: string[];
+  lastWriteMs: number;
+}
+
 export class AudioLogSweep {
   readonly #o: AudioLogSweepOptions;
   #running: Promise<void> | undefined;
   /** Bytes of other writers' segments on disk at the last sweep (they count against the node's bound). */
   retainedBytes = 0;
+  /** Logs read back whole once, not again each sweep while their manifest is unchanged. */
+  readonly #quiet = new Map<string, Quiet>();
 
   constructor(o: AudioLogSweepOptions) {
     this.#o = o;
@@ -81,7 +93,10 @@ export class AudioLogSweep {
     const o = this.#o;
     const segments = await o.store.segments();
     const kept = new Set<string>();
-    for (const m of await o.store.manifests()) {
+    const manifests = await o.store.manifests();
+    const listed = new Set(manifests.map((m) => m.sessionId));
+    for (const id of this.#quiet.keys()) if (!listed.has(id)) this.#quiet.delete(id);
+    for (const m of manifests) {
       if (o.isOpen(m.sessionId)) {
         kept.add(m.sessionId);
         continue;
@@ -151,12 +166,40 @@ export class AudioLogSweep {
   async #sweep(m: StoredManifest, segments: readonly StoredSegment[]): Promise<boolean> {
     const o = this.#o;
     const id = m.sessionId;
+    const quiet = this.#quiet.get(id);
+    const known = quiet?.modifiedMs === m.modifiedMs ? quiet : await this.#read(m, segments);
+    if (known === undefined) return false;
+    if (known === 'removed') return true;
+    let gone = known.conversations.length > 0;
+    let settled = true;
+    for (const c of known.conversations) {
+      const row = await o.conversations.getById(c);
+      if (row && !row.deleted) gone = false;
+      if (row && !row.deleted && !SETTLED.has(row.status)) settled = false;
+    }
+    const reason = gone ? 'conversation_gone' : settled && o.now() - known.lastWriteMs >= o.retentionMs ? 'retention' : undefined;
+    if (!reason) return false;
+    await o.store.removeManifest(id);
+    this.#quiet.delete(id);
+    o.metrics?.removed?.(reason);
+    o.logger.debug({ sessionId: id, reason }, 'audio log deleted');
+    return true;
+  }
+
+  /**
+   * Reads a log, handing over what died; what retention needs of it once no connection of it is open (remembered
+   * until its manifest changes), undefined while one is, 'removed' when it was an empty manifest past the retention.
+   */
+  async #read(m: StoredManifest, segments: readonly StoredSegment[]): Promise<Quiet | 'removed' | undefined> {
+    const o = this.#o;
+    const id = m.sessionId;
+    this.#quiet.delete(id);
     const read = await readSessionLog(o.store, id, { segments, ...(o.liveIndex ? { liveIndex: o.liveIndex } : {}) });
     if (!read) {
       // A manifest without its header (a crash while it was created) names no audio: it goes after the retention.
-      if (o.now() - m.modifiedMs < o.retentionMs) return false;
+      if (o.now() - m.modifiedMs < o.retentionMs) return undefined;
       await o.store.removeManifest(id);
-      return true;
+      return 'removed';
     }
     const header = read.header;
     const epochs = new Map<number, Epoch>();
@@ -172,21 +215,11 @@ export class AudioLogSweep {
       await this.#handOver(id, header, e);
       if (e.conversationId) conversations.add(e.conversationId);
     }
-    if (open) return false;
-    const lastWriteMs = Math.max(read.lastWriteMs, m.modifiedMs);
-    let gone = conversations.size > 0;
-    let settled = true;
-    for (const c of conversations) {
-      const row = await o.conversations.getById(c);
-      if (row && !row.deleted) gone = false;
-      if (row && !row.deleted && !SETTLED.has(row.status)) settled = false;
-    }
-    const reason = gone ? 'conversation_gone' : settled && o.now() - lastWriteMs >= o.retentionMs ? 'retention' : undefined;
-    if (!reason) return false;
-    await o.store.removeManifest(id);
-    o.metrics?.removed?.(reason);
-    o.logger.debug({ sessionId: id, reason }, 'audio log deleted');
-    return true;
+    if (open) return undefined;
+    const q: Quiet = { modifiedMs: m.modifiedMs, conversations: [...conversations], lastWriteMs: Math.max(read.lastWriteMs, m.modifiedMs) };
+    // A connection that just attached (its manifest line written) may not have written its start yet.
+    if (o.now() - m.modifiedMs >= QUIET_AFTER_MS) this.#quiet.set(id, q);
+    return q;
   }
 
   /**
