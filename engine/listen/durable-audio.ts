@@ -471,8 +471,14 @@ export class DurableAudio {
     if (this.#segment) return this.#segment;
     const name = segmentName(this.o.writer, this.#seq);
     const index: SegmentIndex = { bytes: SEGMENT_HEAD, sessions: {} };
+    let writer: SegmentWriter;
+    try {
+      writer = await this.o.store.createSegment(name, this.o.clock.now());
+    } catch (err) {
+      this.#seq++; // the next pass tries a segment of its own
+      throw err;
+    }
     this.#indexes.set(name, index);
-    const writer = await this.o.store.createSegment(name, this.o.clock.now());
     this.nodeBytes += SEGMENT_HEAD;
     this.#segment = { seq: this.#seq, name, writer, bytes: SEGMENT_HEAD, openedAtMs: this.o.clock.now(), index };
     return this.#segment;
