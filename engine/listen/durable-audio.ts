@@ -1,14 +1,21 @@
-// Acknowledged audio (ack=enabled): each session's frames go to its audio log, one write and fsync per session per
-// pass for the whole node, then `audio_ack` to the client; a reconnect with `resume` continues the session's log.
+// Acknowledged audio (ack=enabled): each session's frames go to its audio log; once a second one pass writes every
+// session's new records to the node's segment (one write, one fsync) and then acknowledges them all at once; a
+// reconnect with `resume` continues the session's log.
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import { CloseCode, ListenMessage } from '../protocol.js';
 import { encodedDurationS } from '../audio/encoded-duration.js';
-import { RecordType, encodeMark, encodeRecord, isLogId, parsePart, type AudioLogHeader, type AudioLogMark, type AudioLogPartWriter, type AudioLogStore } from './audio-log.js';
+import { CHUNK_HEAD, SEGMENT_HEAD, RecordBuffer, RecordType, chunkSeed, isLogId, readSessionLog, segmentName, writeChunkHead, type AudioLogHeader, type AudioLogMark, type AudioLogStore, type ChunkSpans, type SegmentIndex, type SegmentWriter } from './audio-log.js';
 
 /** One pass a second: a device learns within about a second what it may free, and no frame waits on a disk. */
 export const ACK_INTERVAL_MS = 1000;
+/**
+ * A segment is closed and the next one begun after this long or this many bytes: retention frees disk a segment at a
+ * time, and a node resuming a session another node still writes reads that node's open segment whole.
+ */
+export const SEGMENT_MAX_MS = 60_000;
+export const SEGMENT_MAX_BYTES = 16 * 1024 * 1024;
 /**
  * How long a resumed connection waits for the connection it replaces on this node to finish its audio (its words
  * stored) before it continues the conversation: two sessions writing one conversation's tail would overwrite each other.
@@ -38,13 +45,13 @@ export interface DurableAudioOptions {
   clock: Clock;
   scheduler: Scheduler;
   logger: Logger;
-  /** This process (the parts it writes name it; its heartbeat says it lives). */
+  /** This process (its segments are named by it; its heartbeat says it lives). */
   writer: string;
-  /** Bytes one session's log may hold (all its parts); past it the session closes with 4413. */
+  /** Bytes one session's log may hold (all its chunks); past it the session closes with 4413. */
   maxSessionBytes: number;
   /** Bytes of audio logs this node holds; past it a session closes with 1013. */
   maxNodeBytes: number;
-  /** Bytes of logs already on disk (the sweep measures them): counted against maxNodeBytes. */
+  /** Bytes of other writers' segments on disk (the sweep measures them): counted against maxNodeBytes. */
   retainedBytes?: () => number;
   /** Called once per pass (the writer's heartbeat). */
   onPass?: () => Promise<void> | void;
@@ -53,87 +60,105 @@ export interface DurableAudioOptions {
   intervalMs?: number;
 }
 
-/** The resumed log's state read from its parts. */
+/** The resumed log's state read back. */
 interface Found {
   header: AudioLogHeader;
   originWallMs?: number;
   endMs: number;
   epoch: number;
-  nextPart: number;
   bytes: number;
 }
 
-/** One session's log on this node: its open part, what waits for the next pass, and its current connection. */
+/** The segment this node writes. */
+interface OpenSegment {
+  seq: number;
+  name: string;
+  writer: SegmentWriter;
+  bytes: number;
+  openedAtMs: number;
+  index: SegmentIndex;
+}
+
+/** One session's log on this node: the records waiting for the next pass, and its current connection. */
 class SessionLog {
   readonly id: string;
   readonly uid: string;
-  readonly #d: DurableAudio;
-  readonly #writer: AudioLogPartWriter;
-  #pending: Uint8Array[] = [];
-  #pendingBytes = 0;
-  /** Session offset (ms) where the audio received so far ends, and where the durable part ends. */
+  /** Checksum seed of the session's chunks (its id). */
+  readonly seed: number;
+  /** Records not yet handed to a pass; `#writing` what the running pass writes (two buffers, reused). */
+  #pending = new RecordBuffer();
+  #writing = new RecordBuffer(64);
+  /** Session offset (ms) where the audio received so far ends, and where the durable records end. */
   receivedMs: number;
   durableMs: number;
-  /** Bytes of every part of the log, pending included; of them, what this node appended. */
+  /** receivedMs when the running pass took the records. */
+  #writingUpToMs = 0;
+  /** Bytes of the whole log, pending included. */
   bytes: number;
-  appended = 0;
   epoch: number;
   /** Wall-clock time of session offset 0 (from the first connection's first frame). */
   originWallMs: number | undefined;
   current: LogConnection | undefined;
-  /** Receive times of frames not yet durable (ack latency): one per pass is enough, the oldest. */
+  /** No connection writes to it: it leaves the node once its records are written. */
+  closing = false;
+  /** The last segment of this node holding its chunks (-1: none yet). */
+  lastSeq = -1;
+  /** Receive time of the oldest record not yet durable (ack latency): one per pass is enough. */
   #oldestPendingAt = -1;
-  #flushing: Promise<void> | undefined;
-  #closing: Promise<void> | undefined;
+  #writingSince = -1;
 
-  constructor(d: DurableAudio, id: string, uid: string, writer: AudioLogPartWriter, endMs: number, bytes: number, epoch: number, originWallMs: number | undefined) {
-    this.originWallMs = originWallMs;
-    this.#d = d;
+  constructor(id: string, uid: string, endMs: number, bytes: number, epoch: number, originWallMs: number | undefined) {
     this.id = id;
     this.uid = uid;
-    this.#writer = writer;
+    this.seed = chunkSeed(id);
     this.receivedMs = endMs;
     this.durableMs = endMs;
     this.bytes = bytes;
     this.epoch = epoch;
+    this.originWallMs = originWallMs;
   }
 
   get dirty(): boolean {
     return this.#pending.length > 0;
   }
 
-  append(record: Uint8Array, endMs: number, at: number): void {
-    this.#pending.push(record);
-    this.#pendingBytes += record.length;
-    this.bytes += record.length;
-    this.appended += record.length;
-    this.#d.nodeBytes += record.length;
+  /** Appends one frame's record (copied into the pending buffer); returns the bytes it adds. */
+  audio(offsetMs: number, frame: Uint8Array, endMs: number, at: number): number {
+    const n = this.#pending.push(RecordType.AUDIO, offsetMs, frame);
+    this.bytes += n;
     if (endMs > this.receivedMs) this.receivedMs = endMs;
     if (this.#oldestPendingAt < 0) this.#oldestPendingAt = at;
+    return n;
   }
 
-  mark(offsetMs: number, mark: AudioLogMark): void {
-    this.append(encodeMark(offsetMs, mark), 0, -1);
+  mark(offsetMs: number, mark: AudioLogMark): number {
+    const n = this.#pending.mark(offsetMs, mark);
+    this.bytes += n;
+    return n;
   }
 
-  /** Writes and syncs what waits, then acknowledges it to the current connection. */
-  flush(): Promise<void> {
-    this.#flushing ??= this.#flush().finally(() => (this.#flushing = undefined));
-    return this.#flushing;
+  /** The pass takes what waits: the records to write (valid until settle()). */
+  take(): Buffer {
+    const w = this.#writing;
+    this.#writing = this.#pending;
+    this.#pending = w;
+    this.#pending.clear();
+    this.#writingUpToMs = this.receivedMs;
+    this.#writingSince = this.#oldestPendingAt;
+    this.#oldestPendingAt = -1;
+    return this.#writing.view();
   }
 
-  async #flush(): Promise<void> {
-    while (this.#pending.length > 0) {
-      const chunks = this.#pending;
-      const upTo = this.receivedMs;
-      const since = this.#oldestPendingAt;
-      this.#pending = [];
-      this.#pendingBytes = 0;
-      this.#oldestPendingAt = -1;
-      await this.#writer.append(chunks);
-      this.durableMs = upTo;
-      if (this.ack() && since >= 0) this.#d.o.metrics?.ackLatencyS?.((this.#d.o.clock.now() - since) / 1000);
-    }
+  /** The pass could not write what it took: it stays unacknowledged. */
+  settleFailed(): void {
+    this.#writing.clear();
+  }
+
+  /** The pass wrote and synced what it took: when the oldest of it arrived, or -1. */
+  settle(): number {
+    this.#writing.clear();
+    this.durableMs = Math.max(this.durableMs, this.#writingUpToMs);
+    return this.#writingSince;
   }
 
   /** Tells the current connection how far the log is durable, when it has not heard it yet; true when it was told. */
@@ -144,16 +169,6 @@ class SessionLog {
     c.ackedMs = upTo;
     c.owner.send(`{"type":"${ListenMessage.AUDIO_ACK}","offset_ms":${upTo}}`);
     return true;
-  }
-
-  get closed(): boolean {
-    return this.#closing !== undefined;
-  }
-
-  /** Writes what waits and closes the part; once. */
-  close(): Promise<void> {
-    this.#closing ??= this.flush().finally(() => this.#writer.close());
-    return this.#closing;
   }
 }
 
@@ -214,7 +229,7 @@ export class LogConnection {
     if (resumeAt > log.receivedMs + DEDUPE_SLACK_MS) {
       // The client resumed past what this service ever received: say so, do not paper over it.
       const gapMs = resumeAt - log.receivedMs;
-      log.mark(log.receivedMs, { kind: 'gap', epoch: this.epoch, toMs: resumeAt });
+      this.#d.nodeBytes += log.mark(log.receivedMs, { kind: 'gap', epoch: this.epoch, toMs: resumeAt });
       this.#d.o.metrics?.gapSeconds?.(gapMs / 1000);
       this.#d.o.logger.warn({ sessionId: log.id, fromMs: Math.floor(log.receivedMs), toMs: resumeAt }, 'resumed session has a gap: audio never received');
       log.receivedMs = resumeAt;
@@ -248,11 +263,11 @@ export class LogConnection {
     if (!this.#started) {
       this.#started = true;
       log.originWallMs ??= now - startMs;
-      log.mark(startMs, { kind: 'start', epoch: this.epoch, wallMs: this.streamStartMs ?? now });
+      d.nodeBytes += log.mark(startMs, { kind: 'start', epoch: this.epoch, wallMs: this.streamStartMs ?? now });
     }
     if (log.bytes + frame.length > d.o.maxSessionBytes) return this.#full('session');
     if (d.nodeBytes + (d.o.retainedBytes?.() ?? 0) + frame.length > d.o.maxNodeBytes) return this.#full('node');
-    log.append(encodeRecord(RecordType.AUDIO, startMs, frame), endMs, now);
+    d.nodeBytes += log.audio(startMs, frame, endMs, now);
     return true;
   }
 
@@ -277,7 +292,7 @@ export class LogConnection {
   /** Writes what waits now rather than at the next pass (the client left). */
   flush(): void {
     const log = this.log;
-    if (log?.current === this && log.dirty) void log.flush().catch(() => undefined);
+    if (log?.current === this && log.dirty) void this.#d.pass();
   }
 
   /** Notes the conversation this connection's audio goes into (checked each pass). */
@@ -285,7 +300,7 @@ export class LogConnection {
     const id = this.owner?.conversationId();
     if (id === undefined || id === this.#conversationId || !this.#started || !this.log) return;
     this.#conversationId = id;
-    this.log.mark(this.#nextMs, { kind: 'conversation', epoch: this.epoch, conversationId: id, wallMs: this.#d.o.clock.now() });
+    this.#d.nodeBytes += this.log.mark(this.#nextMs, { kind: 'conversation', epoch: this.epoch, conversationId: id, wallMs: this.#d.o.clock.now() });
   }
   #conversationId: string | undefined;
 
@@ -305,7 +320,7 @@ export class LogConnection {
     this.#held = undefined;
     const log = this.log;
     if (!log) return;
-    if (done && this.#started) log.mark(this.#nextMs, { kind: 'end', epoch: this.epoch });
+    if (done && this.#started) this.#d.nodeBytes += log.mark(this.#nextMs, { kind: 'end', epoch: this.epoch });
     this.#d.release(this);
   }
 }
@@ -317,10 +332,19 @@ export class DurableAudio {
   readonly #timer: TimerId;
   #passing: Promise<void> | undefined;
   #again = false;
-  /** Bytes appended by this node's open logs. */
+  /** Number of the segment the next write goes to; the segment itself opens at its first write. */
+  #seq = 0;
+  #segment: OpenSegment | undefined;
+  /** Indexes of this node's segments not yet stored beside them (the current one, one just closed). */
+  readonly #indexes = new Map<string, SegmentIndex>();
+  /** Manifest lines being appended (shutdown waits for them). */
+  readonly #appends = new Set<Promise<void>>();
+  /** Bytes of this node's segments on disk, and records waiting for a pass. */
   nodeBytes = 0;
   /** Frames dropped as duplicates on resume (tests, metrics). */
   duplicates = 0;
+  /** Passes that wrote something (tests). */
+  writes = 0;
 
   constructor(o: DurableAudioOptions) {
     this.o = o;
@@ -341,14 +365,30 @@ export class DurableAudio {
     return this.#logs.get(logId)?.receivedMs;
   }
 
+  /** The index of one of this node's segments while it is written (readers use it rather than reading the segment). */
+  liveIndex(name: string): SegmentIndex | undefined {
+    return this.#indexes.get(name);
+  }
+
+  /** The segment this node writes now, if any (the sweep never deletes it). */
+  get currentSegment(): string | undefined {
+    return this.#segment?.name;
+  }
+
+  /** The sweep deleted one of this node's closed segments. */
+  removedOwn(bytes: number): void {
+    this.nodeBytes = Math.max(0, this.nodeBytes - bytes);
+  }
+
   dropped(): boolean {
     this.duplicates++;
     return false;
   }
 
   /**
-   * One pass: every log with new records is written and synced (in parallel), then acknowledged. A pass asked for
-   * while one runs follows it, so records appended meanwhile wait one pass at most.
+   * One pass: every log's new records are written to the segment in one write and synced, then every connection is
+   * acknowledged at once. A pass asked for while one runs follows it, so records appended meanwhile wait one pass
+   * at most; records arriving during a pass's write wait for the next pass.
    */
   pass(): Promise<void> {
     if (this.#passing) {
@@ -362,32 +402,124 @@ export class DurableAudio {
   async #passes(): Promise<void> {
     do {
       this.#again = false;
-      const flushes: Promise<void>[] = [];
-      for (const log of this.#logs.values()) {
-        log.current?.checkConversation();
-        if (log.dirty) flushes.push(log.flush().catch((err: unknown) => this.#flushFailed(log, err)));
-        else log.ack(); // a resumed connection learns what an earlier one made durable
-      }
-      await Promise.all(flushes);
+      await this.#pass();
       await this.o.onPass?.();
     } while (this.#again);
   }
 
-  #flushFailed(log: SessionLog, err: unknown): void {
-    // Nothing is acknowledged past a failed write: the client keeps the audio, and the session ends so it resumes.
-    this.o.logger.error({ sessionId: log.id, err: { name: (err as Error)?.name, code: (err as NodeJS.ErrnoException)?.code } }, 'audio log write failed');
-    log.current?.owner?.close(CloseCode.INTERNAL_ERROR, 'audio log write failed');
+  async #pass(): Promise<void> {
+    const batch: SessionLog[] = [];
+    let headBytes = 0;
+    for (const log of this.#logs.values()) {
+      log.current?.checkConversation();
+      if (log.dirty) {
+        batch.push(log);
+        headBytes += CHUNK_HEAD + log.id.length;
+      }
+    }
+    if (batch.length > 0) await this.#write(batch, headBytes);
+    // Every acknowledgement of the pass in one burst; a resumed connection learns what an earlier one made durable.
+    for (const log of this.#logs.values()) log.ack();
+    for (const log of [...this.#logs.values()]) if (log.closing && !log.dirty) this.#forget(log);
+    await this.#roll(false);
   }
 
-  /** Opens a fresh log, or takes over the session's log (here, or from its parts in the store). */
+  /** Writes the batch's records as one chunk per session, in one write and one sync. */
+  async #write(batch: SessionLog[], headBytes: number): Promise<void> {
+    let seg: OpenSegment;
+    try {
+      seg = await this.#open();
+    } catch (err) {
+      for (const log of batch) log.take();
+      this.#failed(batch, err);
+      return;
+    }
+    const heads = Buffer.allocUnsafe(headBytes);
+    const iov: Uint8Array[] = [];
+    let headAt = 0;
+    let pos = seg.bytes;
+    for (const log of batch) {
+      const records = log.take();
+      const n = writeChunkHead(heads, headAt, log.id, log.seed, records);
+      iov.push(heads.subarray(headAt, headAt + n), records);
+      const spans: ChunkSpans = (seg.index.sessions[log.id] ??= []);
+      spans.push([pos, n + records.length]);
+      headAt += n;
+      pos += n + records.length;
+      log.lastSeq = seg.seq;
+    }
+    this.nodeBytes += headBytes;
+    try {
+      await seg.writer.append(iov);
+    } catch (err) {
+      // Nothing is acknowledged past a failed write; the segment is left (its tail may be torn) for a new one.
+      this.#failed(batch, err);
+      await this.#roll(true);
+      return;
+    }
+    seg.bytes = pos;
+    seg.index.bytes = pos;
+    this.writes++;
+    const now = this.o.clock.now();
+    for (const log of batch) {
+      const since = log.settle();
+      if (since >= 0 && log.current?.owner) this.o.metrics?.ackLatencyS?.((now - since) / 1000);
+    }
+  }
+
+  async #open(): Promise<OpenSegment> {
+    if (this.#segment) return this.#segment;
+    const name = segmentName(this.o.writer, this.#seq);
+    const index: SegmentIndex = { bytes: SEGMENT_HEAD, sessions: {} };
+    let writer: SegmentWriter;
+    try {
+      writer = await this.o.store.createSegment(name, this.o.clock.now());
+    } catch (err) {
+      this.#seq++; // the next pass tries a segment of its own
+      throw err;
+    }
+    this.#indexes.set(name, index);
+    this.nodeBytes += SEGMENT_HEAD;
+    this.#segment = { seq: this.#seq, name, writer, bytes: SEGMENT_HEAD, openedAtMs: this.o.clock.now(), index };
+    return this.#segment;
+  }
+
+  /** Closes the segment when it is old or big enough (or `now`), storing its index beside it. */
+  async #roll(now: boolean): Promise<void> {
+    const seg = this.#segment;
+    if (!seg || (!now && seg.bytes < SEGMENT_MAX_BYTES && this.o.clock.now() - seg.openedAtMs < SEGMENT_MAX_MS)) return;
+    this.#segment = undefined;
+    this.#seq = seg.seq + 1;
+    await seg.writer.close().catch(() => undefined);
+    try {
+      await this.o.store.writeIndex(seg.name, seg.index);
+      this.#indexes.delete(seg.name);
+    } catch (err) {
+      // Readers read the segment whole instead.
+      this.#indexes.delete(seg.name);
+      this.o.logger.warn({ segment: seg.name, err: { name: (err as Error)?.name, code: (err as NodeJS.ErrnoException)?.code } }, 'audio log segment index not written');
+    }
+  }
+
+  #failed(batch: readonly SessionLog[], err: unknown): void {
+    // Nothing is acknowledged past a failed write: the client keeps the audio, and the session ends so it resumes.
+    this.o.logger.error({ sessions: batch.length, err: { name: (err as Error)?.name, code: (err as NodeJS.ErrnoException)?.code } }, 'audio log write failed');
+    for (const log of batch) {
+      log.settleFailed();
+      log.current?.owner?.close(CloseCode.INTERNAL_ERROR, 'audio log write failed');
+    }
+  }
+
+  /** Opens a fresh log, or takes over the session's log (here, or from the store). */
   async attach(conn: LogConnection, req: ConnectRequest): Promise<{ log: SessionLog } | { code: number; reason: string }> {
     const id = req.resume?.sessionId ?? req.sessionId;
     const live = this.#logs.get(id);
-    if (live && !live.closed) {
+    if (live) {
       if (live.uid !== req.uid) return { code: CloseCode.RESUME_REFUSED, reason: 'session belongs to another user' };
       const old = live.current;
       live.epoch++;
       live.current = conn;
+      live.closing = false;
       if (old) {
         old.supersede();
         await this.#within(old.done, TAKEOVER_WAIT_MS);
@@ -397,19 +529,21 @@ export class DurableAudio {
     let found: Found | undefined;
     if (req.resume) {
       if (!isLogId(id)) return { code: CloseCode.UNKNOWN_SESSION, reason: 'unknown session' };
-      // A log still closing here is read back once its last records are on disk.
-      if (live) {
-        await live.close().catch(() => undefined);
-        this.#forget(live);
-      }
       found = await this.#find(id);
       if (!found) return { code: CloseCode.UNKNOWN_SESSION, reason: 'unknown session' };
       if (found.header.uid !== req.uid) return { code: CloseCode.RESUME_REFUSED, reason: 'session belongs to another user' };
       if (this.#logs.has(id)) return this.attach(conn, req); // another connection took it meanwhile
     }
-    const header: AudioLogHeader = { sessionId: id, uid: req.uid, codec: req.codec, sampleRate: req.sampleRate, channels: req.channels, language: req.language, source: req.source, writer: this.o.writer, createdAtMs: this.o.clock.now() };
-    const writer = await this.o.store.create(id, found?.nextPart ?? 0, header);
-    const log = new SessionLog(this, id, req.uid, writer, found?.endMs ?? 0, found?.bytes ?? 0, found?.epoch ?? 0, found?.originWallMs);
+    const from = { writer: this.o.writer, from: this.#segment?.seq ?? this.#seq };
+    // After this node's `to` lines, so that each bounds the range it closes.
+    await Promise.all(this.#appends);
+    if (found) await this.o.store.appendManifest(id, [from], true);
+    else {
+      const header: AudioLogHeader = { sessionId: id, uid: req.uid, codec: req.codec, sampleRate: req.sampleRate, channels: req.channels, language: req.language, source: req.source, writer: this.o.writer, createdAtMs: this.o.clock.now() };
+      await this.o.store.createManifest(id, [{ header }, from]);
+    }
+    if (this.#logs.has(id)) return this.attach(conn, req);
+    const log = new SessionLog(id, req.uid, found?.endMs ?? 0, found?.bytes ?? 0, found?.epoch ?? 0, found?.originWallMs);
     log.current = conn;
     this.#logs.set(id, log);
     return { log };
@@ -421,20 +555,14 @@ export class DurableAudio {
     this.o.scheduler.cancel(timer);
   }
 
-  /** Reads a session's parts (cutting a torn tail): where its audio ends, its next epoch and part number. */
+  /** Reads a session's log: where its audio ends, its next epoch, its size. */
   async #find(id: string): Promise<Found | undefined> {
-    const parts = await this.o.store.parts(id);
-    let found: Found | undefined;
-    for (const n of parts) {
-      const raw = await this.o.store.read(id, n);
-      const p = raw && parsePart(raw);
-      if (!p) continue;
-      if (p.tornBytes > 0) await this.o.store.cutTorn(id, n, p.validBytes);
-      const h = p.header;
-      const f: Found = found ?? { header: h, endMs: 0, epoch: 0, nextPart: 0, bytes: 0 };
-      f.nextPart = n + 1;
-      f.bytes += p.validBytes;
-      for (const r of p.records) {
+    const read = await readSessionLog(this.o.store, id, { liveIndex: (n) => this.liveIndex(n) });
+    if (!read) return undefined;
+    const h = read.header;
+    const f: Found = { header: h, endMs: 0, epoch: 0, bytes: read.bytes };
+    for (const run of read.runs) {
+      for (const r of run.records) {
         if (r.type === RecordType.AUDIO) f.endMs = Math.max(f.endMs, r.offsetMs + encodedDurationS(h.codec, h.sampleRate, h.channels, r.bytes) * 1000);
         else if (r.mark.kind === 'gap') f.endMs = Math.max(f.endMs, r.mark.toMs);
         else {
@@ -442,35 +570,37 @@ export class DurableAudio {
           if (r.mark.kind === 'start') f.originWallMs ??= r.mark.wallMs - r.offsetMs;
         }
       }
-      found = f;
     }
-    return found;
+    for (const e of read.handedOver) f.epoch = Math.max(f.epoch, e + 1);
+    return f;
   }
 
-  /** A connection ended: the log closes once no connection writes to it. */
+  /** A connection ended: the log leaves the node once its last records are written (the next pass, asked for now). */
   release(conn: LogConnection): void {
     const log = conn.log;
     if (!log || log.current !== conn) return;
     log.current = undefined;
-    void log.close().then(
-      () => this.#forget(log),
-      (err: unknown) => {
-        this.#forget(log);
-        this.#flushFailed(log, err);
-      },
-    );
+    log.closing = true;
+    void this.pass();
   }
 
   #forget(log: SessionLog): void {
     if (this.#logs.get(log.id) !== log) return;
     this.#logs.delete(log.id);
-    this.nodeBytes -= log.appended;
+    // Bounds the segments a reader of the session looks in; a reader without it looks in every later one.
+    if (log.lastSeq < 0) return;
+    const p = this.o.store.appendManifest(log.id, [{ writer: this.o.writer, to: log.lastSeq }], false).catch(() => undefined);
+    this.#appends.add(p);
+    void p.finally(() => this.#appends.delete(p));
   }
 
-  /** Writes every open log (shutdown, after the sessions drained). */
+  /** Writes every open log and closes the segment (shutdown, after the sessions drained). */
   async close(): Promise<void> {
     this.o.scheduler.cancel(this.#timer);
-    await Promise.allSettled([...this.#logs.values()].map((l) => l.close()));
-    this.#logs.clear();
+    for (const log of this.#logs.values()) log.closing = true;
+    await this.pass().catch(() => undefined);
+    for (const log of [...this.#logs.values()]) this.#forget(log);
+    await this.#roll(true);
+    await Promise.all(this.#appends);
   }
 }

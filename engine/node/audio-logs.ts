@@ -1,4 +1,4 @@
-// A listen node's acknowledged audio: the session logs under DATA_DIR, the writer's heartbeat in Redis, and the sweep
+// A listen node's acknowledged audio: the audio logs under DATA_DIR, the writer's heartbeat in Redis, and the sweep
 // that hands a dead connection's audio to kept audio and deletes logs past their retention.
 import { randomUUID } from 'node:crypto';
 import type client from 'prom-client';
@@ -86,6 +86,9 @@ export function startAudioLogs(o: AudioLogsOptions): AudioLogs {
     writer,
     retentionMs: config.audioLogRetentionS * 1000,
     isOpen: (id) => durable.isOpen(id),
+    liveIndex: (name) => durable.liveIndex(name),
+    currentSegment: () => durable.currentSegment,
+    removedOwn: (bytes) => durable.removedOwn(bytes),
     writerAlive: async (w) => w === writer || (await redis.exists(key(w))) === 1,
     claim: async (id, epoch) => {
       const k = `${config.redisPrefix}:audio-log:claim:${id}:${epoch}`;

@@ -1,7 +1,7 @@
 // Acknowledged audio on /v4/listen over real sockets: acks after the write pass, resume with de-duplication after cuts
 // at random points, refusals, gaps, the session bound, retention on the injected clock, and a resume on another node.
 import t from 'tap';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { startService, type TestService } from '../../helpers/service.js';
 import { advance, connect, open, type ListenClient } from '../../helpers/listen.js';
@@ -9,7 +9,7 @@ import { until, waitFor } from '../../helpers/until.js';
 import { RecordingSttEngine, type RecordingSttStream } from '../../fakes/recording-stt.js';
 import { ConversationStatus } from '../../../engine/protocol.js';
 import type { SttSegment } from '../../../engine/stt/types.js';
-import { LocalAudioLogStore, RecordType, parsePart, type LogRecord, type MarkRecord } from '../../../engine/listen/audio-log.js';
+import { LocalAudioLogStore, RecordType, readSessionLog, type LogRecord, type MarkRecord } from '../../../engine/listen/audio-log.js';
 
 /** 3 s of pcm16 at 16 kHz whose sample i is i - 24000: what a provider heard tells exactly which samples, in order. */
 const SECONDS = 3;
@@ -58,10 +58,8 @@ function rng(seed: number): () => number {
 }
 
 async function readLog(ts: TestService, id: string): Promise<LogRecord[]> {
-  const store = new LocalAudioLogStore(ts.dataDir);
-  const out: LogRecord[] = [];
-  for (const n of await store.parts(id)) out.push(...(parsePart((await store.read(id, n))!)?.records ?? []));
-  return out;
+  const read = await readSessionLog(new LocalAudioLogStore(ts.dataDir), id);
+  return read?.runs.flatMap((r) => r.records) ?? [];
 }
 
 
@@ -90,8 +88,7 @@ t.test('audio_session names the session; audio_ack follows the write pass; a cli
   t.notOk(c.frames.some((f) => f.includes('audio_ack')), 'nothing acknowledged before the pass');
   await advance(ts, 1000);
   t.same(await c.json((m) => m.type === 'audio_ack'), { type: 'audio_ack', offset_ms: 200 });
-  const parts = path.join(ts.dataDir, 'audio-log', hello.session_id);
-  t.ok(existsSync(path.join(parts, '000000.log')), 'the log is under DATA_DIR');
+  t.ok(existsSync(new LocalAudioLogStore(ts.dataDir).manifestFile(hello.session_id)), 'the log is under DATA_DIR');
   c.close();
   await c.closed;
 
@@ -220,7 +217,7 @@ t.test('retention: the log goes once its conversation is processed and the reten
   c.close();
   await c.closed;
   await until(() => ts.service.sessions.size === 0, { what: 'drained', timeoutMs: 30_000 });
-  const dir = path.join(ts.dataDir, 'audio-log', session_id);
+  const dir = new LocalAudioLogStore(ts.dataDir).manifestFile(session_id);
   const conversation = await waitFor(() => ts.service.services.conversations.latestWithStatus('u1', ConversationStatus.IN_PROGRESS), { what: 'conversation' });
   await advance(ts, 30_000);
   await ts.service.audioLogs!.sweep.run();
@@ -233,6 +230,8 @@ t.test('retention: the log goes once its conversation is processed and the reten
   await advance(ts, 600_000);
   await ts.service.audioLogs!.sweep.run();
   t.notOk(existsSync(dir), 'deleted once the retention passed');
+  const segments = path.join(ts.dataDir, 'audio-log', 'segments');
+  t.same(readdirSync(segments).filter((n) => n.endsWith('.seg')), [], 'its segment too, once no other session needs it');
   t.match((await ts.req('/metrics')).text, /listen_audio_logs_removed_total\{reason="retention"\} 1/);
 });
 
@@ -254,7 +253,7 @@ t.test('the log goes with its conversation', async (t) => {
   t.match(marks, [{ kind: 'start' }, { kind: 'conversation', conversationId: conversation.id }, { kind: 'end' }], 'the log names the conversation');
   await ts.service.services.store.knex('conversations').where({ id: conversation.id }).delete();
   await ts.service.audioLogs!.sweep.run();
-  t.notOk(existsSync(path.join(ts.dataDir, 'audio-log', session_id)), 'deleted with the conversation');
+  t.notOk(existsSync(new LocalAudioLogStore(ts.dataDir).manifestFile(session_id)), 'deleted with the conversation');
 });
 
 t.test('a session resumed on another node of the deployment continues its log there (DATA_DIR shared)', async (t) => {
