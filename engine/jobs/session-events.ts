@@ -1,7 +1,7 @@
 // Conversation events for live sessions over Redis pub/sub, so a job on any node reaches the user's session on this one;
 // and the manual end of recording, asked of every node's sessions of a user and answered by each node.
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 
 export const SessionEventType = {
   PROCESSING_STARTED: 'memory_processing_started',
@@ -43,15 +43,15 @@ interface EndAnswerMessage extends EndAnswer {
 type Message = SessionEvent | EndRequestMessage | EndAnswerMessage;
 
 export class SessionEvents {
-  readonly #publisher: Redis;
-  readonly #subscriber: Redis;
+  readonly #publisher: RedisClient;
+  readonly #subscriber: RedisClient;
   readonly #channel: string;
   #listener: ((channel: string, message: string) => void) | undefined;
   /** Manual ends this node asked for, by request id: each takes the nodes' answers. */
   readonly #asked = new Map<string, (answer: EndAnswer) => void>();
 
   /** `subscriber` may be shared with other channels: messages are filtered by channel. */
-  constructor(opts: { publisher: Redis; subscriber: Redis; channel: string }) {
+  constructor(opts: { publisher: RedisClient; subscriber: RedisClient; channel: string }) {
     this.#publisher = opts.publisher;
     this.#subscriber = opts.subscriber;
     this.#channel = opts.channel;
