@@ -56,8 +56,11 @@ export function createRedis(url: string, extra: RedisOptions = {}): RedisClient 
   return new Cluster(seeds.nodes.map((n) => ({ ...n })), cluster);
 }
 
+/** A cluster's probe connects to a seed, reads the slot map, then connects to every master: it gets longer. */
+const CLUSTER_PROBE_MS = 5000;
+
 /** True when a Redis server (or a cluster with all its slots served) answers PING at `url` within `timeoutMs`. */
-export async function redisAnswers(url: string, timeoutMs = 1000): Promise<boolean> {
+export async function redisAnswers(url: string, timeoutMs = isClusterUrl(url) ? CLUSTER_PROBE_MS : 1000): Promise<boolean> {
   const probe = createRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, enableAutoPipelining: false });
   probe.on('error', () => undefined);
   let timer: NodeJS.Timeout | undefined;
