@@ -65,12 +65,11 @@ export async function redisAnswers(url: string, timeoutMs = isClusterUrl(url) ? 
   probe.on('error', () => undefined);
   let timer: NodeJS.Timeout | undefined;
   try {
+    const answer = probe.connect().then(() => probe.ping());
+    if (!isClusterUrl(url)) return (await answer) === 'PONG';
     // A cluster's connect asks several nodes in turn: bound the whole probe, not only each connection.
-    const answer = Promise.race([
-      probe.connect().then(() => probe.ping()),
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('redis probe timeout')), timeoutMs * 2))),
-    ]);
-    return (await answer) === 'PONG';
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('redis probe timeout')), timeoutMs * 2)));
+    return (await Promise.race([answer, late])) === 'PONG';
   } catch {
     return false;
   } finally {
