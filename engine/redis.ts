@@ -56,6 +56,19 @@ export function createRedis(url: string, extra: RedisOptions = {}): RedisClient 
   return new Cluster(seeds.nodes.map((n) => ({ ...n })), cluster);
 }
 
+/**
+ * How many subscribers a message published on `channel` reached, given PUBLISH's answer `published`. One server counts
+ * them all; a cluster node counts only its own clients, so on a cluster every node is asked (PUBSUB NUMSUB). Infinity
+ * when a node does not answer: the caller then waits for its answers until its timeout.
+ */
+export async function subscribersReached(client: RedisClient, channel: string, published: number): Promise<number> {
+  if (!(client instanceof Cluster)) return published;
+  const counts: number[] = await Promise.all(
+    client.nodes('all').map((node) => node.pubsub('NUMSUB', channel).then((r) => Number((r as unknown[])[1] ?? 0), () => Infinity)),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
 /** A cluster's probe connects to a seed, reads the slot map, then connects to every master: it gets longer. */
 const CLUSTER_PROBE_MS = 5000;
 

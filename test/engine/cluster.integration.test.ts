@@ -12,7 +12,7 @@ import { receiver, secretOf, setUserHook, verified } from '../helpers/webhooks.j
 import { startFakeDeepgram, type ScriptedWord } from '../fakes/deepgram-server.js';
 import { startFakeFcm, writeServiceAccount } from '../fakes/fcm-server.js';
 import { createApp, direct, install } from '../helpers/notifications.js';
-import { createRedis, type RedisClient } from '../../engine/redis.js';
+import { createRedis, subscribersReached, type RedisClient } from '../../engine/redis.js';
 
 const said = (at: number, ...texts: string[]): ScriptedWord[] => texts.map((word, i) => ({ word, start: at + i * 0.3, end: at + i * 0.3 + 0.25 }));
 const WORDS = said(0.3, 'remember', 'to', 'buy', 'milk');
@@ -128,6 +128,9 @@ t.test('two nodes on a Redis Cluster', async (t) => {
     t.ok(perNode.filter((n) => n > 0).length >= 2, `keys on more than one master (${perNode.join(', ')})`);
     const prefix = all.env.REDIS_PREFIX!;
     t.ok(await redis.exists(`{${prefix}}:processing:meta`), 'the processing queue lives under the hash-tagged prefix');
+    // A node counts only its own subscribers at PUBLISH: both nodes' are found by asking every node.
+    const channel = `${prefix}:api-keys:revoked`;
+    t.equal(await subscribersReached(redis, channel, await redis.publish(channel, 'no-such-key-hash')), 2, 'both nodes subscribe, whichever node each chose');
     const metrics = (await all.req('/metrics')).text;
     t.match(metrics, /jobs_queued\{[^}]*queue="webhooks"/, 'queue metrics read from the cluster');
   });
