@@ -20,6 +20,7 @@ const SCENARIOS = {
   webhooks: './webhooks/webhooks.mjs',
   'day-summary': './jobs/day-summary.mjs',
   compare: './compare.mjs',
+  idle: './idle.mjs',
 };
 
 const HELP = `usage: npm run bench -- <scenario> [options]
@@ -43,6 +44,7 @@ scenarios:
             and p99 enqueue → receipt at a fixed rate
   day-summary  the hourly day summary run for 10,000 users with an LLM fake answering in 1 s: how long it takes
   compare   compare A.json B.json: the ratio between two result files' figures
+  idle      RSS of the idle service per role (all, api, listen, jobs), a provider configured, nothing connected
 each run prints a table and writes bench/results/<timestamp>-<scenario>.json and .html (charts);
 \`npm run bench -- <scenario> --help\` for options`;
 

@@ -39,6 +39,7 @@ import { ActorRegistry } from './listen/actor-registry.js';
 import { CloseCode } from './protocol.js';
 import type { LoopPacer } from './runtime/loop-pacer.js';
 import { registerProcessMetrics, registerSyncMetrics, registerVoiceMetrics } from './node/metrics.js';
+import type { NamedQueue } from './jobs/queue-metrics.js';
 import { VoiceTranscriber } from './voice/transcriber.js';
 import { SpeechCheck } from './voice/speech-check.js';
 import { voiceEngines } from './voice/engines.js';
@@ -207,7 +208,15 @@ export class Service {
       const applied = await store.migrate();
       if (applied.length > 0) logger.info({ migrations: applied.length, dialect: store.dialect }, 'migrations applied');
       const registry = new client.Registry();
-      registerProcessMetrics(registry, () => [{ name: 'processing', queue: queue.queue }, { name: 'webhooks', queue: webhookQueue.queue }, ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : []), ...(pushes?.queue ? [{ name: 'notifications', queue: pushes.queue.queue }] : [])]);
+      const namedQueues = (): NamedQueue[] => [
+        { name: 'processing', queue: queue.queue },
+        { name: 'webhooks', queue: webhookQueue.queue },
+        { name: 'sync', queue: syncQueue.queue },
+        ...(keptJobs ? [{ name: 'transcribe_kept_audio', queue: keptJobs.queue }] : []),
+        ...(pushes?.queue ? [{ name: 'notifications', queue: pushes.queue.queue }] : []),
+        ...(daySummarySchedule ? [{ name: 'day_summaries', queue: daySummarySchedule.queue }] : []),
+      ];
+      registerProcessMetrics(registry, namedQueues, { role: config.role });
       startMemoryTrim({ scheduler, registry, intervalS: opts.tuning?.mallocTrimIntervalS ?? MALLOC_TRIM_INTERVAL_S });
       compaction = startHeapCompaction({ scheduler, registry, intervalS: opts.tuning?.heapCompactIntervalS ?? HEAP_COMPACT_INTERVAL_S, tidyThreads: () => codecPool?.tidyThreads() ?? 0 });
       const apiKeys = new ApiKeysRepository(store.knex);
@@ -230,7 +239,7 @@ export class Service {
       const usage = new UsageRepository(store.knex);
       const userSettings = new UserSettingsRepository(store.knex);
       const notifications = new NotificationsRepository(store.knex);
-      pushes = startPushes({ config, redisUrl, clock, logger, notifications, settings: userSettings, consume: runsJobs });
+      pushes = startPushes({ config, redisUrl, clock, logger, notifications, settings: userSettings, consume: runsJobs, registry });
       const notifier = new Notifier({ notifications, settings: userSettings, publisher: redis, subscriber, channel: `${config.redisPrefix}:notifications`, pushes: pushes.queue, clock, logger });
       await notifier.attach();
       const stt = new EngineList(opts.sttEngines ?? createSttEngines(config, { clock, scheduler, logger, sendMs: opts.tuning?.sttSendMs }));
@@ -281,7 +290,7 @@ export class Service {
         });
         daySummarySchedule = new DaySummarySchedule({ services, redisUrl });
         await daySummarySchedule.start();
-        worker = startJobsNode({ services, events, redisUrl, keptIndex, onProcessed: conversationCreatedListener(services) });
+        worker = startJobsNode({ services, events, redisUrl, keptIndex, onProcessed: conversationCreatedListener(services), ...(opts.tuning?.processingStalledIntervalMs ? { stalledIntervalMs: opts.tuning.processingStalledIntervalMs } : {}) });
         syncWorker = new SyncWorker({
           redisUrl,
           prefix: config.redisPrefix,
@@ -376,12 +385,14 @@ export class Service {
     const live = this.#live;
     const bound = config.shutdownTimeoutMs;
     logger.info('shutting down');
+    // First, so that an upgrade already on an accepted connection is refused (1013) rather than started and drained.
+    live.registry.stopAdmitting();
     await this.#step('http', () => this.http.stopListening(), bound, () => ({ inFlight: this.http.inFlight }));
     // Voice messages under way were answered above; their speech gate's thread goes now.
     await this.#step('voice', () => this.services.voice.close(), bound);
-    // Live sessions: stop admitting, finalise STT, flush the last segments, close with 1001; their open
-    // conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
-    await this.#step('sessions', () => live.registry.drainAll(CloseCode.GOING_AWAY, 'server shutting down'), bound, () => ({ sessions: live.registry.size }));
+    // Live sessions: finalise STT, flush the last segments, close with 1012 (reconnect now, to another node); their
+    // open conversations are left to the idle check on the queue, so a reconnect elsewhere can resume them.
+    await this.#step('sessions', () => live.registry.drainAll(CloseCode.SERVICE_RESTART, SERVICE_RESTART_REASON), bound, () => ({ sessions: live.registry.size }));
     // Their audio logs' last records and end marks, so no other node takes their audio for unfinished.
     await this.#step('audio-logs', () => live.audioLogs?.close(), bound);
     // The last audio windows and transcript batches of the sessions just drained, while the store still takes replies.
@@ -455,6 +466,9 @@ export class Service {
     return this.#stopStep;
   }
 }
+
+/** The close reason of live sessions drained at shutdown (close 1012). */
+export const SERVICE_RESTART_REASON = 'service restart: reconnect';
 
 /** A shutdown step taking at least this long is logged (each is bounded by SHUTDOWN_TIMEOUT_MS). */
 const SLOW_STOP_STEP_MS = 5000;

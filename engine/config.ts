@@ -1,12 +1,26 @@
 // Service configuration: the only reader of process.env; validates everything once at boot and returns a frozen object.
 import path from 'node:path';
 import fs from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { readServiceAccount } from './notifications/service-account.js';
 import { CLUSTER_URL_FORM, isClusterUrl, parseClusterUrl } from './redis-url.js';
 
 /** Log levels pino accepts. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * CPU one streaming Opus session with a provider costs a listen node, in µs per session-second (the fleet bench's
+ * figure, docs/performance.md "Capacity").
+ */
+export const SESSION_CPU_US_PER_S = 1400;
+/** Share of each core the default session limit plans to fill: the rest absorbs collection, bursts and loop latency. */
+export const SESSION_CORE_SHARE = 0.6;
+
+/** MAX_SESSIONS when unset: what `cores` hold at SESSION_CPU_US_PER_S each within SESSION_CORE_SHARE, in fifties. */
+export function defaultMaxSessions(cores: number = availableParallelism()): number {
+  return Math.max(50, Math.floor((cores * SESSION_CORE_SHARE * 1e6) / SESSION_CPU_US_PER_S / 50) * 50);
+}
 
 export const ROLES = ['all', 'api', 'listen', 'jobs'] as const;
 export type Role = (typeof ROLES)[number];
@@ -83,7 +97,7 @@ export interface Config {
   readonly llmMaxRetries: number;
   /** Run the Silero speech gate in front of the local engine ('on' or 'off'). @defaultValue true */
   readonly vadGate: boolean;
-  /** Live listen sessions this node holds at most; one more is closed with 1013. @defaultValue 1000 */
+  /** Live listen sessions this node holds at most; one more is closed with 1013. @defaultValue defaultMaxSessions() */
   readonly maxSessions: number;
   /** Live listen sessions one user holds at most on this node; one more is closed with 1013. @defaultValue 4 */
   readonly maxSessionsPerUser: number;
@@ -305,7 +319,7 @@ export function loadConfig(env: Env = process.env): Config {
     llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 30_000, 100, 600_000),
     llmMaxRetries: int(env, 'LLM_MAX_RETRIES', 2, 0, 10),
     vadGate: oneOf(env, 'VAD_GATE', ['on', 'off'] as const, 'on') === 'on',
-    maxSessions: int(env, 'MAX_SESSIONS', 1000, 1, 1_000_000),
+    maxSessions: int(env, 'MAX_SESSIONS', defaultMaxSessions(), 1, 1_000_000),
     maxSessionsPerUser: int(env, 'MAX_SESSIONS_PER_USER', 4, 1, 1000),
     listenMaxInboundBytes: int(env, 'LISTEN_MAX_INBOUND_BYTES', 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
     audioLogRetentionS: int(env, 'AUDIO_LOG_RETENTION_S', 3600, 0, 30 * 86400),

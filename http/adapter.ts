@@ -109,6 +109,9 @@ export interface HttpAdapterOptions<P> {
   authenticate(spec: AuthSpec, headers: Readonly<Record<string, string>>, route: Route<P>, remoteAddress: string): Promise<AuthResult<P>>;
 }
 
+/** uSockets' LIBUS_LISTEN_DEFAULT: the port may be shared (SO_REUSEPORT); 1 would be LIBUS_LISTEN_EXCLUSIVE_PORT. */
+const LISTEN_SHARED_PORT = 0;
+
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized',
   403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 409: 'Conflict',
@@ -257,7 +260,10 @@ export class HttpAdapter<P> {
 
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (token) => {
+      // Without LIBUS_LISTEN_EXCLUSIVE_PORT uSockets sets SO_REUSEPORT: several processes on one host may listen on
+      // one port and the kernel spreads new connections among them (docs/operations.md, Several nodes).
+      const listen = this.app.listen as unknown as (h: string, p: number, options: number, cb: (token: uWS.us_listen_socket | false) => void) => void;
+      listen.call(this.app, host, port, LISTEN_SHARED_PORT, (token) => {
         if (!token) {
           reject(new Error(`could not listen on ${host}:${port}`));
           return;

@@ -5,6 +5,7 @@
 // Rationale: each such thread has one caller, so a pool's queueing, async-resource and balancing work per task is not
 // needed; this loop is all that is. Tasks run as they arrive: an async handler (a speech thread waiting on its VAD)
 // lets the next task start while it waits.
+import { writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { movesOf } from './messages.js';
 
@@ -24,6 +25,13 @@ type Handler = (task: unknown) => unknown;
 const port = parentPort;
 if (port === null) throw new Error('workers/task-thread.js runs in a worker thread');
 const { filename } = workerData as { filename: string };
+// Named after its handler (`task-decode`, at most 15 bytes), so that per-thread CPU in /proc/<pid>/task/*/stat tells
+// the threads apart (Node names none); best effort: not Linux, no name.
+try {
+  writeFileSync('/proc/thread-self/comm', `task-${(/([^/]+?)(\.[jt]s)?$/.exec(filename)?.[1] ?? 'thread')}`.slice(0, 15));
+} catch {
+  // not Linux
+}
 const mod = (await import(filename)) as { default: Handler; events?: (listener: (event: unknown) => void) => unknown };
 const handle = mod.default;
 // A module with something to say between answers (a codec shard's provider sockets) gets a channel for it.

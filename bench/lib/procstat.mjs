@@ -103,6 +103,63 @@ export async function settledRss(pid, o = {}) {
   return median(xs.slice(-5));
 }
 
+/**
+ * CPU seconds of each thread of `pid` so far, by thread id, with the thread's name (its comm: Node leaves every thread
+ * `node`; the service names its task threads `task-<handler>`, e.g. `task-decode` for a codec shard).
+ * @param {number} pid
+ * @returns {Map<number, { name: string, cpuS: number }>}
+ */
+export function threadTimes(pid) {
+  const out = new Map();
+  let tids;
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const f = stat.slice(close + 2).split(' ');
+      out.set(Number(tid), { name: stat.slice(stat.indexOf('(') + 1, close), cpuS: (Number(f[11]) + Number(f[12])) / CLK_TCK });
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU cores each kind of thread of `pid` used between two threadTimes() reads `seconds` apart: the main thread (its
+ * id is the pid), each named task thread (`task-decode 1`, `task-decode 2`, … in thread id order), and every other
+ * thread together (V8's platform workers: concurrent marking, sweeping and compilation; libuv's pool). A thread that
+ * ended meanwhile is left out.
+ * @param {number} pid
+ * @param {Map<number, { name: string, cpuS: number }>} before
+ * @param {Map<number, { name: string, cpuS: number }>} after
+ * @param {number} seconds
+ * @returns {{ thread: string, cores: number }[]}
+ */
+export function threadCores(pid, before, after, seconds) {
+  /** @type {Map<string, number>} */
+  const by = new Map([['main', 0]]);
+  /** @type {Map<string, number>} */
+  const seen = new Map();
+  let helpers = 0;
+  for (const [tid, t] of [...after.entries()].sort((a, b) => a[0] - b[0])) {
+    const used = t.cpuS - (before.get(tid)?.cpuS ?? 0);
+    if (tid === pid) by.set('main', used);
+    else if (t.name.startsWith('task-')) {
+      const n = (seen.get(t.name) ?? 0) + 1;
+      seen.set(t.name, n);
+      by.set(`${t.name} ${n}`, used);
+    } else helpers += used;
+  }
+  by.set('V8 and libuv helpers', helpers);
+  return [...by.entries()].map(([thread, cpuS]) => ({ thread, cores: Math.round((cpuS / seconds) * 1000) / 1000 }));
+}
+
 /** CPU seconds of this process and its children so far (what a bench process spends itself). */
 export function selfCpuSeconds() {
   return treeCpuSeconds(process.pid);

@@ -2,6 +2,7 @@
 // (the first fill first: slotShare), commands them, and sums their once-a-second reports into fleet totals.
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
+import { availableParallelism, loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Histogram } from '../lib/histogram.mjs';
@@ -19,7 +20,7 @@ const SUMMED = ['opened', 'streams', 'closed', 'frames', 'bytes', 'audioMs', 'ke
  * @property {string} query the /v4/listen query after uid (codec, sample_rate, custom_stt, …)
  * @property {string} fixtureFile
  * @property {{ uid: string, token: string }[]} devices
- * @property {number} [generators] generator processes (default: one per 700 devices, at least 1)
+ * @property {number} [generators] generator processes (default: defaultGenerators())
  * @property {number} [keepAliveMs] default 10 s
  * @property {number} [burst] default 1
  * @property {number} [pauseEveryS] default 0 (no pauses)
@@ -48,11 +49,31 @@ const SUMMED = ['opened', 'streams', 'closed', 'frames', 'bytes', 'audioMs', 'ke
  * @property {number} streaming devices now streaming
  * @property {number} paused streaming devices now in a pause
  * @property {number} backlogBytes bytes written by the devices and not yet taken by the kernel
+ * @property {number} backlogMaxMs the largest backlog of one device, in ms of its audio (the most of any generator)
  * @property {number} cpuS the generators' own CPU seconds
  * @property {Record<string, number>} refused sessions refused: upgrades by HTTP status (0: no answer), and `1013`
  *   for a close with 1013 before the session was ready (busy or full)
  * @property {Record<string, number>} unexpected sessions closed by the server (or the network), by close code and the device's state then (`1006 open`: before ready)
  */
+
+/**
+ * Devices one generator process drives on a quiet box: a generator is one thread, and past a few hundred devices on a
+ * shared core its own lateness starts to count in the server's figures.
+ */
+export const DEVICES_PER_GENERATOR = 400;
+
+/**
+ * Generator processes for `devices` device slots: one per DEVICES_PER_GENERATOR, fewer devices each when the box is
+ * already busy (load average per core above 1: each process then gets less of a core), at most 16.
+ * @param {number} devices
+ * @param {{ cores?: number, load?: number }} [box] default: this machine's cores and 1-minute load average
+ */
+export function defaultGenerators(devices, box = {}) {
+  const cores = box.cores ?? availableParallelism();
+  const load = box.load ?? loadavg()[0] ?? 0;
+  const perProcess = Math.max(100, Math.round(DEVICES_PER_GENERATOR / Math.max(1, load / cores)));
+  return Math.min(16, Math.max(1, Math.ceil(devices / perProcess)));
+}
 
 export class DeviceFleet {
   /** @type {import('node:child_process').ChildProcess[]} */
@@ -66,7 +87,7 @@ export class DeviceFleet {
   /** @param {FleetOptions} o */
   static async start(o) {
     const f = new DeviceFleet();
-    const g = Math.max(1, o.generators ?? Math.ceil(o.devices.length / 700));
+    const g = Math.max(1, o.generators ?? defaultGenerators(o.devices.length));
     f.#perGenerator = Math.ceil(o.devices.length / g);
     for (let i = 0; i < g; i++) {
       const proc = track(fork(DEVICES, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' }));
@@ -92,6 +113,11 @@ export class DeviceFleet {
       await inited;
     }
     return f;
+  }
+
+  /** Generator processes whose latest report has a session streaming. */
+  streamingGenerators() {
+    return this.#last.filter((m) => (m.streaming ?? 0) > 0).length;
   }
 
   get pids() {
@@ -160,6 +186,7 @@ export class DeviceFleet {
     for (const k of SUMMED) t[k] = 0;
     for (const m of this.#last) {
       for (const k of SUMMED) t[k] += m[k] ?? 0;
+      t.backlogMaxMs = Math.max(t.backlogMaxMs ?? 0, m.backlogMaxMs ?? 0);
       for (const k of ['refused', 'unexpected']) for (const [code, n] of Object.entries(m[k] ?? {})) t[k][code] = (t[k][code] ?? 0) + /** @type {number} */ (n);
     }
     return t;

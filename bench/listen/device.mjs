@@ -10,6 +10,7 @@ const SUGGEST_EVERY_MS = 2000;
  * @property {import('./devices.mjs').InitMessage} cfg
  * @property {Buffer[]} frames the fixture's frames, pre-masked
  * @property {number} frameMs audio per frame
+ * @property {number} bytesPerMs wire bytes per ms of audio (the frames' mean, headers included): a backlog in ms
  * @property {import('./devices.mjs').Counters} stats
  * @property {import('../lib/histogram.mjs').Histogram} segLatency
  * @property {import('../lib/histogram.mjs').Histogram} lateness

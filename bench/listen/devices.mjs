@@ -103,6 +103,7 @@ const g = {
   cfg: /** @type {any} */ (undefined),
   frames: [],
   frameMs: 20,
+  bytesPerMs: 1,
   stats: counters,
   segLatency: new Histogram(),
   lateness: new Histogram(),
@@ -142,7 +143,7 @@ const slots = [];
 const wanted = { count: 0, stream: false };
 
 function counts() {
-  const c = { connecting: 0, open: 0, ready: 0, streaming: 0, paused: 0, backlogBytes: 0 };
+  const c = { connecting: 0, open: 0, ready: 0, streaming: 0, paused: 0, backlogBytes: 0, backlogMaxMs: 0 };
   for (const d of slots) {
     if (d.state === 'connecting') c.connecting++;
     else if (d.state === 'open') c.open++;
@@ -151,7 +152,9 @@ function counts() {
       c.streaming++;
       if (d.pauseUntil > 0) c.paused++;
     }
-    c.backlogBytes += d.ws?.socket.writableLength ?? 0;
+    const backlog = d.ws?.socket.writableLength ?? 0;
+    c.backlogBytes += backlog;
+    if (backlog > 0) c.backlogMaxMs = Math.max(c.backlogMaxMs, backlog / g.bytesPerMs);
   }
   return c;
 }
@@ -171,6 +174,7 @@ process.on('message', (/** @type {any} */ m) => {
       const fx = readFixture(m.fixtureFile);
       g.frameMs = fx.frameMs;
       g.frames = fx.frames.map((f) => maskedFrame(OP.BINARY, f));
+      g.bytesPerMs = g.frames.reduce((n, f) => n + f.length, 0) / (g.frames.length * g.frameMs);
       for (const [i, d] of m.devices.entries()) slots.push(new Device(g, i, d.uid, d.token));
       setInterval(() => {
         const now = performance.now();

@@ -49,6 +49,22 @@ export function memoryChart(timeline) {
 }
 
 /**
+ * CPU per thread of the service's window and the baseline's: cores (µs per session-second) of the main thread, each
+ * codec thread and the helpers together (measure.mjs observe()).
+ * @param {any} w
+ * @param {any} b
+ * @param {number} sessions
+ */
+function threadRows(w, b, sessions) {
+  const names = [...new Set([...w.threads, ...(b?.threads ?? [])].map((t) => t.thread))];
+  const cell = (/** @type {any} */ x, /** @type {string} */ name) => {
+    const t = x?.threads?.find((/** @type {any} */ y) => y.thread === name);
+    return t ? `${v(t.cores)} (${v(Math.round((t.cores / sessions) * 1e6))})` : '-';
+  };
+  return { title: 'CPU per thread, cores (µs per session-second)', head: ['thread', 'service', 'bare uWS'], rows: names.map((n) => [n, cell(w, n), cell(b, n)]) };
+}
+
+/**
  * The service's CPU profiles (--profile; one file per thread: main, then codec shards) as tables: self time by area
  * for each thread, by function for the main thread.
  * @param {string | undefined} dir relative to the repository root
@@ -199,7 +215,7 @@ export function fleetResult(a) {
     audio: { codec: a.codec, sampleRate: a.fixture.sampleRate, frameMs: a.fixture.frameMs, loopSeconds: a.fixture.seconds, what: a.fixture.what },
     baseline: `a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), same generator, same ${sessions} sessions, ${a.baselineSeconds} s`,
     summary,
-    tables: profileTables(a.profileDir),
+    tables: [...(w.threads ? [threadRows(w, b, sessions)] : []), ...profileTables(a.profileDir)],
     figures: figuresOf({
       'frame latency p99 ms': [w.lag.p99, 'ms', 'lower'],
       'frame latency p50 ms': [w.lag.p50, 'ms', 'lower'],

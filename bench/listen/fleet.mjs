@@ -9,7 +9,7 @@ import { loadFixture } from './fixtures.mjs';
 import { RampSearch, Timeline, drain, observe, ramp, rampTogether } from './measure.mjs';
 import { bareTarget, serviceTarget } from './targets.mjs';
 import { fleetResult } from './fleet-report.mjs';
-import { rampResult } from './ramp-report.mjs';
+import { THREAD_PROBE, rampResult } from './ramp-report.mjs';
 
 /**
  * CPU cores `pid` uses over the next `seconds` (an idle baseline).
@@ -31,9 +31,13 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
                       provider_a: require it; provider_b: the provider_b (Soniox protocol) fake instead;
                       custom: custom_stt=enabled (no STT stage); local: the default engine
   --baseline-seconds S  the same load against the bare uWS server for S seconds, for the CPU ratio (default 5; 0: skip)
-  --ramp              capacity search instead: the largest N with p99 frame latency < 100 ms and no loss for --hold
-                      seconds, of the bare server and of the service with the same generator, taking turns step by
-                      step (each target's sessions closed while the other steps) so both see the same host
+  --ramp              capacity search instead: the largest N that holds for --hold seconds with every session streaming,
+                      none closed, lag p99 < 300 ms and ≥ 99% of the audio arriving at the receiving end (the provider
+                      fake behind the service, the bare server's decoder), no device's backlog over 1 s and the
+                      generator on time (lateness p99 ≤ 50 ms), of the bare server and of the service with the same
+                      generator, taking turns step by step (each target's sessions closed while the other steps) so
+                      both see the same host; prints both ramps' steps, CPU per thread at --probe and at capacity,
+                      and the ratio
   --from N --max N    first and largest N of the ramp (default 100 and 3000)
   --hold S            seconds each ramp step must hold (default 60)
   --rounds R          no search: --sessions N for --seconds, R times on each side, the service and the bare server
@@ -41,7 +45,10 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
                       round's ratio (a shared host's speed drifts from minute to minute)
   --sequential        the whole bare ramp first, then the service's
   --service-first     the whole service ramp first, then the bare server's
-  --generators N      generator processes (default: one per 700 devices)
+  --generators N      generator processes, their reports summed (default: one per 400 devices, more when the box's
+                      load average is above its cores; a ramp step fills them in turn); a step whose generator is
+                      late (p99 > 50 ms) fails as the generator's, not the server's
+  --probe N           a step the ramp's way up holds on its way past, for the per-thread CPU table (default 800)
   --open-rate R       devices arrive over time instead: R new sessions per second, each streaming once ready (a
                       fleet's morning); refused ones (1013) retry after 1-3 s; the window starts once all N arrived
   --pause-every S     mean seconds of audio between two pauses of a device, keep-alives only meanwhile (default 0: none)
@@ -156,7 +163,7 @@ async function fleetRun(options, speakerIdOff, ackOff) {
       const from = fixed ?? num(options, 'from', 100);
       const max = fixed ?? num(options, 'max', 3000);
       const hold = rounds === undefined ? num(options, 'hold', 60) : num(options, 'seconds', 30);
-      const rampOpts = { from, max, holdS: hold, settleS: 3, ...(rounds === undefined ? {} : { rounds }) };
+      const rampOpts = { from, max, holdS: hold, settleS: 3, probe: num(options, 'probe', THREAD_PROBE), ...(rounds === undefined ? {} : { rounds }) };
       const order = rounds === undefined && options['service-first'] ? 'service-first' : rounds === undefined && options.sequential ? 'bare-first' : 'interleaved';
       const wanted = (/** @type {import('./measure.mjs').Ctx} */ ctx) => ({ ...rampOpts, sessionsWanted: (/** @type {number} */ n) => ctx.fleet.open(n, true) });
       /** The stacks running now (a ramp that throws leaves them up), and the service's idle RSS. */

@@ -9,13 +9,15 @@ import { Timeline, drain, observe, ramp } from './measure.mjs';
 import { bareTarget } from './targets.mjs';
 import { fleetOptions, num } from './fleet.mjs';
 import { LATENCY_NOTE } from './fleet-report.mjs';
-import { rampResult } from './ramp-report.mjs';
+import { THREAD_PROBE, rampResult } from './ramp-report.mjs';
 
 export const USAGE = `npm run bench -- limit [--codec opus_fs320] [--from 100] [--max 3000] [--hold 60] | [--sessions N --seconds S]
   capacity search of a bare uWebSockets.js server that decodes each frame inline (no actors, pool or STT), with the
-  fleet's generator: the largest N with p99 frame latency < 100 ms and no loss for --hold seconds
+  fleet's generator split over processes: the largest N that passes the fleet ramp's criteria for --hold seconds
+  (every session streaming, none closed, PCM lag p99 < 300 ms, ≥ 99% of the audio decoded, no device's backlog over
+  1 s, generator lateness p99 ≤ 50 ms); each step reports the generator's CPU and lateness
   --sessions N --seconds S   one fixed load instead of the search (CPU per session-second of server and generator)
-  generator options as for fleet: --generators, --pause-every, --pause-seconds, --burst, --keepalive
+  generator options as for fleet: --generators, --probe, --pause-every, --pause-seconds, --burst, --keepalive
   --out FILE     result file (default bench/results/<timestamp>-limit.json; the HTML report goes beside it)`;
 
 /** @param {Record<string, string | true>} options */
@@ -32,7 +34,7 @@ export async function run(options) {
   const bare = await bareTarget({ fixture, sampler, timeline, progress, devices, fleet: fleetOptions(options) });
   try {
     if (!fixed) {
-      const limit = await ramp(bare.ctx, { from: num(options, 'from', 100), max: devices, holdS: num(options, 'hold', 60), settleS: 3, sessionsWanted: (n) => bare.ctx.fleet.open(n, true) });
+      const limit = await ramp(bare.ctx, { from: num(options, 'from', 100), max: devices, holdS: num(options, 'hold', 60), settleS: 3, probe: num(options, 'probe', THREAD_PROBE), sessionsWanted: (n) => bare.ctx.fleet.open(n, true) });
       const bareDrain = await drain(bare.ctx, fixture);
       const none = { capacity: 0, firstFail: null, steps: [] };
       return rampResult({ scenario: 'limit', m, options, codec, fixture, stt: 'none', limit, fleet: none, bareDrain, svcDrain: { lostFrames: null }, idleRss: NaN, exitCode: null, sampler, timeline });

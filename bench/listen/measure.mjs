@@ -2,10 +2,21 @@
 // the drain that settles the loss count, and the timeline the HTML charts are drawn from.
 // One file because the window, the ramp and the drain share the timeline they write.
 import { Histogram } from '../lib/histogram.mjs';
-import { median, rssBytes, treeCpuSeconds } from '../lib/procstat.mjs';
+import { median, rssBytes, threadCores, threadTimes, treeCpuSeconds } from '../lib/procstat.mjs';
 
-/** p99 frame latency under which a step passes, in ms (the capacity criterion). */
-export const RAMP_P99_MS = 100;
+/**
+ * A ramp step passes when, for its whole hold, every session it asked for streams and none is closed, the receiving
+ * end's lag p99 (PCM out of the bare server, or into the provider fake behind the service) stays under RAMP_P99_MS,
+ * at least RAMP_RECEIVED_MIN of the audio sent in the window arrives there, no device's unsent backlog exceeds
+ * RAMP_BACKLOG_MS of its audio, and the generator itself sends on time (lateness p99 ≤ RAMP_LATE_MS: past it the step
+ * measures the generator, not the server). The same criteria hold both sides of the ratio.
+ */
+export const RAMP_P99_MS = 300;
+export const RAMP_RECEIVED_MIN = 0.99;
+export const RAMP_BACKLOG_MS = 1000;
+export const RAMP_LATE_MS = 50;
+/** Audio per session that may be on its way (decoder, send plan, provider batching) at either end of a window, ms. */
+export const RAMP_IN_FLIGHT_MS = 250;
 const LAG_EVERY_S = 2;
 const round = (/** @type {number} */ v, /** @type {number} */ d = 1) => (Number.isFinite(v) ? Math.round(v * 10 ** d) / 10 ** d : null);
 
@@ -66,6 +77,7 @@ export class Timeline {
  * @property {number} loopP99S the main thread's event-loop delay p99 since the previous read, in seconds
  * @property {number} keptS audio kept for later transcription after provider failures since the service started, in seconds
  * @property {number} liveSessions listen_sessions: the sessions the service holds, those still finishing included
+ * @property {number} gcS seconds the main thread's V8 spent collecting garbage since the service started
  */
 
 /**
@@ -107,6 +119,7 @@ function engineDelays(a, b) {
     decodeP50Ms: ms(bucketPercentile(a.decodeBuckets, b.decodeBuckets, 0.5)),
     decodeP99Ms: ms(bucketPercentile(a.decodeBuckets, b.decodeBuckets, 0.99)),
     loopLagP99Ms: ms(Number.isFinite(b.loopP99S) ? b.loopP99S : null),
+    gcS: Number.isFinite(b.gcS) && Number.isFinite(a.gcS) ? round(b.gcS - a.gcS, 3) : null,
   };
 }
 
@@ -188,7 +201,8 @@ export async function observe(ctx, o) {
   const { fleet, stats, timeline, progress } = ctx;
   const genPids = fleet.pids;
   const cpu0 = treeCpuSeconds(ctx.pid);
-  const gen0 = genPids.reduce((s, p) => s + treeCpuSeconds(p), 0);
+  const threads0 = threadTimes(ctx.pid);
+  const genEach0 = genPids.map((p) => treeCpuSeconds(p));
   const fake0 = ctx.fakePid ? treeCpuSeconds(ctx.fakePid) : NaN;
   // CPU is read from here: a target that does not answer the first /stats below still spent its CPU meanwhile.
   const cpuStart = performance.now();
@@ -197,7 +211,12 @@ export async function observe(ctx, o) {
   // A fresh lag window; an overloaded target that cannot answer even this fails the step (it must not end the run).
   /** @type {{ bytes: number, chunks: number } | undefined} */
   let totals0;
+  const sent0Before = fleet.audioMsNow();
   const unanswered = stats ? await stats.window().then((s) => ((totals0 = s), false), () => true) : false;
+  /** Audio sent when the window's first totals were read, in ms (the mean of before and after the read). */
+  const sent0 = (sent0Before + fleet.audioMsNow()) / 2;
+  let sentLast = sent0;
+  let backlogMaxMs = 0;
   const delays0 = await ctx.engineMetrics?.().catch(() => undefined);
   fleet.takeWindow();
   const seg = new Histogram();
@@ -220,6 +239,7 @@ export async function observe(ctx, o) {
     seg.merge(w.segLatency);
     late.merge(w.lateness);
     ack.merge(w.ackLatency);
+    backlogMaxMs = Math.max(backlogMaxMs, t.backlogMaxMs ?? 0);
     const rss = rssBytes(ctx.pid);
     rssMax = Math.max(rssMax, rss);
     rssSamples.push(rss);
@@ -239,6 +259,7 @@ export async function observe(ctx, o) {
         break;
       }
       const sentMs = (sentBefore + fleet.audioMsNow()) / 2;
+      sentLast = sentMs;
       windows.push(s);
       for (const k of ['p50', 'p95', 'p99', 'max']) timeline.add('latency', `${ctx.target} ${k}`, s.lagMs?.[k]);
       last = { behindMs: sentMs - s.bytes / 32, receivedMs: s.bytes / 32 };
@@ -250,12 +271,16 @@ export async function observe(ctx, o) {
   }
   const wallS = (performance.now() - start) / 1000;
   const cpuS = treeCpuSeconds(ctx.pid) - cpu0;
-  const genS = genPids.reduce((s, p) => s + treeCpuSeconds(p), 0) - gen0;
+  const genEach = genPids.map((p, i) => treeCpuSeconds(p) - (genEach0[i] ?? 0));
+  const genS = genEach.reduce((s, c) => s + c, 0);
+  const threads = threadCores(ctx.pid, threads0, threadTimes(ctx.pid), (performance.now() - cpuStart) / 1000);
   const fakeS = ctx.fakePid ? treeCpuSeconds(ctx.fakePid) - fake0 : NaN;
   const cpuWallS = (performance.now() - cpuStart) / 1000;
   const delays1 = delays0 && (await ctx.engineMetrics?.().catch(() => undefined));
   const t1 = fleet.totals();
   const sessionSeconds = o.sessions * cpuWallS;
+  const lastTotals = windows.at(-1);
+  const sentInWindowMs = sentLast - sent0;
   const refusals = (/** @type {import('./device-fleet.mjs').FleetTotals} */ t) => Object.values(t.refused).reduce((a, b) => a + b, 0);
   return {
     sessions: o.sessions,
@@ -276,6 +301,16 @@ export async function observe(ctx, o) {
     generatorCpuS: round(genS, 2),
     generatorCores: round(genS / cpuWallS, 3),
     generatorCpuUsPerSessionS: round((genS / sessionSeconds) * 1e6, 0),
+    // Generator processes with sessions streaming, and the busiest one's cores (one near 1 is saturated).
+    generators: fleet.streamingGenerators(),
+    busiestGeneratorCores: round(Math.max(0, ...genEach) / cpuWallS, 3),
+    // The largest share of a device's audio still in its socket's send buffer at any second of the window, in ms.
+    backlogMaxMs: round(backlogMaxMs, 0),
+    // Audio that arrived at the receiving end over audio sent, in the window (null where nothing is measured).
+    receivedShare: totals0 && lastTotals && sentInWindowMs > 0 ? round((lastTotals.bytes - totals0.bytes) / 32 / sentInWindowMs, 4) : null,
+    shortMsPerSession: totals0 && lastTotals ? round((sentInWindowMs - (lastTotals.bytes - totals0.bytes) / 32) / Math.max(1, o.sessions)) : null,
+    // Cores of the target's threads: the main thread, each task thread, V8's and libuv's helpers.
+    threads,
     // null without a fake (the bare server counts its own PCM)
     fakeCores: round(fakeS / cpuWallS, 3),
     // PCM per message the target received over the window (cumulative totals; 16 kHz s16le: 32 bytes per ms).
@@ -340,8 +375,29 @@ function messageMs(a, b) {
 }
 
 /**
- * One capacity search: grows the number of streaming sessions until a step fails (p99 frame latency ≥ 100 ms, a
- * session closed, or audio piling up), then bisects; each step holds `holdS` seconds. Capacity = the largest passing N.
+ * Why a ramp step fails (empty: it passes); the criteria of RAMP_P99_MS.
+ * @param {any} w the step's window (observe())
+ * @param {number} n sessions asked for
+ * @param {boolean} opened whether all of them were streaming before the window
+ * @returns {string[]}
+ */
+export function stepFailures(w, n, opened) {
+  return [
+    opened ? '' : `not all ${n} streaming`,
+    w.unexpectedCloses > 0 ? `${w.unexpectedCloses} closed` : '',
+    w.lag.p99 === null || w.lag.p99 >= RAMP_P99_MS ? `p99 ≥ ${RAMP_P99_MS} ms` : '',
+    // Short of the share, and by more than a session's audio in flight at the window's ends (a short window of few
+    // sessions measures those, not a loss).
+    typeof w.receivedShare === 'number' && w.receivedShare < RAMP_RECEIVED_MIN && (w.shortMsPerSession ?? Infinity) > RAMP_IN_FLIGHT_MS ? `${Math.round(w.receivedShare * 1000) / 10}% of the audio arrived` : '',
+    (w.backlogMaxMs ?? 0) > RAMP_BACKLOG_MS ? `a device ${w.backlogMaxMs} ms behind in sending` : '',
+    (w.lateness?.p99 ?? 0) > RAMP_LATE_MS ? `generator late (p99 ${w.lateness.p99} ms)` : '',
+    w.statsTimeouts > 0 ? '/stats not answered in 5 s' : w.stoppedEarly ? 'stopped early' : '',
+  ].filter(Boolean);
+}
+
+/**
+ * One capacity search: grows the number of streaming sessions until a step fails (stepFailures), then bisects; each
+ * step holds `holdS` seconds. Capacity = the largest passing N.
  * `step()` runs one step and answers whether the search is over, so two searches can take turns (`rampTogether`).
  */
 export class RampSearch {
@@ -352,7 +408,8 @@ export class RampSearch {
   done = false;
   /**
    * @param {Ctx} ctx
-   * @param {{ from: number, max: number, holdS: number, settleS: number, sessionsWanted: (n: number) => void, rounds?: number }} o
+   * @param {{ from: number, max: number, holdS: number, settleS: number, sessionsWanted: (n: number) => void, rounds?: number, probe?: number }} o
+   *   `probe`: a step the way up holds on its way past (default: none)
    *   `rounds`: no search: `from` sessions, step after step, until that many steps were measured (a step held again
    *   counts once)
    */
@@ -396,25 +453,19 @@ export class RampSearch {
       });
       // When the window ran, in the run's seconds (the ramps' turns can be read off them).
       w = { ...w, startedS, endedS: ctx.timeline.now() };
-      const p99High = w.lag.p99 === null || w.lag.p99 >= RAMP_P99_MS;
-      why = [
-        opened ? '' : `not all ${n} streaming`,
-        w.unexpectedCloses > 0 ? `${w.unexpectedCloses} closed` : '',
-        p99High ? `p99 ≥ ${RAMP_P99_MS} ms` : '',
-        (w.behindMsPerSession ?? Infinity) >= 250 ? 'audio piling up' : '',
-        w.statsTimeouts > 0 ? '/stats not answered in 5 s' : w.stoppedEarly ? 'stopped early' : '',
-      ].filter(Boolean);
-      // Latency alone over the line, nothing lost, nothing piling up: on a shared host one stall of a few hundred ms
-      // does that to a server far from saturation. Such a step is held once more and counts only if it fails again;
-      // saturation (a backlog, closes) fails at once.
-      if (attempt > 0 || !(p99High && why.length === 1 && w.lag.p99 !== null)) break;
+      why = stepFailures(w, n, opened);
+      // Latency alone over the line (the server's or the generator's), nothing lost, nothing piling up: on a shared
+      // host one stall of a few hundred ms does that to a server far from saturation. Such a step is held once more
+      // and counts only if it fails again; saturation (a backlog, closes) fails at once.
+      const stallOnly = w.lag.p99 !== null && why.length > 0 && why.every((x) => x.startsWith('p99') || x.startsWith('generator late'));
+      if (attempt > 0 || !stallOnly) break;
       this.steps.push({ ...w, pass: false, why: why.join(', '), opened, heldAgain: true });
-      ctx.progress.log(`${ctx.target}: ${n} sessions p99 ${w.lag.p99} ms with no backlog (server ${w.serverCores} cores): held once more`);
+      ctx.progress.log(`${ctx.target}: ${n} sessions p99 ${w.lag.p99} ms, generator late p99 ${w.lateness.p99} ms, with no backlog (server ${w.serverCores} cores): held once more`);
       await new Promise((r) => setTimeout(r, o.settleS * 1000));
     }
     const pass = why.length === 0;
     this.steps.push({ ...w, pass, why: why.join(', '), opened });
-    ctx.progress.log(`${ctx.target}: ${n} sessions ${pass ? 'pass' : `FAIL: ${why.join(', ')}`} (p99 ${w.lag.p99} ms, server ${w.serverCores} cores, generator ${w.generatorCores} cores, closed early ${w.unexpectedCloses})`);
+    ctx.progress.log(`${ctx.target}: ${n} sessions ${pass ? 'pass' : `FAIL: ${why.join(', ')}`} (p99 ${w.lag.p99} ms, received ${w.receivedShare === null ? '-' : `${Math.round(w.receivedShare * 1000) / 10}%`}, server ${w.serverCores} cores, generator ${w.generatorCores} cores over ${w.generators} processes, late p99 ${w.lateness.p99} ms, closed early ${w.unexpectedCloses})`);
     if (pass) this.lo = Math.max(this.lo, n);
     else this.hi = Math.min(this.hi, n);
     this.done = this.#next(pass);
@@ -427,7 +478,9 @@ export class RampSearch {
     if (o.rounds !== undefined) return this.steps.filter((s) => !s.heldAgain).length >= o.rounds;
     if (pass && this.n >= o.max) return true;
     if (hi === Infinity) {
-      this.n = Math.min(o.max, Math.ceil((this.n * 1.5) / 50) * 50);
+      const next = Math.min(o.max, Math.ceil((this.n * 1.5) / 50) * 50);
+      // The way up passes through the probe (per-thread CPU is compared there), unless it starts above it.
+      this.n = o.probe !== undefined && this.n < o.probe && next > o.probe ? o.probe : next;
       return false;
     }
     const grain = Math.max(25, Math.round(lo * 0.04));

@@ -1,14 +1,51 @@
 // Turns a capacity ramp (fleet --ramp, limit) into the common result: capacities, the steps of each target, goals, charts.
 import { figuresOf, finish } from '../lib/report.mjs';
-import { RAMP_P99_MS } from './measure.mjs';
+import { RAMP_BACKLOG_MS, RAMP_LATE_MS, RAMP_P99_MS, RAMP_RECEIVED_MIN } from './measure.mjs';
 import { ENGINE_DELAY_NOTE, GOALS, LATENCY_NOTE, atMost, charts, engineDelayCell, kib, pct, profileTables, ratio, steadyRssMiB, v } from './fleet-report.mjs';
 
 /**
  * Steps of a ramp as table rows.
  * @param {any[]} steps
  */
-const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : s.heldAgain ? `over, held again: ${s.why ?? ''}` : `FAIL: ${s.why ?? ''}`, pct(s.lag), v(s.serverCores), v(s.serverCpuUsPerSessionS), v(s.generatorCores), v(s.fakeCores), v(s.lateness?.p99), engineDelayCell(s.engine), v(steadyRssMiB(s)), v(s.unexpectedCloses), v(s.behindMsPerSession)]);
-const STEP_HEAD = ['sessions', '', 'latency p50/p95/p99/max ms', 'server cores', 'server µs/session-s', 'generator cores', 'provider fake cores', 'generator late p99 ms', 'engine decode p50/p99, loop p99 ms', 'RSS MiB (median)', 'closed early', 'behind ms/session'];
+const stepRows = (steps) => steps.map((s) => [v(s.sessions), s.pass ? 'pass' : s.heldAgain ? `over, held again: ${s.why ?? ''}` : `FAIL: ${s.why ?? ''}`, pct(s.lag), share(s.receivedShare), v(s.serverCores), v(s.serverCpuUsPerSessionS), `${v(s.generatorCores)} (${v(s.generators)}; ${v(s.busiestGeneratorCores)})`, v(s.fakeCores), v(s.lateness?.p99), v(s.backlogMaxMs), engineDelayCell(s.engine), v(s.engine?.gcS), v(steadyRssMiB(s)), v(s.unexpectedCloses)]);
+const STEP_HEAD = ['sessions', '', 'receiving-end lag p50/p95/p99/max ms', 'audio arrived', 'server cores', 'server µs/session-s', 'generator cores (processes; busiest)', 'provider fake cores', 'generator late p99 ms', 'largest device backlog ms', 'engine decode p50/p99, loop p99 ms', 'main-thread GC s', 'RSS MiB (median)', 'closed early'];
+
+/** A share as a percentage with one decimal. */
+const share = (/** @type {number | null | undefined} */ x) => (typeof x === 'number' ? `${Math.round(x * 1000) / 10}%` : '-');
+
+/** Sessions at which the per-thread table is read on the way up, besides capacity (fleet --ramp passes through it). */
+export const THREAD_PROBE = 800;
+
+/**
+ * Per-thread CPU of the steps that show where a server's time goes: the passing step nearest THREAD_PROBE sessions,
+ * and the one at capacity, of each side; a row per thread, in cores and µs per session-second.
+ * @param {{ capacity: number, steps: any[] }} fleet
+ * @param {{ capacity: number, steps: any[] }} limit
+ */
+export function threadTable(fleet, limit) {
+  /** @type {{ label: string, step: any }[]} */
+  const cols = [];
+  for (const [name, search] of /** @type {const} */ ([['service', fleet], ['bare', limit]])) {
+    const passed = search.steps.filter((s) => s.pass && s.threads);
+    if (passed.length === 0) continue;
+    const near = passed.reduce((a, b) => (Math.abs(b.sessions - THREAD_PROBE) < Math.abs(a.sessions - THREAD_PROBE) ? b : a));
+    const top = passed.find((s) => s.sessions === search.capacity) ?? passed.at(-1);
+    cols.push({ label: `${name} at ${near.sessions}`, step: near });
+    if (top !== near) cols.push({ label: `${name} at ${top.sessions} (capacity)`, step: top });
+  }
+  const names = [...new Set(cols.flatMap((c) => c.step.threads.map((/** @type {any} */ t) => t.thread)))];
+  const rows = names.map((thread) => [
+    thread,
+    ...cols.map(({ step }) => {
+      const t = step.threads.find((/** @type {any} */ x) => x.thread === thread);
+      return t ? `${v(t.cores)} (${v(Math.round((t.cores / step.sessions) * 1e6))})` : '-';
+    }),
+  ]);
+  rows.push(['  of the main thread: garbage collection, s per s', ...cols.map(({ step }) => (step.engine?.gcS != null ? v(Math.round((step.engine.gcS / step.wallS) * 1000) / 1000) : '-'))]);
+  rows.push(['  event-loop delay p99, ms', ...cols.map(({ step }) => v(step.engine?.loopLagP99Ms))]);
+  rows.push(['  PCM per message to the receiving end, ms', ...cols.map(({ step }) => v(step.messageMs))]);
+  return { title: 'CPU per thread, cores (µs per session-second)', head: ['thread', ...cols.map((c) => c.label)], rows };
+}
 
 /** How the two searches shared the run, by --ramp order. */
 const ORDER_NOTES = /** @type {Record<string, string>} */ ({
@@ -133,6 +170,12 @@ function roundsSummary(a) {
  */
 const boxCores = (step) => (step ? Math.round(((step.serverCores ?? 0) + (step.generatorCores ?? 0) + (step.fakeCores ?? 0)) * 1000) / 1000 : null);
 
+/**
+ * Why the smallest failing step of a search failed ('-' when none failed).
+ * @param {{ firstFail: number | null, steps: any[] }} search
+ */
+const firstWhy = (search) => search.steps.filter((s) => !s.pass && !s.heldAgain && s.sessions === search.firstFail).at(-1)?.why ?? '-';
+
 /** @param {any} a */
 export function rampResult(a) {
   const { limit, fleet } = a;
@@ -154,6 +197,7 @@ export function rampResult(a) {
     rows: [
       ['capacity, sessions (largest passing step)', v(fleet.capacity), v(limit.capacity), v(share), `≥ ${GOALS.capacityShareOfLimit} and ≥ ${GOALS.minCapacity}`],
       ['first failing step', v(fleet.firstFail), v(limit.firstFail), '', ''],
+      ['  why it failed', firstWhy(fleet), firstWhy(limit), '', 'the server, not the generator'],
       ['frame latency at capacity p50/p95/p99/max, ms', pct(top?.lag), pct(lp.get(limit.capacity)?.lag), '', `p99 < ${RAMP_P99_MS}`],
       [`server CPU µs per session-second (at ${cpuAt})`, v(at.svc?.serverCpuUsPerSessionS), v(at.bare?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}×`],
       ['generator CPU at capacity, cores', v(top?.generatorCores), v(lp.get(limit.capacity)?.generatorCores), '', ''],
@@ -190,6 +234,7 @@ export function rampResult(a) {
     tables: [
       { title: byRounds ? 'bare uWS rounds' : 'limit (bare uWS) steps', head: STEP_HEAD, rows: stepRows(limit.steps) },
       ...(fleet.steps.length ? [{ title: byRounds ? 'service rounds' : 'service steps', head: STEP_HEAD, rows: stepRows(fleet.steps) }] : []),
+      threadTable(fleet, limit),
       ...profileTables(a.profileDir),
     ],
     figures: byRounds?.figures ?? figuresOf({
@@ -201,7 +246,7 @@ export function rampResult(a) {
     }),
     goals: byRounds?.goals ?? (fleet.steps.length ? goals : []),
     ...(byRounds ? { rounds: byRounds.rounds } : {}),
-    notes: [a.note, byRounds ? ROUNDS_NOTE : ORDER_NOTES[a.order], LATENCY_NOTE, ENGINE_DELAY_NOTE, `a step passes when p99 frame latency < ${RAMP_P99_MS} ms for its whole hold, no session is closed, and less than 250 ms of audio per session is still on its way`, 'generator CPU is in the step tables: it shares the machine with the server'].filter(Boolean),
+    notes: [a.note, byRounds ? ROUNDS_NOTE : ORDER_NOTES[a.order], LATENCY_NOTE, ENGINE_DELAY_NOTE, `a step passes, on either side, when for its whole hold every session streams and none is closed, the receiving end's lag p99 (PCM out of the bare server; PCM into the provider fake behind the service) < ${RAMP_P99_MS} ms, at least ${RAMP_RECEIVED_MIN * 100}% of the audio sent arrives there, no device has more than ${RAMP_BACKLOG_MS} ms of audio unsent, and the generator's lateness p99 ≤ ${RAMP_LATE_MS} ms (past it the step measures the generator: add --generators)`, 'generator CPU is in the step tables: it shares the machine with the server'].filter(Boolean),
     charts: charts(a.timeline, a.sampler),
     limit,
     fleet,

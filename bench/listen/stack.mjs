@@ -19,12 +19,14 @@ export const SERVICE_ENTRY = 'dist/engine/index.js';
 export const SERVICE_NODE_ARGS = startScriptFlags(JSON.parse(readFileSync(path.join(ROOT_DIR, 'package.json'), 'utf8')).scripts.start);
 
 /**
- * The `--` flags between `node` and the entry point of a start script.
+ * The `--` flags between `node` and the entry point of a start script (`node …` or `exec node …`: the shell npm starts
+ * hands its process over to node).
  * @param {string} script
  * @returns {string[]}
  */
 export function startScriptFlags(script) {
   const words = script.trim().split(/\s+/);
+  if (words[0] === 'exec') words.shift();
   if (words[0] !== 'node') throw new Error(`package.json start script does not run node: ${script}`);
   const flags = [];
   for (const w of words.slice(1)) {
@@ -174,9 +176,16 @@ async function metrics(url) {
   /** The sum over every series of a metric whose labels include `label` (e.g. every shard's committed heap). */
   read.sum = (/** @type {string} */ name, /** @type {string} */ label) =>
     [...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} (\\S+)`, 'gm'))].filter((m) => m[1]?.includes(label)).reduce((a, m) => a + Number(m[2]), 0);
-  /** A histogram's cumulative buckets, [upper bound, count][] with +Inf last (empty when absent). */
-  read.buckets = (/** @type {string} */ name) =>
-    [...text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)`, 'gm'))].map((m) => /** @type {[number, number]} */ ([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]));
+  /** A histogram's cumulative buckets summed over its other labels (a shard, ...), [upper bound, count][] with +Inf last (empty when absent). */
+  read.buckets = (/** @type {string} */ name) => {
+    /** @type {Map<number, number>} */
+    const sums = new Map();
+    for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{(?:[^}]*,)?le="([^"]+)"[^}]*\\} (\\S+)`, 'gm'))) {
+      const le = m[1] === '+Inf' ? Infinity : Number(m[1]);
+      sums.set(le, (sums.get(le) ?? 0) + Number(m[2]));
+    }
+    return [...sums].sort((a, b) => a[0] - b[0]);
+  };
   return read;
 }
 
@@ -217,11 +226,12 @@ export async function startService(o = {}) {
      * The engine's own view of its delay, from /metrics: the decode-delay histogram's cumulative buckets
      * (listen_decode_delay_seconds, seconds) and the main thread's event-loop delay p99 since the previous scrape
      * (prom-client resets it on each), in seconds; and the audio kept for later transcription after provider failures
-     * so far (stt_kept_audio_seconds_total over every provider), in seconds; and the sessions it holds.
+     * so far (stt_kept_audio_seconds_total over every provider), in seconds; the sessions it holds; and the main
+     * thread's garbage collection so far (nodejs_gc_duration_seconds over every kind), in seconds.
      */
     async engineMetrics() {
       const read = await metrics(child.url);
-      return { decodeBuckets: read.buckets('listen_decode_delay_seconds'), loopP99S: read('nodejs_eventloop_lag_p99_seconds'), keptS: read.sum('stt_kept_audio_seconds_total', 'provider='), liveSessions: read('listen_sessions') };
+      return { decodeBuckets: read.buckets('listen_decode_delay_seconds'), loopP99S: read('nodejs_eventloop_lag_p99_seconds'), keptS: read.sum('stt_kept_audio_seconds_total', 'provider='), liveSessions: read('listen_sessions'), gcS: read.sum('nodejs_gc_duration_seconds_sum', 'kind=') };
     },
     /**
      * Ends each user's in-progress conversation as the companion app does when recording stops

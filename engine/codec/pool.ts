@@ -45,9 +45,9 @@ export interface CodecPoolOptions {
    * Called as each decode task is answered, with how long its longest-waiting audio waited, in seconds: from the
    * moment it was due (complete for its consumer, or held for `maxHoldMs`) to its PCM back on this thread. The
    * engine's own share of a live frame's delay; an operator's sign of a node near saturation (the /metrics histogram
-   * listen_decode_delay_seconds).
+   * listen_decode_delay_seconds), with the shard that decoded it (its index, or "main").
    */
-  onTaskDelay?: (seconds: number) => void;
+  onTaskDelay?: (seconds: number, shard: string) => void;
 }
 
 /** One codec shard thread's V8 heap, as `CodecPool.threadHeaps()` reads it: the thread's answer and its shard. */
@@ -131,7 +131,8 @@ export class CodecPool {
    * being replaced) is left out. The main thread's heap metrics do not include these.
    */
   async threadHeaps(): Promise<ShardHeap[]> {
-    const answers = await Promise.all(this.#shards.map((s) => s.run({ type: 'heap' }).catch(() => undefined)));
+    // A shard no session has used yet has no thread to ask (and asking would start one).
+    const answers = await Promise.all(this.#shards.map((s) => (s.started ? s.run({ type: 'heap' }).catch(() => undefined) : undefined)));
     const heaps: ShardHeap[] = [];
     answers.forEach((a, shard) => {
       if (a && a.ok && 'committedBytes' in a) heaps.push({ shard, usedBytes: a.usedBytes, committedBytes: a.committedBytes });

@@ -23,7 +23,7 @@ export interface ShardOptions {
   filename: string;
   windowMs: number;
   maxHoldMs: number;
-  onTaskDelay: ((seconds: number) => void) | undefined;
+  onTaskDelay: ((seconds: number, shard: string) => void) | undefined;
   /** The main thread's shard: tasks answered synchronously on this thread. */
   inline: boolean;
 }
@@ -47,10 +47,14 @@ export class Shard {
    * last answers come after the decoders' tail), so its events are routed from here.
    */
   readonly #sockets = new Map<number, (ProviderSocket | undefined)[]>();
-  readonly #thread: TaskRunner<CodecTask, CodecAnswer>;
+  /** Started by the first task: an idle node keeps no codec thread (nor the codecs' modules) in memory. */
+  #thread: TaskRunner<CodecTask, CodecAnswer> | undefined;
+  readonly #startThread: () => TaskRunner<CodecTask, CodecAnswer>;
   readonly #windowMs: number;
   readonly #maxHoldMs: number;
-  readonly #onTaskDelay: ((seconds: number) => void) | undefined;
+  readonly #onTaskDelay: ((seconds: number, shard: string) => void) | undefined;
+  /** The shard as metrics name it: its index, or "main" for the main thread's. */
+  readonly #label: string;
   /**
    * Buffers of answers already read (every 'pcm' listener has copied what it keeps), moved back to the thread with the
    * next task so it fills them again instead of allocating (workers/packing.ts PcmBuffers says why).
@@ -80,9 +84,10 @@ export class Shard {
     this.#windowMs = o.windowMs;
     this.#maxHoldMs = o.maxHoldMs;
     this.#onTaskDelay = o.onTaskDelay;
+    this.#label = o.inline ? 'main' : String(o.index);
     const onEvent = (e: unknown): void => this.#sockets.get((e as UplinkEvent).key)?.[(e as UplinkEvent).channel]?.event(e as UplinkEvent);
     // Decode tasks go one at a time (see #send); the others go as they come.
-    this.#thread = o.inline
+    this.#startThread = () => o.inline
       ? new InlineRunner<CodecTask, CodecAnswer>(o.filename, onEvent)
       : new TaskThread<CodecTask, CodecAnswer>(
           o.filename,
@@ -125,8 +130,14 @@ export class Shard {
     if (!list.some(Boolean)) this.#sockets.delete(socket.key);
   }
 
+  /** Whether the shard's thread (or the inline shard's module) was started by a task. */
+  get started(): boolean {
+    return this.#thread !== undefined;
+  }
+
   run(task: CodecTask, transferList?: ArrayBuffer[]): Promise<CodecAnswer> {
-    return this.#thread.run(task, transferList);
+    if (this.#destroyed) return Promise.reject(new Error('thread destroyed'));
+    return (this.#thread ??= this.#startThread()).run(task, transferList);
   }
 
   /** Tells each open stream what the shard sent on its sockets for an answer (workers/decode.ts withUplinked()). */
@@ -260,7 +271,7 @@ export class Shard {
     this.#spare = [];
     this.run({ type: 'decodePacked', params, records, spare }, [records.buffer as ArrayBuffer, params.buffer, ...spare]).then(
       (answer) => {
-        this.#onTaskDelay?.((performance.now() - dueSince) / 1000);
+        this.#onTaskDelay?.((performance.now() - dueSince) / 1000, this.#label);
         this.#settle(members, answer as PackedAnswer | FailAnswer);
       },
       // The thread died with the task (a new one is starting): these batches are lost, the sessions are not.
@@ -298,6 +309,6 @@ export class Shard {
     this.#destroyed = true;
     clearTimeout(this.#timer as NodeJS.Timeout);
     clearImmediate(this.#timer as NodeJS.Immediate);
-    return this.#thread.destroy();
+    return this.#thread?.destroy() ?? Promise.resolve();
   }
 }

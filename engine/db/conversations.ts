@@ -389,6 +389,11 @@ export class ConversationsRepository {
     return this.#tailWrites.backlogMs();
   }
 
+  /** Live-transcript writes not yet committed (GroupCommit.pending). */
+  tailWritesPending(): number {
+    return this.#tailWrites.pending();
+  }
+
   #base(db: Knex | Knex.Transaction = this.knex): Knex.QueryBuilder {
     return db('conversations as c').leftJoin('folders as f', 'f.id', 'c.folder_id').select(COLUMNS);
   }

@@ -25,6 +25,8 @@ export class GroupCommit<T, R = void> {
   #running = false;
   /** When the oldest write of the group being committed was submitted. */
   #runningSince: number | undefined;
+  /** Writes of the group being committed. */
+  #runningOps = 0;
 
   /**
    * `apply` runs the statements of the writes it is given inside their shared transaction and resolves to each one's
@@ -54,12 +56,18 @@ export class GroupCommit<T, R = void> {
     return oldest === undefined ? 0 : Math.max(0, this.#now() - oldest);
   }
 
+  /** Writes submitted and not yet answered: the group being committed and those queued behind it. */
+  pending(): number {
+    return this.#runningOps + this.#queue.length;
+  }
+
   async #drain(): Promise<void> {
     this.#running = true;
     try {
       while (this.#queue.length > 0) {
         const group = this.#queue.splice(0, this.#maxOps);
         this.#runningSince = group[0]!.at;
+        this.#runningOps = group.length;
         let began = false;
         try {
           const results = await writeTransaction(this.#knex, (run) => {
@@ -87,6 +95,7 @@ export class GroupCommit<T, R = void> {
     } finally {
       this.#running = false;
       this.#runningSince = undefined;
+      this.#runningOps = 0;
     }
   }
 }

@@ -83,7 +83,7 @@ export class KeptAudioJobs {
   }
 
   /** The producer side of this node's queue (counts for /metrics). */
-  get queue(): Pick<Queue, 'getJobCounts'> {
+  get queue(): Pick<Queue, 'getJobCounts' | 'getJobs'> {
     return this.#queue;
   }
 

@@ -131,6 +131,8 @@ export interface ProcessConversationWorkerOptions {
   kept?: { pending(conversationId: string): Promise<number> };
   /** Told of every completed processing (ConversationProcessed). */
   onProcessed?: ProcessedListener;
+  /** How often jobs whose process died are looked for, and how long a job's lock lasts. @defaultValue BullMQ's 30 s */
+  stalledIntervalMs?: number;
 }
 
 /** The BullMQ consumer of the `processing` queue; started by Service when ROLE is all or jobs. */
@@ -155,6 +157,7 @@ export class ProcessConversationWorker {
         prefix: bullPrefix(opts.redisUrl, opts.prefix),
         concurrency: opts.concurrency ?? 16,
         settings: { backoffStrategy: (attemptsMade: number) => processRetryDelayMs(attemptsMade) },
+        ...(opts.stalledIntervalMs ? { stalledInterval: opts.stalledIntervalMs, lockDuration: opts.stalledIntervalMs } : {}),
       },
     );
     this.worker.on('error', () => undefined);

@@ -53,7 +53,8 @@ export class ActorRegistry {
 
   /** Whether a new session of `uid` may open now. */
   admit(uid: string): Admission {
-    if (!this.#accepting) return { ok: false, code: CloseCode.GOING_AWAY, reason: 'server shutting down' };
+    // 1013, not 1001: the device should retry (another node takes it), not treat the refusal as final.
+    if (!this.#accepting) return { ok: false, code: CloseCode.TRY_AGAIN_LATER, reason: 'server shutting down' };
     if (this.#actors.size >= this.#o.maxSessions) return { ok: false, code: CloseCode.TRY_AGAIN_LATER, reason: 'try again later' };
     if (this.#o.overloaded?.()) {
       this.#o.onShed?.();
@@ -109,6 +110,11 @@ export class ActorRegistry {
     const actors = this.sessionsOf(uid);
     const ended = await Promise.all(actors.map((a) => a.endRecording().catch(() => undefined)));
     return { sessions: actors.length, ended: ended.filter((e) => e !== undefined) };
+  }
+
+  /** Refuses every new session from now on (1013); the live ones go on until drainAll(). */
+  stopAdmitting(): void {
+    this.#accepting = false;
   }
 
   /** Stops admitting and drains every session (finalise, flush, close with `code`). */

@@ -11,7 +11,7 @@ import { isEngineError } from '../errors.js';
 import { CloseCode, LISTEN, ListenMessage, SERVICE_STATUS_TEXT, ServiceStatus } from '../protocol.js';
 import type { SttFailure, SttSegment } from '../stt/types.js';
 import type { KeptAudioMeta } from '../stt/kept-audio.js';
-import { SessionStt } from './session-stt.js';
+import { SessionStt, type SessionSttMetrics } from './session-stt.js';
 import { openCustomStt, type CustomSttClient } from '../stt/custom/client.js';
 import type { UsageRecorder } from '../stt/usage.js';
 import type { EngineList } from '../stt/engine-list.js';
@@ -67,6 +67,8 @@ export interface SessionActorOptions {
   customSttUrl?: string;
   /** Usage accounting (audio seconds and words per user, provider and day). */
   usage?: UsageRecorder;
+  /** Provider health for /metrics (failed open attempts, result lag). */
+  sttMetrics?: SessionSttMetrics;
   /** Told when the session's speech provider failed, with the seconds of audio kept for later transcription (metrics). */
   onProviderFailure?: (provider: string, reason: string, keptS: number) => void;
   /** Told when a transcript step's store write failed: its segments wait for the next step (metrics). */
@@ -484,6 +486,7 @@ export class SessionActor {
       ...(this.#o.usage ? { usage: { recorder: this.#o.usage, uid: this.uid, now: () => this.#clock.now() } } : {}),
       codec: this.#inlet?.codec,
       decodeKept: (messages) => this.#decodeKept(messages),
+      ...(this.#o.sttMetrics ? { metrics: this.#o.sttMetrics } : {}),
       onSegments: (segs, provider, ch) => {
         const raw = segs.map((x) => this.#raw(x, provider, ch));
         this.#loop.add(raw);

@@ -41,8 +41,16 @@ export interface SessionSttOptions {
   decodeKept?: (messages: readonly Uint8Array[]) => Promise<Int16Array>;
   /** Unanswered audio kept per channel at most, in seconds (a provider that never answers). @defaultValue 120 */
   maxKeptS?: number;
+  /** Provider health for /metrics: failed open attempts, and how far final results trail the audio sent. */
+  metrics?: SessionSttMetrics;
   onSegments(segments: SttSegment[], provider: string, channel: number): void;
   onFailure(failure: SttFailure, provider: string): void;
+}
+
+export interface SessionSttMetrics {
+  openFailed(provider: string, reason: string): void;
+  /** The observer of a provider's result lag in seconds; asked once per session. */
+  resultLag(provider: string): { observe(seconds: number): void };
 }
 
 /** Audio of one channel no engine answered for: from `startS` seconds of the stream. */
@@ -74,6 +82,10 @@ export class SessionStt {
   fallbackFrom: string | undefined;
   /** Words in the engines' segments so far (usage). */
   words = 0;
+  /** Observes the result lag of this session's provider (SessionSttMetrics.resultLag). */
+  #lag: { observe(seconds: number): void } | undefined;
+  /** Per channel, the acknowledged samples when the lag was last observed (once per move of the mark). */
+  #lagAcked: number[] = [];
 
   constructor(opts: SessionSttOptions) {
     this.#o = opts;
@@ -99,12 +111,16 @@ export class SessionStt {
       stream: { language: o.language, sampleRateHz: SAMPLE_RATE, sessionId: o.sessionId, ...(o.codec && !o.socketsHere ? { shard: o.codec } : {}) },
       scheduler: o.scheduler,
       signal,
-      onAttemptFailed: (engine, attempt, f) => o.logger.warn({ sessionId: o.sessionId, engine, attempt, reason: f.reason }, 'speech provider did not open'),
+      onAttemptFailed: (engine, attempt, f) => {
+        o.logger.warn({ sessionId: o.sessionId, engine, attempt, reason: f.reason }, 'speech provider did not open');
+        o.metrics?.openFailed(engine, f.reason);
+      },
     });
     if (!r.ok) return r.cancelled ? 'cancelled' : { failure: r.failure, provider: r.provider };
     this.provider = r.engine.name;
     this.fallbackFrom = r.fallbackFrom;
     this.#streams = r.streams;
+    if (o.metrics && r.streams.some((s) => s.acknowledgedSamples !== undefined)) this.#lag = o.metrics.resultLag(r.engine.name);
     if (o.codec && r.streams.some((s) => s.acknowledgedSamples !== undefined)) {
       const max = Math.round((o.maxKeptS ?? 120) * SAMPLE_RATE);
       this.#tails = r.streams.map(() => new EncodedTail(max));
@@ -115,6 +131,8 @@ export class SessionStt {
     r.streams.forEach((s, ch) => {
       s.on('segments', (segs) => {
         if (this.#kept) return;
+        // Engines move their acknowledged mark after emitting the message's segments: read it once they are done.
+        if (this.#lag) queueMicrotask(() => this.#observeLag(ch, s));
         for (const x of segs) this.words += countWords(x.text, o.language);
         o.onSegments(segs, s.provider, ch);
       });
@@ -143,6 +161,14 @@ export class SessionStt {
       this.#released[ch] = acked;
       this.#tails?.[ch]?.release(acked);
     }
+  }
+
+  /** As results arrive: when final ones moved the acknowledged mark, how much audio sent is still beyond it. */
+  #observeLag(ch: number, s: SttStream): void {
+    const acked = s.acknowledgedSamples?.();
+    if (acked === undefined || acked === (this.#lagAcked[ch] ?? 0)) return;
+    this.#lagAcked[ch] = acked;
+    this.#lag?.observe(Math.max(0, this.#written[ch]! - acked) / SAMPLE_RATE);
   }
 
   /** PCM of `channel`; after a failure it is kept instead. */

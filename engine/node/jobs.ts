@@ -13,6 +13,8 @@ export interface JobsNodeOptions {
   readonly keptIndex: KeptAudioIndex;
   /** Told of every completed processing, first or reprocess (the conversation-created seam). */
   readonly onProcessed?: ProcessedListener;
+  /** ProcessConversationWorkerOptions.stalledIntervalMs (tests). */
+  readonly stalledIntervalMs?: number;
 }
 
 /**
@@ -29,6 +31,7 @@ export function startJobsNode(o: JobsNodeOptions): ProcessConversationWorker {
     concurrency: config.jobConcurrency,
     kept: o.keptIndex,
     ...(o.onProcessed ? { onProcessed: o.onProcessed } : {}),
+    ...(o.stalledIntervalMs ? { stalledIntervalMs: o.stalledIntervalMs } : {}),
   });
   // In the background: a store or Redis slow to answer must not hold the node's start-up; live sessions re-queue
   // their user's stuck conversations on connect too.

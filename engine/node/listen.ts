@@ -67,6 +67,8 @@ export function createSessions(s: Services, registry: client.Registry): Sessions
     sessions: () => actors?.size ?? 0,
     draining: () => actors?.draining ?? 0,
     tailWriteBacklogMs: () => conversations.tailWriteBacklogMs(),
+    tailWritesPending: () => conversations.tailWritesPending(),
+    maxSessions: config.maxSessions,
   });
   actors = new ActorRegistry({
     maxSessions: config.maxSessions,
@@ -112,6 +114,17 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
   const { services: s, registry, scheduler, tuning } = o;
   const { config, clock, logger } = s;
   const metrics = registerListenMetrics(registry);
+  // One child per codec shard and per provider, made on first use and kept.
+  const decodeDelays = new Map<string, client.Histogram.Internal<'shard'>>();
+  const resultLags = new Map<string, client.Histogram.Internal<'provider'>>();
+  const sttMetrics = {
+    openFailed: (provider: string, reason: string) => metrics.sttOpenFailures.inc({ provider, reason }),
+    resultLag: (provider: string) => {
+      let child = resultLags.get(provider);
+      if (!child) resultLags.set(provider, (child = metrics.sttResultLag.labels(provider)));
+      return child;
+    },
+  };
   const paceMs = tuning.loopPaceMs ?? LOOP_PACE_MS;
   const pacer = paceMs > 0 ? new LoopPacer({ intervalMs: paceMs }) : undefined;
   if (pacer) {
@@ -129,8 +142,10 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
   const pool = new CodecPool({
     ...(config.codecThreads > 0 ? { threads: config.codecThreads } : {}),
     batchWindowMs: tuning.codecBatchMs ?? BATCH_WINDOW_MS,
-    onTaskDelay: (delayS) => {
-      metrics.decodeDelay.observe(delayS);
+    onTaskDelay: (delayS, shard) => {
+      let child = decodeDelays.get(shard);
+      if (!child) decodeDelays.set(shard, (child = metrics.decodeDelay.labels(shard)));
+      child.observe(delayS);
       o.sessions.overload.observe(delayS);
     },
     ...(o.codecWorker ? { filename: o.codecWorker } : {}),
@@ -180,6 +195,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
         onClosed: (actor) => actors.remove(actor),
         ...(config.customSttUrl ? { customSttUrl: config.customSttUrl } : {}),
         usage: s.usageRecorder,
+        sttMetrics,
         onProviderFailure: (provider, reason, keptS) => {
           metrics.sttFailures.inc({ provider, reason });
           if (keptS > 0) metrics.keptSeconds.inc({ provider }, keptS);

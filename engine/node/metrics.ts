@@ -1,4 +1,6 @@
 // The node's Prometheus metrics, defined in one place; the parts they describe hand in what each gauge reads.
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import client from 'prom-client';
 import { registerMallocMetrics } from '../runtime/memory-trim.js';
 import { registerQueueMetrics, type NamedQueue } from '../jobs/queue-metrics.js';
@@ -7,11 +9,30 @@ import type { LoopPacer } from '../runtime/loop-pacer.js';
 import type { TranslationCounters } from '../translation/translator.js';
 import type { SpeakerIdMetrics } from '../listen/speaker-id.js';
 
-/** Process-wide metrics every role exposes: Node's defaults, native memory, and the depth of the queues it knows. */
-export function registerProcessMetrics(registry: client.Registry, queues: () => NamedQueue[]): void {
+/** The service's version, from its package.json (dist/engine/node/ is three levels below it). */
+function serviceVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Process-wide metrics every role exposes: Node's defaults, native memory, the depth of the queues it knows, and
+ * `service_info{role,version,node}` (always 1), which dashboards join on instead of labelling every series.
+ */
+export function registerProcessMetrics(registry: client.Registry, queues: () => NamedQueue[], identity: { role: string; node?: string } = { role: 'all' }): void {
   client.collectDefaultMetrics({ register: registry });
   registerMallocMetrics(registry);
   registerQueueMetrics(registry, queues);
+  new client.Gauge({
+    name: 'service_info',
+    help: 'Always 1; its labels say what this process is: ROLE, the service version, and the node (host name).',
+    labelNames: ['role', 'version', 'node'],
+    registers: [registry],
+  }).set({ role: identity.role, version: serviceVersion(), node: identity.node ?? hostname() }, 1);
 }
 
 /** What the session gauges read. */
@@ -19,6 +40,9 @@ export interface SessionGaugeSources {
   sessions(): number;
   draining(): number;
   tailWriteBacklogMs(): number;
+  tailWritesPending(): number;
+  /** MAX_SESSIONS. */
+  maxSessions: number;
 }
 
 /** Gauges of the live sessions and the store's transcript backlog, and the counter of refused sessions. */
@@ -32,6 +56,14 @@ export function registerSessionMetrics(registry: client.Registry, src: SessionGa
     },
   });
   new client.Gauge({
+    name: 'store_transcript_writes_pending',
+    help: 'Live-transcript writes submitted and not yet committed (the group commit being written and those queued behind it).',
+    registers: [registry],
+    collect() {
+      this.set(src.tailWritesPending());
+    },
+  });
+  new client.Gauge({
     name: 'listen_sessions',
     help: 'Live /v4/listen sessions on this node.',
     registers: [registry],
@@ -39,6 +71,11 @@ export function registerSessionMetrics(registry: client.Registry, src: SessionGa
       this.set(src.sessions());
     },
   });
+  new client.Gauge({
+    name: 'listen_sessions_max',
+    help: 'MAX_SESSIONS: the live sessions this node takes; one more is refused with 1013.',
+    registers: [registry],
+  }).set(src.maxSessions);
   new client.Gauge({
     name: 'listen_sessions_draining',
     help: 'Sessions of listen_sessions whose client left and that are still finishing their audio (not counted against the per-user limit).',
@@ -57,8 +94,10 @@ export function registerSessionMetrics(registry: client.Registry, src: SessionGa
 
 /** The listen path's counters and histograms, observed by the codec pool and the session actors. */
 export interface ListenMetrics {
-  readonly decodeDelay: client.Histogram;
+  readonly decodeDelay: client.Histogram<'shard'>;
   readonly sttFailures: client.Counter<'provider' | 'reason'>;
+  readonly sttOpenFailures: client.Counter<'provider' | 'reason'>;
+  readonly sttResultLag: client.Histogram<'provider'>;
   readonly keptSeconds: client.Counter<'provider'>;
   readonly flushFailures: client.Counter;
   readonly transcriptLost: client.Counter;
@@ -70,7 +109,21 @@ export function registerListenMetrics(registry: client.Registry): ListenMetrics 
     decodeDelay: new client.Histogram({
       name: 'listen_decode_delay_seconds',
       help: "Per decode task: how long its longest-waiting live audio waited, from complete for its consumer (a provider message's worth) to decoded PCM back on the main thread. The engine's own share of a frame's delay; it climbs as a node nears saturation.",
+      labelNames: ['shard'],
       buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    sttOpenFailures: new client.Counter({
+      name: 'stt_open_failures_total',
+      help: "Attempts to open a session's speech stream that failed, by provider and reason; the session tries again or moves to the next provider, and ends with stt_failed only when every attempt failed.",
+      labelNames: ['provider', 'reason'],
+      registers: [registry],
+    }),
+    sttResultLag: new client.Histogram({
+      name: 'stt_result_lag_seconds',
+      help: "Remote providers: seconds of a session's audio sent but not yet covered by the provider's final results, read as results arrive whenever a final moved that mark. How far finals trail the live audio: the provider's end-of-utterance wait plus its own delay.",
+      labelNames: ['provider'],
+      buckets: [0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30],
       registers: [registry],
     }),
     sttFailures: new client.Counter({

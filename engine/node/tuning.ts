@@ -21,4 +21,6 @@ export interface Tuning {
   readonly webhookTimeoutMs?: number;
   /** How often the webhook worker looks for deliveries whose process died, in ms. */
   readonly webhookStalledIntervalMs?: number;
+  /** How often the processing worker looks for jobs whose process died (and how long a job's lock lasts), in ms. */
+  readonly processingStalledIntervalMs?: number;
 }

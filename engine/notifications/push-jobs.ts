@@ -1,6 +1,7 @@
 // Push sends as BullMQ jobs on the `notifications` queue: one job per notification and device token (ids only), so a
 // restart loses none; 429, 5xx and network failures retry with backoff, a token the push service disowns is removed.
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import client from 'prom-client';
 import type { RedisClient } from '../redis.js';
 import type { Logger } from '../logger.js';
 import type { NotificationsRepository } from '../db/notifications.js';
@@ -76,6 +77,27 @@ export interface PushWorkerOptions {
   settings: UserSettingsRepository;
   logger: Logger;
   concurrency?: number;
+  /** Where sends are counted by outcome (push_sends_total). */
+  registry?: client.Registry;
+}
+
+/** What became of one send attempt, as push_sends_total counts it. */
+type SendResult = PushOutcome | 'retry' | 'refused' | 'error';
+const SEND_RESULTS: readonly SendResult[] = ['sent', 'token_removed', 'gone', 'retry', 'refused', 'error'];
+
+/** push_sends_total, one child per outcome. */
+function sendCounter(registry: client.Registry | undefined): (r: SendResult) => void {
+  if (!registry) return () => undefined;
+  const counter = new client.Counter({
+    name: 'push_sends_total',
+    help: 'Push send attempts by outcome: sent, token_removed (the push service disowned the token), gone (device or notification gone since), retry (429, 5xx, network: tried again later), refused (the push service refused it for good), error (the store failed).',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  // Every outcome from 0, so rate() over a first failure has a series to start from.
+  for (const r of SEND_RESULTS) counter.inc({ outcome: r }, 0);
+  const children = new Map(SEND_RESULTS.map((r) => [r, counter.labels(r)]));
+  return (r) => children.get(r)?.inc();
 }
 
 /** The consumer, on jobs nodes. */
@@ -86,7 +108,18 @@ export class PushWorker {
 
   constructor(o: PushWorkerOptions) {
     this.#connection = bullConnection(o.redisUrl, 'worker', () => this.#closing);
-    this.worker = new Worker<PushJobData, PushOutcome>(NOTIFICATIONS_QUEUE, (job) => sendPush(o, job), {
+    const count = sendCounter(o.registry);
+    const send = async (job: Job<PushJobData>): Promise<PushOutcome> => {
+      try {
+        const outcome = await sendPush(o, job);
+        count(outcome);
+        return outcome;
+      } catch (err) {
+        count(err instanceof PushRetry ? 'retry' : err instanceof UnrecoverableError ? 'refused' : 'error');
+        throw err;
+      }
+    };
+    this.worker = new Worker<PushJobData, PushOutcome>(NOTIFICATIONS_QUEUE, send, {
       connection: this.#connection,
       prefix: bullPrefix(o.redisUrl, o.prefix),
       concurrency: o.concurrency ?? PUSH_CONCURRENCY,

@@ -1,5 +1,6 @@
 // The push side of a node: with FCM_SERVICE_ACCOUNT_FILE, the `notifications` queue's producer on every node and its
 // worker on jobs nodes; without it, nothing (notifications stay in the outbox and its streams).
+import type client from 'prom-client';
 import type { Config } from '../config.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
@@ -23,6 +24,8 @@ export function startPushes(o: {
   settings: UserSettingsRepository;
   /** This node runs jobs: it sends the pushes. */
   consume: boolean;
+  /** Where the worker counts its sends (push_sends_total). */
+  registry?: client.Registry;
 }): Pushes {
   const { config } = o;
   if (config.fcmServiceAccountFile === undefined) return { queue: undefined, close: async () => undefined };
@@ -30,7 +33,7 @@ export function startPushes(o: {
   let worker: PushWorker | undefined;
   if (o.consume) {
     const fcm = new FcmClient({ account: readServiceAccount(config.fcmServiceAccountFile), tokenUrl: config.fcmTokenUrl, baseUrl: config.fcmBaseUrl, clock: o.clock });
-    worker = new PushWorker({ redisUrl: o.redisUrl, prefix: config.redisPrefix, fcm, notifications: o.notifications, settings: o.settings, logger: o.logger });
+    worker = new PushWorker({ redisUrl: o.redisUrl, prefix: config.redisPrefix, fcm, notifications: o.notifications, settings: o.settings, logger: o.logger, ...(o.registry ? { registry: o.registry } : {}) });
   }
   return {
     queue,

@@ -56,12 +56,19 @@ export type RunOutcome = 'skipped' | 'cancelled' | 'delivered' | 'retry' | 'fail
 
 interface Metrics {
   deliveries: client.Counter<'event' | 'outcome'>;
+  failed: client.Counter<'event'>;
   latency: client.Histogram<'event'>;
 }
 
 function metrics(registry: client.Registry): Metrics {
   return {
     deliveries: new client.Counter({ name: 'webhook_deliveries_total', help: 'Webhook delivery attempts by event type and outcome', labelNames: ['event', 'outcome'] as const, registers: [registry] }),
+    failed: new client.Counter({
+      name: 'webhook_deliveries_failed_total',
+      help: 'Webhook deliveries given up, by event type: retries spent, an answer not worth retrying (gone, rejected, refused), or the endpoint disabled; each stays failed in its owner\'s delivery log.',
+      labelNames: ['event'] as const,
+      registers: [registry],
+    }),
     latency: new client.Histogram({
       name: 'webhook_attempt_seconds',
       help: 'Time from sending a webhook attempt to its answer (or failure), seconds',
@@ -220,10 +227,14 @@ export class WebhookWorker {
       const runMs = h.firstFailureAt === null ? 0 : at - Date.parse(h.firstFailureAt);
       if (h.consecutiveFailures >= DISABLE_AFTER_FAILURES || runMs >= DISABLE_AFTER_MS) {
         await this.#disable(d, key, 'failing', at);
+        this.#metrics.failed.inc({ event: d.eventType });
         return 'failed';
       }
     }
-    if (delay === undefined) return 'failed';
+    if (delay === undefined) {
+      this.#metrics.failed.inc({ event: d.eventType });
+      return 'failed';
+    }
     await this.#later(job, token, m, delay);
     return 'retry';
   }

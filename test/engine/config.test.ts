@@ -2,7 +2,7 @@
 import t from 'tap';
 import path from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { loadConfig, CONFIG_VARIABLES, LOCAL_AUDIENCE, LOCAL_ISSUER, type Config } from '../../engine/config.js';
+import { loadConfig, defaultMaxSessions, CONFIG_VARIABLES, LOCAL_AUDIENCE, LOCAL_ISSUER, type Config } from '../../engine/config.js';
 import { writeServiceAccount } from '../fakes/fcm-server.js';
 
 const serviceAccount = writeServiceAccount();
@@ -67,7 +67,7 @@ const SETTINGS = {
   LLM_TIMEOUT_MS: { field: 'llmTimeoutMs', default: 30_000, set: ['5000', 5000], bad: ['99', '600001'] },
   LLM_MAX_RETRIES: { field: 'llmMaxRetries', default: 2, set: ['0', 0], bad: ['11'] },
   VAD_GATE: { field: 'vadGate', default: true, set: ['off', false], bad: ['yes', 'true'] },
-  MAX_SESSIONS: { field: 'maxSessions', default: 1000, set: ['1', 1], bad: ['0'] },
+  MAX_SESSIONS: { field: 'maxSessions', default: defaultMaxSessions(), set: ['1', 1], bad: ['0'] },
   MAX_SESSIONS_PER_USER: { field: 'maxSessionsPerUser', default: 4, set: ['1', 1], bad: ['0', '1001'] },
   LISTEN_MAX_INBOUND_BYTES: { field: 'listenMaxInboundBytes', default: MiB, set: ['65536', 65536], bad: ['65535'] },
   AUDIO_LOG_RETENTION_S: { field: 'audioLogRetentionS', default: 3600, set: ['60', 60], bad: ['-1', '1h'] },
@@ -135,6 +135,13 @@ t.test('a JWKS URL needs its issuer and audience', async (t) => {
 t.test('speech providers by default: those with keys, in order, then local', async (t) => {
   t.same(loadConfig({ PROVIDER_B_API_KEY: 'b', PROVIDER_A_API_KEY: 'a' }).sttProviders, ['provider_a', 'provider_b', 'local']);
   t.same(loadConfig({ PROVIDER_B_API_KEY: 'b' }).sttProviders, ['provider_b', 'local']);
+});
+
+t.test("MAX_SESSIONS unset follows the node's cores: more cores hold more sessions, one core still some", async (t) => {
+  t.equal(defaultMaxSessions(1), 400);
+  t.equal(defaultMaxSessions(2), 850);
+  t.equal(defaultMaxSessions(8), 3400);
+  for (const cores of [1, 2, 3, 4, 16, 64]) t.ok(defaultMaxSessions(cores) % 50 === 0 && defaultMaxSessions(cores) >= 50, `${cores} cores: a multiple of 50`);
 });
 
 t.test('every variable has a row in the README configuration table', async (t) => {

@@ -214,12 +214,14 @@ t.test('tidyThreads() asks the threads whose streams closed since the last call,
   t.equal((await own.threadHeaps()).length, 2, 'both still answer');
 });
 
-t.test('each shard thread reports its own V8 heap, a replaced one too, a closed pool none', async (t) => {
+t.test('each shard thread reports its own V8 heap once a stream started it, a replaced one too, a closed pool none', async (t) => {
   const own = new CodecPool({ threads: 2, filename: CRASH_WORKER });
+  t.same(await own.threadHeaps(), [], 'no thread runs before the first stream');
+  const streams = ['first', 'second'].map((sessionId) => own.open({ sessionId, codec: 'pcm16', sampleRate: 16000, channels: 1 }));
+  await Promise.all(streams.map((s) => s.ready));
   const heaps = await own.threadHeaps();
   t.same(heaps.map((h) => h.shard), [0, 1]);
   for (const h of heaps) t.ok(h.usedBytes > 100_000 && h.committedBytes >= h.usedBytes, `shard ${h.shard}: ${h.usedBytes} used, ${h.committedBytes} committed`);
-  const streams = ['first', 'second'].map((sessionId) => own.open({ sessionId, codec: 'pcm16', sampleRate: 16000, channels: 1 }));
   await crashShardOf(streams.find((s) => s.shard === 1)!);
   t.same((await own.threadHeaps()).map((h) => h.shard), [0, 1], 'the thread that replaced a crashed one answers');
   await own.close();

@@ -43,7 +43,7 @@ for (const kind of STORES) {
   });
 }
 
-t.test('the backlog: the oldest write not yet committed, by the injected clock, back to 0 once all are', async (t) => {
+t.test('the backlog: the oldest write not yet committed, by the injected clock, and the writes pending, back to 0 once all are', async (t) => {
   const store = openStore({ dataDir: t.testdir(), databaseUrl: undefined, databaseSchema: 'public' });
   t.teardown(() => store.close());
   await store.migrate();
@@ -60,21 +60,25 @@ t.test('the backlog: the oldest write not yet committed, by the injected clock, 
   }, 64, () => clock.now());
   const holding = (): Promise<void> => new Promise((r) => (held.length > 0 ? r() : (onHold = r)));
   t.equal(group.backlogMs(), 0, 'nothing waiting');
+  t.equal(group.pending(), 0);
   const first = group.submit(1);
   await holding();
   clock.advance(1500);
   const second = group.submit(2); // queued behind the running transaction
   clock.advance(1000);
   t.equal(group.backlogMs(), 2500, 'the first write, still being committed, has waited 2.5 s');
+  t.equal(group.pending(), 2, 'the write being committed and the one queued behind it');
   held.shift()!();
   await first;
   await holding();
   t.equal(group.backlogMs(), 1000, 'the first committed: the second, submitted 1 s ago and now being committed, is the oldest');
+  t.equal(group.pending(), 1);
   clock.advance(500);
   t.equal(group.backlogMs(), 1500);
   held.shift()!();
   await second;
   t.equal(group.backlogMs(), 0, 'all committed');
+  t.equal(group.pending(), 0);
 });
 
 t.test('a store that cannot begin fails the whole group at once, not each write again alone', async (t) => {

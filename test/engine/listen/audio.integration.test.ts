@@ -50,12 +50,12 @@ t.test('opus_fs320 audio reaches the engine; scripted segments reach the client 
   t.equal(res.json.source, 'omi', 'source from the query');
   t.same(res.json.transcript_segments.map((s: { text: string }) => s.text), ['Hello there.', 'General Kenobi.'], 'transcript persisted');
 
-  // Graceful stop: the last segments are flushed before the socket closes with 1001.
+  // Graceful stop: the last segments are flushed before the socket closes with 1012.
   stream.emit([{ text: 'Goodbye.', speaker: 'SPEAKER_00', start: 2.6, end: 2.9 }]);
   const stopping = ts.service.stop();
   const last = await c.json((m) => Array.isArray(m));
   t.equal(last[0].text, 'Goodbye.', 'segments emitted before shutdown reach the client');
-  t.same(await c.closed, { code: 1001, reason: 'server shutting down' }, 'graceful stop closes with 1001');
+  t.same(await c.closed, { code: 1012, reason: 'service restart: reconnect' }, 'graceful stop closes with 1012');
   t.ok(stream.finalized, 'STT finalised before close');
   await stopping;
 });

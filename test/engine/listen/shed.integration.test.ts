@@ -17,7 +17,8 @@ t.test('refused with 1013 while decoding lags, the live session kept; taken agai
     codecWorker: new URL('../../helpers/slow-decode-worker.js', import.meta.url).href,
   });
   const metric = async () => Number(/^listen_sessions_shed_total (\d+)/m.exec((await ts.req('/metrics')).text)?.[1]);
-  const tasks = async () => Number(/^listen_decode_delay_seconds_count (\d+)/m.exec((await ts.req('/metrics')).text)?.[1] ?? 0);
+  // Decode tasks of every codec shard.
+  const tasks = async () => [...(await ts.req('/metrics')).text.matchAll(/^listen_decode_delay_seconds_count\{shard="[^"]+"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
 
   const live = await open(ts, { uid: 'u1', codec: 'pcm16', sample_rate: '16000' });
   await live.ready();

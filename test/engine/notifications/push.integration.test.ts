@@ -35,6 +35,12 @@ async function notify(s: TestService, app: { id: string; secret: string }, messa
   if (res.status !== 200) throw new Error(`notification refused: ${res.status} ${res.text}`);
 }
 
+/** push_sends_total on /metrics, by outcome. */
+async function sends(s: TestService): Promise<Record<string, number>> {
+  const text = (await s.req('/metrics')).text;
+  return Object.fromEntries([...text.matchAll(/^push_sends_total\{outcome="(\w+)"\} (\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+}
+
 /** Runs the queue's delayed retries now rather than after their backoff. */
 async function promoteDelayed(queue: Queue): Promise<number> {
   const delayed = await queue.getDelayed();
@@ -124,6 +130,7 @@ t.test('tokens FCM disowns are removed; 429 and 5xx are retried until sent', asy
   const before = fcm.attempts.length;
   await until(() => fcm.sent.filter((m) => m.body === 'Sit down again').length === 2, { what: 'the next pushes' });
   t.same(fcm.attempts.slice(before).map((x) => x.token).sort(), [BUSY, PHONE].sort(), 'the removed tokens are not tried again');
+  t.match(await sends(s), { sent: 4, token_removed: 2, retry: 3, refused: 0, error: 0, gone: 0 }, 'push_sends_total counts each outcome');
 });
 
 t.test('an assertion signed with another key is refused, and the send fails without retries', async (t) => {
@@ -142,6 +149,7 @@ t.test('an assertion signed with another key is refused, and the send fails with
   t.equal((await queue.getJobCounts('delayed')).delayed, 0, 'no retry is waiting');
   const list = (await s.req('/v1/notifications', { headers: bearer(await s.token('alice')) })).json;
   t.equal(list.length, 1, 'the notification is still in the outbox');
+  t.match(await sends(s), { refused: 1, sent: 0, retry: 0 }, 'counted as refused');
 });
 
 t.test('an API node queues pushes; a jobs node started later sends them', async (t) => {

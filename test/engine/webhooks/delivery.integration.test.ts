@@ -123,6 +123,12 @@ t.test('410 disables the endpoint and tells its owner; another 4xx fails without
   t.match(bad, { attempts: 1, lastStatus: 400, nextAttemptAt: null }, 'no retry scheduled');
   await until(async () => (await s.service.services.webhookQueue.queue.getJob(bad.id)) === undefined, { what: 'the job done, none left to retry' });
   t.equal((await s.req('/v1/users/developer/webhook/memory_created', { headers: bearer(await s.token('u2')) })).json.enabled, true, 'a 400 alone does not disable');
+  const metrics = await waitFor(async () => {
+    const text = (await s.req('/metrics')).text;
+    return /^webhook_deliveries_failed_total\{event="memory_created"\} 2$/m.test(text) ? text : undefined;
+  }, { what: 'both deliveries counted as given up' });
+  t.match(metrics, /^webhook_deliveries_total\{event="memory_created",outcome="gone"\} 1$/m, 'the attempts by outcome');
+  t.match(metrics, /^webhook_deliveries_total\{event="memory_created",outcome="rejected"\} 1$/m);
 });
 
 t.test('a slow receiver times out, a reset connection is a connection error: both retried', async (t) => {
