@@ -2,7 +2,6 @@
 // Over 15 KB because shutdown's ordered steps belong beside what start-up opened; the nodes live in engine/node/.
 import { performance } from 'node:perf_hooks';
 import client from 'prom-client';
-import type { Redis } from 'ioredis';
 import { ConfigError, type Config } from './config.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
@@ -17,7 +16,7 @@ import { GoalsRepository } from './db/goals.js';
 import { UsageRepository } from './db/usage.js';
 import { UsageRecorder } from './stt/usage.js';
 import { createProcessor } from './processing/index.js';
-import { createRedis, resolveRedis, type EmbeddedRedis } from './redis.js';
+import { createRedis, resolveRedis, type EmbeddedRedis, type RedisClient } from './redis.js';
 import { LocalIssuer, remoteVerifier, type IdTokenVerifier } from './identity/id-tokens.js';
 import { Authenticator, type Principal } from './identity/authenticator.js';
 import { HttpAdapter, type Route } from '../http/adapter.js';
@@ -139,13 +138,13 @@ export class Service {
   readonly http: HttpAdapter<Principal>;
   port = 0;
   #embedded: EmbeddedRedis | undefined;
-  #subscriber: Redis;
+  #subscriber: RedisClient;
   #stopping: Promise<void> | undefined;
   #stopStep = '';
   readonly #failedSteps: string[] = [];
   readonly #live: LiveParts;
 
-  private constructor(services: Services, http: HttpAdapter<Principal>, subscriber: Redis, embedded: EmbeddedRedis | undefined, live: LiveParts) {
+  private constructor(services: Services, http: HttpAdapter<Principal>, subscriber: RedisClient, embedded: EmbeddedRedis | undefined, live: LiveParts) {
     this.#live = live;
     this.services = services;
     this.config = services.config;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { readServiceAccount } from './notifications/service-account.js';
+import { CLUSTER_URL_FORM, isClusterUrl, parseClusterUrl } from './redis-url.js';
 
 /** Log levels pino accepts. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -42,7 +43,10 @@ export interface Config {
    * made it tries again at the next step). @defaultValue 5000
    */
   readonly sqliteBusyTimeoutMs: number;
-  /** Redis URL for queues, rate limits, caches and locks. @defaultValue 'redis://127.0.0.1:6379' */
+  /**
+   * Redis URL for queues, rate limits, caches and locks: one server, or a Redis Cluster as
+   * `redis+cluster://host1:port1,host2:port2/`. @defaultValue 'redis://127.0.0.1:6379'
+   */
   readonly redisUrl: string;
   /** Prefix of every Redis key and channel this service writes, so several deployments can share one Redis. @defaultValue 'svc' */
   readonly redisPrefix: string;
@@ -232,6 +236,21 @@ function url(env: Env, name: string, protocols: readonly string[], fallback?: st
   return v;
 }
 
+/** REDIS_URL: one server (redis://, rediss://) or a Redis Cluster's seed nodes (redis+cluster://, rediss+cluster://). */
+function redisUrl(env: Env): string {
+  const v = str(env, 'REDIS_URL', 'redis://127.0.0.1:6379');
+  if (isClusterUrl(v)) {
+    try {
+      parseClusterUrl(v);
+    } catch (err) {
+      throw new ConfigError('REDIS_URL', (err as Error).message);
+    }
+  } else if (!URL.canParse(v) || !['redis:', 'rediss:'].includes(new URL(v).protocol)) {
+    throw new ConfigError('REDIS_URL', `must use redis:// or rediss://, or ${CLUSTER_URL_FORM} for a Redis Cluster`);
+  }
+  return v;
+}
+
 /**
  * loadConfig() for a command-line entry point: a bad variable prints one line naming it and its rule, and the
  * process exits with status 2, as the service does at start.
@@ -276,7 +295,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseSchema: schema,
     sqliteBusyTimeoutMs: int(env, 'SQLITE_BUSY_TIMEOUT_MS', 5000, 1, 600_000),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:'], 'redis://127.0.0.1:6379') as string,
+    redisUrl: redisUrl(env),
     redisPrefix: prefix,
     redisEmbedded: oneOf(env, 'REDIS_EMBEDDED', ['auto', 'never'] as const, 'auto'),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),

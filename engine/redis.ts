@@ -1,15 +1,27 @@
-// Redis connections, and an embedded redis-server the service starts and supervises when nothing answers at REDIS_URL.
+// Redis connections (one server or a Redis Cluster), and an embedded redis-server the service starts and supervises
+// when nothing answers at REDIS_URL.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Logger } from './logger.js';
 import { EngineError } from './errors.js';
+import { isClusterUrl, parseClusterUrl } from './redis-url.js';
 
-/** A client for commands: fails fast rather than queueing forever while Redis is away. */
-export function createRedis(url: string, extra: RedisOptions = {}): Redis {
-  return new Redis(url, {
+export { isClusterUrl } from './redis-url.js';
+
+/** A connection to one Redis server or to a Redis Cluster: both take the same commands, scripts and subscriptions. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * A client for commands: fails fast rather than queueing forever while Redis is away. `url` is one server's URL or a
+ * cluster's (`redis+cluster://host1:port1,host2:port2/`); on a cluster, `extra` applies to the connection to each node,
+ * except the options that belong to the cluster as a whole (pipelining, offline queue, ready check, lazy connect,
+ * reconnecting).
+ */
+export function createRedis(url: string, extra: RedisOptions = {}): RedisClient {
+  const options: RedisOptions = {
     maxRetriesPerRequest: 2,
     connectTimeout: 2000,
     enableReadyCheck: true,
@@ -18,19 +30,63 @@ export function createRedis(url: string, extra: RedisOptions = {}): Redis {
     // Reconnect with capped backoff; commands issued meanwhile fail after maxRetriesPerRequest.
     retryStrategy: (times) => Math.min(times * 200, 2000),
     ...extra,
-  });
+  };
+  if (!isClusterUrl(url)) return new Redis(url, options);
+  const { retryStrategy, enableAutoPipelining, enableOfflineQueue, enableReadyCheck, lazyConnect, ...nodeOptions } = options;
+  const seeds = parseClusterUrl(url);
+  const cluster: ClusterOptions = {
+    // A slot moved by a resharding or a failover is followed, then the command fails like one on a lost connection.
+    maxRedirections: 16,
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 300,
+    slotsRefreshTimeout: 2000,
+    redisOptions: {
+      ...nodeOptions,
+      ...(seeds.username !== undefined ? { username: seeds.username } : {}),
+      ...(seeds.password !== undefined ? { password: seeds.password } : {}),
+      ...(seeds.tls ? { tls: {} } : {}),
+    },
+  };
+  // Only the options given: an undefined one would override ioredis's default.
+  if (retryStrategy !== undefined) cluster.clusterRetryStrategy = retryStrategy;
+  if (enableAutoPipelining !== undefined) cluster.enableAutoPipelining = enableAutoPipelining;
+  if (enableOfflineQueue !== undefined) cluster.enableOfflineQueue = enableOfflineQueue;
+  if (enableReadyCheck !== undefined) cluster.enableReadyCheck = enableReadyCheck;
+  if (lazyConnect !== undefined) cluster.lazyConnect = lazyConnect;
+  return new Cluster(seeds.nodes.map((n) => ({ ...n })), cluster);
 }
 
-/** True when a Redis server answers PING at `url` within `timeoutMs`. */
-export async function redisAnswers(url: string, timeoutMs = 1000): Promise<boolean> {
-  const probe = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+/**
+ * How many subscribers a message published on `channel` reached, given PUBLISH's answer `published`. One server counts
+ * them all; a cluster node counts only its own clients, so on a cluster every node is asked (PUBSUB NUMSUB). Infinity
+ * when a node does not answer: the caller then waits for its answers until its timeout.
+ */
+export async function subscribersReached(client: RedisClient, channel: string, published: number): Promise<number> {
+  if (!(client instanceof Cluster)) return published;
+  const counts: number[] = await Promise.all(
+    client.nodes('all').map((node) => node.pubsub('NUMSUB', channel).then((r) => Number((r as unknown[])[1] ?? 0), () => Infinity)),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+/** A cluster's probe connects to a seed, reads the slot map, then connects to every master: it gets longer. */
+const CLUSTER_PROBE_MS = 5000;
+
+/** True when a Redis server (or a cluster with all its slots served) answers PING at `url` within `timeoutMs`. */
+export async function redisAnswers(url: string, timeoutMs = isClusterUrl(url) ? CLUSTER_PROBE_MS : 1000): Promise<boolean> {
+  const probe = createRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, enableAutoPipelining: false });
   probe.on('error', () => undefined);
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await probe.connect();
-    return (await probe.ping()) === 'PONG';
+    const answer = probe.connect().then(() => probe.ping());
+    if (!isClusterUrl(url)) return (await answer) === 'PONG';
+    // A cluster's connect asks several nodes in turn: bound the whole probe, not only each connection.
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('redis probe timeout')), timeoutMs * 2)));
+    return (await Promise.race([answer, late])) === 'PONG';
   } catch {
     return false;
   } finally {
+    clearTimeout(timer);
     probe.disconnect();
   }
 }
@@ -137,15 +193,16 @@ export class EmbeddedRedis {
 }
 
 /**
- * Resolves the Redis URL to use: REDIS_URL when it answers; otherwise, with REDIS_EMBEDDED=auto and
- * redis-server installed, a supervised local server.
+ * Resolves the Redis URL to use: REDIS_URL when it answers; otherwise, with REDIS_EMBEDDED=auto, a single-server
+ * REDIS_URL and redis-server installed, a supervised local server.
  */
 export async function resolveRedis(
   opts: { redisUrl: string; redisEmbedded: 'auto' | 'never'; dataDir: string },
   logger: Logger,
 ): Promise<{ url: string; embedded?: EmbeddedRedis }> {
   if (await redisAnswers(opts.redisUrl)) return { url: opts.redisUrl };
-  if (opts.redisEmbedded === 'never' || !hasRedisServer()) throw new EngineError('ENG_ERR_BOOT_REDIS_UNAVAILABLE');
+  // The embedded server is a single node: a node standing in for an unreachable cluster would split the deployment.
+  if (opts.redisEmbedded === 'never' || isClusterUrl(opts.redisUrl) || !hasRedisServer()) throw new EngineError('ENG_ERR_BOOT_REDIS_UNAVAILABLE');
   logger.warn('nothing answers at REDIS_URL; starting an embedded redis-server');
   const embedded = await EmbeddedRedis.start(opts.dataDir, logger);
   return { url: embedded.url, embedded };

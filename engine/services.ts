@@ -1,6 +1,6 @@
 // What the parts of a node share: the store's repositories, Redis, the processor and the clock; built by engine/app.ts.
 import type client from 'prom-client';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Config } from './config.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
@@ -31,7 +31,7 @@ export interface Services {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly store: Store;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly registry: client.Registry;
   readonly users: UsersRepository;
   readonly apiKeys: ApiKeysRepository;

@@ -1,7 +1,7 @@
 // Per-user data versions in Redis, shared by every node: each write to a user's memories, action items, goals or memory
 // gate changes the user's version, so a node may reuse answers computed from that data while the version stands.
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Logger } from '../logger.js';
 import { EngineError } from '../errors.js';
 
@@ -53,7 +53,7 @@ export interface VersionedWrites {
 export const UNVERSIONED: VersionedWrites = { write: (_uid, run) => run() };
 
 export interface DataVersionsOptions {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** Key prefix (REDIS_PREFIX). */
   readonly prefix: string;
   readonly logger: Logger;
@@ -61,7 +61,7 @@ export interface DataVersionsOptions {
   readonly timeoutMs?: number;
 }
 
-type Scripts = Redis & {
+type Scripts = RedisClient & {
   dataVersionBegin(key: string, ttlMs: number): Promise<unknown>;
   dataVersionEnd(key: string, token: string, ttlMs: number): Promise<unknown>;
 };
@@ -81,9 +81,9 @@ export class DataVersions implements VersionedWrites {
     this.#redis = opts.redis as unknown as Scripts;
   }
 
-  /** The Redis key of `uid`'s version. */
+  /** The Redis key of `uid`'s version; the user id is its hash tag, as in the rate-limit keys read with it. */
   key(uid: string): string {
-    return `${this.#o.prefix}:dv:${uid}`;
+    return `${this.#o.prefix}:dv:{${uid}}`;
   }
 
   /** A token no other version has had. */

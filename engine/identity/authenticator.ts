@@ -1,6 +1,6 @@
 // The one place bearer credentials are checked: ID tokens for the signed-in user, API keys (with scopes) for developers.
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Logger } from '../logger.js';
 import type { Clock } from '../clock.js';
 import { EngineError } from '../errors.js';
@@ -103,8 +103,8 @@ export class Authenticator {
   readonly #o: AuthenticatorOptions;
   readonly #cache = new Map<string, CacheEntry>();
   readonly #tokens: VerifiedTokens;
-  #publisher: Redis | undefined;
-  #subscriber: Redis | undefined;
+  #publisher: RedisClient | undefined;
+  #subscriber: RedisClient | undefined;
 
   constructor(opts: AuthenticatorOptions) {
     this.#o = opts;
@@ -112,7 +112,7 @@ export class Authenticator {
   }
 
   /** Listens for revocations made on other nodes so their cached keys die at once here too. */
-  async attach(publisher: Redis, subscriber: Redis): Promise<void> {
+  async attach(publisher: RedisClient, subscriber: RedisClient): Promise<void> {
     this.#publisher = publisher;
     this.#subscriber = subscriber;
     subscriber.on('message', (channel: string, hash: string) => {

@@ -1,5 +1,5 @@
 // Developer REST rate limits in Redis, shared by every API node: fixed windows per key per minute and per user per UTC day.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Clock } from '../clock.js';
 import { EngineError } from '../errors.js';
 import { VERSION_TTL_MS, readVersionLua, type DataVersions } from '../cache/data-versions.js';
@@ -27,14 +27,18 @@ end
 return out
 `;
 
-/** Most requests one script call counts; a longer queue takes several calls. */
+/**
+ * Most requests one script call counts; a longer queue takes several calls. On a Redis Cluster a call counts the
+ * requests of one user only: a script's keys must share a hash slot, and each user's keys carry the user id as their
+ * hash tag (`svc:rl:min:{uid}:...`, `svc:rl:day:{uid}:...`, `svc:dv:{uid}`).
+ */
 const MAX_BATCH = 256;
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
 export interface RateLimitOptions {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly clock: Clock;
   /** Key prefix (REDIS_PREFIX). */
   readonly prefix: string;
@@ -53,10 +57,11 @@ export interface RateLimitResult {
   readonly dataVersion: string | undefined;
 }
 
-type Counter = Redis & { rateLimitHits(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<(number | string)[]> };
+type Counter = RedisClient & { rateLimitHits(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<(number | string)[]> };
 
 /** One request waiting for the next script call: its keys, and what it gets back (counts, version token, writes in flight). */
 interface Pending {
+  uid: string;
   keys: [minute: string, day: string, version: string];
   resolve(counts: [number, number, string, number]): void;
   reject(err: unknown): void;
@@ -88,7 +93,7 @@ export class RateLimiter {
     let counts: [number, number, string, number];
     try {
       counts = await new Promise((resolve, reject) => {
-        this.#queue.push({ keys: [`${p}:rl:min:${subject}:${minute}`, `${p}:rl:day:${uid}:${day}`, this.#o.versions.key(uid)], resolve, reject });
+        this.#queue.push({ uid, keys: [`${p}:rl:min:{${uid}}:${subject}:${minute}`, `${p}:rl:day:{${uid}}:${day}`, this.#o.versions.key(uid)], resolve, reject });
         if (this.#queue.length === 1) setImmediate(() => this.#flush());
       });
     } catch (err) {
@@ -118,6 +123,18 @@ export class RateLimiter {
   #flush(): void {
     const queue = this.#queue;
     this.#queue = [];
+    if (!this.#redis.isCluster) return this.#count(queue);
+    const byUser = new Map<string, Pending[]>();
+    for (const b of queue) {
+      const group = byUser.get(b.uid);
+      if (group) group.push(b);
+      else byUser.set(b.uid, [b]);
+    }
+    for (const group of byUser.values()) this.#count(group);
+  }
+
+  /** Counts `queue` (requests whose keys share a hash slot) in script calls of at most MAX_BATCH. */
+  #count(queue: Pending[]): void {
     for (let from = 0; from < queue.length; from += MAX_BATCH) {
       const batch = queue.slice(from, from + MAX_BATCH);
       const keys: string[] = [];

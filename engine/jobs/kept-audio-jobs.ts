@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { bullConnection, within } from './queues.js';
+import type { RedisClient } from '../redis.js';
+import { bullConnection, bullPrefix, within } from './queues.js';
 import { transcribeKept, type TranscribeKeptData, type TranscribeKeptDeps, type TranscribeKeptOutcome } from './transcribe-kept.js';
 
 /** This node's id: created once under DATA_DIR and kept across restarts. */
@@ -26,7 +26,7 @@ export function nodeId(dataDir: string): string {
 /** Which conversations still wait for kept audio, readable from every node (the processing job asks). */
 export class KeptAudioIndex {
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     readonly prefix: string,
   ) {}
 
@@ -59,8 +59,8 @@ export interface KeptAudioJobsOptions {
 
 export class KeptAudioJobs {
   readonly queueName: string;
-  readonly #producer: Redis;
-  readonly #consumer: Redis;
+  readonly #producer: RedisClient;
+  readonly #consumer: RedisClient;
   readonly #queue: Queue<TranscribeKeptData>;
   readonly #worker: Worker<TranscribeKeptData, TranscribeKeptOutcome>;
   readonly #index: KeptAudioIndex;
@@ -71,12 +71,12 @@ export class KeptAudioJobs {
     this.queueName = `kept-audio-${nodeId(o.dataDir)}`;
     this.#producer = bullConnection(o.redisUrl, 'producer');
     this.#consumer = bullConnection(o.redisUrl, 'worker', () => this.#closing);
-    this.#queue = new Queue<TranscribeKeptData>(this.queueName, { connection: this.#producer, prefix: o.prefix });
+    this.#queue = new Queue<TranscribeKeptData>(this.queueName, { connection: this.#producer, prefix: bullPrefix(o.redisUrl, o.prefix) });
     this.#queue.on('error', () => undefined);
     const deps: TranscribeKeptDeps = { ...o.deps, done: (conversationId, keptId) => o.index.done(conversationId, keptId) };
     this.#worker = new Worker<TranscribeKeptData, TranscribeKeptOutcome>(this.queueName, (job, _token, signal) => transcribeKept(deps, job.data, signal), {
       connection: this.#consumer,
-      prefix: o.prefix,
+      prefix: bullPrefix(o.redisUrl, o.prefix),
       concurrency: 1,
     });
     this.#worker.on('error', () => undefined);

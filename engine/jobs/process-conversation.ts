@@ -1,11 +1,11 @@
 // The process-conversation job: transcript → processor → stored structure, memories and action items → completed (or failed).
 import { Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Services } from '../services.js';
 import { afterProcessed } from '../conversations/derived.js';
 import { ConversationStatus } from '../protocol.js';
 import { lastActivityMs } from '../conversations/lifecycle.js';
-import { bullConnection, closeWorker, processRetryDelayMs, QueueName, type ProcessConversationData } from './queues.js';
+import { bullConnection, bullPrefix, closeWorker, processRetryDelayMs, QueueName, type ProcessConversationData } from './queues.js';
 import { SessionEventType, type SessionEvents } from './session-events.js';
 
 /** What one run did (tests and logs). */
@@ -137,7 +137,7 @@ export interface ProcessConversationWorkerOptions {
 
 /** The BullMQ consumer of the `processing` queue; started by Service when ROLE is all or jobs. */
 export class ProcessConversationWorker {
-  readonly #connection: Redis;
+  readonly #connection: RedisClient;
   #closing = false;
   readonly worker: Worker<ProcessConversationData, ProcessOutcome>;
 
@@ -154,7 +154,7 @@ export class ProcessConversationWorker {
         }),
       {
         connection: this.#connection,
-        prefix: opts.prefix,
+        prefix: bullPrefix(opts.redisUrl, opts.prefix),
         concurrency: opts.concurrency ?? 16,
         settings: { backoffStrategy: (attemptsMade: number) => processRetryDelayMs(attemptsMade) },
         ...(opts.stalledIntervalMs ? { stalledInterval: opts.stalledIntervalMs, lockDuration: opts.stalledIntervalMs } : {}),

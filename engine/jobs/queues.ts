@@ -1,6 +1,6 @@
 // The BullMQ producer side: queue and job names, payload shapes, and the processing queue live sessions and routes enqueue to.
 import { Queue, type Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { createRedis, isClusterUrl, type RedisClient } from '../redis.js';
 
 export const QueueName = { PROCESSING: 'processing' } as const;
 export const JobName = { PROCESS_CONVERSATION: 'process-conversation' } as const;
@@ -24,18 +24,27 @@ export interface ProcessingQueueOptions {
 
 /**
  * A BullMQ connection. Workers need `maxRetriesPerRequest: null` (their blocking reads wait forever); producers use a
- * small retry budget, so enqueueing fails fast while Redis is away instead of hanging a session or a shutdown.
+ * small retry budget, so enqueueing fails fast while Redis is away instead of hanging a session or a shutdown. A worker
+ * gets its own client: BullMQ duplicates it for the blocking reads.
  */
-export function bullConnection(url: string, role: 'worker' | 'producer', closing: () => boolean = () => false): Redis {
-  const r = new Redis(url, {
+export function bullConnection(url: string, role: 'worker' | 'producer', closing: () => boolean = () => false): RedisClient {
+  const r = createRedis(url, {
     maxRetriesPerRequest: role === 'worker' ? null : 2,
-    connectTimeout: 2000,
+    enableAutoPipelining: false,
     // Once closing, stop reconnecting: BullMQ duplicates this connection (blocking reads), and a duplicate left
     // reconnecting to a lost Redis would keep the process alive.
     retryStrategy: (times) => (closing() ? null : Math.min(times * 200, 2000)),
   });
   r.on('error', () => undefined);
   return r;
+}
+
+/**
+ * BullMQ's key prefix. On a Redis Cluster it is a hash tag (`{svc}`): every key of a queue then lives in one slot, as
+ * BullMQ's scripts, which touch several of them at once, require. One server keeps the plain prefix and its queues.
+ */
+export function bullPrefix(redisUrl: string, prefix: string): string {
+  return isClusterUrl(redisUrl) ? `{${prefix}}` : prefix;
 }
 
 /**
@@ -50,7 +59,7 @@ export async function within(p: Promise<unknown>, ms: number): Promise<boolean> 
 }
 
 /** Lets a worker's running jobs finish (bounded), then drops its connections even when Redis is gone. */
-export async function closeWorker(worker: Worker, connection: Redis, timeoutMs: number): Promise<void> {
+export async function closeWorker(worker: Worker, connection: RedisClient, timeoutMs: number): Promise<void> {
   // With Redis gone no job can finish anyway: close at once (BullMQ re-runs stalled jobs elsewhere).
   await within(worker.close(connection.status !== 'ready'), timeoutMs);
   await within(worker.disconnect(), 500);
@@ -87,12 +96,12 @@ export const PROCESS_JOB_OPTIONS = {
 export type EnsureOutcome = 'queued' | 'present' | 'promoted';
 
 export class ProcessingQueue {
-  readonly #connection: Redis;
+  readonly #connection: RedisClient;
   readonly queue: Queue<ProcessConversationData>;
 
   constructor(opts: ProcessingQueueOptions) {
     this.#connection = bullConnection(opts.redisUrl, 'producer');
-    this.queue = new Queue<ProcessConversationData>(QueueName.PROCESSING, { connection: this.#connection, prefix: opts.prefix });
+    this.queue = new Queue<ProcessConversationData>(QueueName.PROCESSING, { connection: this.#connection, prefix: bullPrefix(opts.redisUrl, opts.prefix) });
     this.queue.on('error', () => undefined);
   }
 

@@ -1,7 +1,7 @@
 // Conversation events for live sessions over Redis pub/sub, so a job on any node reaches the user's session on this one;
 // and the manual end of recording, asked of every node's sessions of a user and answered by each node.
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { subscribersReached, type RedisClient } from '../redis.js';
 
 export const SessionEventType = {
   PROCESSING_STARTED: 'memory_processing_started',
@@ -43,15 +43,15 @@ interface EndAnswerMessage extends EndAnswer {
 type Message = SessionEvent | EndRequestMessage | EndAnswerMessage;
 
 export class SessionEvents {
-  readonly #publisher: Redis;
-  readonly #subscriber: Redis;
+  readonly #publisher: RedisClient;
+  readonly #subscriber: RedisClient;
   readonly #channel: string;
   #listener: ((channel: string, message: string) => void) | undefined;
   /** Manual ends this node asked for, by request id: each takes the nodes' answers. */
   readonly #asked = new Map<string, (answer: EndAnswer) => void>();
 
   /** `subscriber` may be shared with other channels: messages are filtered by channel. */
-  constructor(opts: { publisher: Redis; subscriber: Redis; channel: string }) {
+  constructor(opts: { publisher: RedisClient; subscriber: RedisClient; channel: string }) {
     this.#publisher = opts.publisher;
     this.#subscriber = opts.subscriber;
     this.#channel = opts.channel;
@@ -84,7 +84,7 @@ export class SessionEvents {
 
   /**
    * Asks every node to end `uid`'s live recording and collects the answers: one per node listening on the channel
-   * (Redis counts them at publish), or those that came within `timeoutMs`. Empty when Redis is unreachable.
+   * (counted at publish, on a cluster by every node), or those that came within `timeoutMs`. Empty when Redis is unreachable.
    */
   async requestEnd(uid: string, timeoutMs: number): Promise<EndAnswer[]> {
     const requestId = randomUUID();
@@ -99,7 +99,7 @@ export class SessionEvents {
     });
     const request: EndRequestMessage = { type: END_REQUESTED, uid, requestId };
     // Redis away: no node can be asked, and the caller ends what the store holds.
-    this.#publisher.publish(this.#channel, JSON.stringify(request)).then(
+    this.#publisher.publish(this.#channel, JSON.stringify(request)).then((n) => subscribersReached(this.#publisher, this.#channel, n)).then(
       (receivers) => {
         expected = receivers;
         if (answers.length >= expected) done();

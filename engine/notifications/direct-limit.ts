@@ -1,6 +1,6 @@
 // The direct-notification limit: at most DIRECT_PER_HOUR per app per user per clock hour (UTC), counted in Redis so
 // every API node shares it.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Clock } from '../clock.js';
 
 /** Direct notifications one app may send one user per clock hour, as the compatible system allows. */
@@ -24,12 +24,12 @@ export interface LimitState {
   retryAfterS: number;
 }
 
-type Counting = Redis & { directNotificationTake(key: string, limit: number, ttlMs: number): Promise<[number, number]> };
+type Counting = RedisClient & { directNotificationTake(key: string, limit: number, ttlMs: number): Promise<[number, number]> };
 
 export class DirectLimit {
   readonly #redis: Counting;
 
-  constructor(private readonly o: { redis: Redis; clock: Clock; prefix: string }) {
+  constructor(private readonly o: { redis: RedisClient; clock: Clock; prefix: string }) {
     // A defined command goes by its SHA after the first call, not as the script's text each time.
     if (!('directNotificationTake' in o.redis)) o.redis.defineCommand('directNotificationTake', { numberOfKeys: 1, lua: TAKE });
     this.#redis = o.redis as Counting;

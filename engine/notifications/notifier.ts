@@ -1,6 +1,6 @@
 // The one way a notification reaches a user: a row in their outbox, an event to their open streams on every node
 // (Redis pub/sub), and, with FCM configured, a push job per registered device.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { NotificationInput, NotificationRecord, NotificationsRepository } from '../db/notifications.js';
@@ -35,9 +35,9 @@ type Listener = (n: NotificationView) => void;
 export interface NotifierOptions {
   notifications: NotificationsRepository;
   settings: UserSettingsRepository;
-  publisher: Redis;
+  publisher: RedisClient;
   /** Shared with other channels: messages are filtered by channel. */
-  subscriber: Redis;
+  subscriber: RedisClient;
   channel: string;
   /** Absent without FCM: the outbox and its streams are the only delivery. */
   pushes: PushQueue | undefined;

@@ -3,7 +3,7 @@
 // stands offline) and pushed; a plain `message` is pushed as it is. Every one is recorded with its outcome.
 import OpenAI from 'openai';
 import type { Knex } from 'knex';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -48,7 +48,7 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
 return 1
 `;
 
-type Counting = Redis & { proactiveTake(key: string, now: number, intervalMs: number, ttlMs: number): Promise<number> };
+type Counting = RedisClient & { proactiveTake(key: string, now: number, intervalMs: number, ttlMs: number): Promise<number> };
 
 /** Text cut to `max` characters, the cut marked with "...". */
 export function cut(text: string, max: number): string {
@@ -59,7 +59,7 @@ export function cut(text: string, max: number): string {
 export interface ProactiveOptions {
   config: Pick<Config, 'redisPrefix' | 'llmBaseUrl' | 'llmApiKey' | 'llmModel' | 'llmTimeoutMs'>;
   knex: Knex;
-  redis: Redis;
+  redis: RedisClient;
   clock: Clock;
   logger: Logger;
   apps: AppsRepository;

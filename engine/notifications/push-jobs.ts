@@ -2,11 +2,11 @@
 // restart loses none; 429, 5xx and network failures retry with backoff, a token the push service disowns is removed.
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import client from 'prom-client';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Logger } from '../logger.js';
 import type { NotificationsRepository } from '../db/notifications.js';
 import type { UserSettingsRepository } from '../db/user-settings.js';
-import { bullConnection, closeWorker, within } from '../jobs/queues.js';
+import { bullConnection, bullPrefix, closeWorker, within } from '../jobs/queues.js';
 import type { FcmClient } from './fcm.js';
 
 export const NOTIFICATIONS_QUEUE = 'notifications';
@@ -43,12 +43,12 @@ class PushRetry extends Error {
 
 /** The producer side, on every node. */
 export class PushQueue {
-  readonly #connection: Redis;
+  readonly #connection: RedisClient;
   readonly queue: Queue<PushJobData>;
 
   constructor(o: { redisUrl: string; prefix: string }) {
     this.#connection = bullConnection(o.redisUrl, 'producer');
-    this.queue = new Queue<PushJobData>(NOTIFICATIONS_QUEUE, { connection: this.#connection, prefix: o.prefix });
+    this.queue = new Queue<PushJobData>(NOTIFICATIONS_QUEUE, { connection: this.#connection, prefix: bullPrefix(o.redisUrl, o.prefix) });
     this.queue.on('error', () => undefined);
   }
 
@@ -102,7 +102,7 @@ function sendCounter(registry: client.Registry | undefined): (r: SendResult) => 
 
 /** The consumer, on jobs nodes. */
 export class PushWorker {
-  readonly #connection: Redis;
+  readonly #connection: RedisClient;
   #closing = false;
   readonly worker: Worker<PushJobData, PushOutcome>;
 
@@ -121,7 +121,7 @@ export class PushWorker {
     };
     this.worker = new Worker<PushJobData, PushOutcome>(NOTIFICATIONS_QUEUE, send, {
       connection: this.#connection,
-      prefix: o.prefix,
+      prefix: bullPrefix(o.redisUrl, o.prefix),
       concurrency: o.concurrency ?? PUSH_CONCURRENCY,
       settings: { backoffStrategy: (attemptsMade: number, _type?: string, err?: Error) => pushRetryDelayMs(attemptsMade, err instanceof PushRetry ? err.retryAfterS : undefined) },
     });

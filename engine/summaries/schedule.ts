@@ -3,9 +3,9 @@
 // the jobs nodes share, so a run survives a restart and spreads across nodes.
 import { createHash } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Services } from '../services.js';
-import { bullConnection, closeWorker, within } from '../jobs/queues.js';
+import { bullConnection, bullPrefix, closeWorker, within } from '../jobs/queues.js';
 import { daySummaries, type DayOutcome } from './day-summary.js';
 
 export const SCHEDULES_QUEUE = 'schedules';
@@ -31,14 +31,14 @@ export const userJobId = (uid: string, date: string): string => 'ds_' + createHa
 export class DaySummarySchedule {
   readonly queue: Queue<ScheduleJobData>;
   readonly worker: Worker<ScheduleJobData, DayOutcome | number>;
-  readonly #producer: Redis;
-  readonly #consumer: Redis;
+  readonly #producer: RedisClient;
+  readonly #consumer: RedisClient;
   readonly #s: Services;
   #closing = false;
 
   constructor(o: { services: Services; redisUrl: string; concurrency?: number }) {
     this.#s = o.services;
-    const prefix = o.services.config.redisPrefix;
+    const prefix = bullPrefix(o.redisUrl, o.services.config.redisPrefix);
     this.#producer = bullConnection(o.redisUrl, 'producer');
     this.#consumer = bullConnection(o.redisUrl, 'worker', () => this.#closing);
     this.queue = new Queue<ScheduleJobData>(SCHEDULES_QUEUE, { connection: this.#producer, prefix });

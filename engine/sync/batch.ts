@@ -1,7 +1,7 @@
 // A batch of offline files from request to queued job: bounds (files, bytes, seconds), fair use (batches under way,
 // audio per hour), content hashes (a file taken before is not transcribed again), and the job's public view.
 import { createHash, randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { EngineError } from '../errors.js';
 import { SyncFileStatus, type SyncFile, type SyncJobRecord, type SyncRepository } from '../db/sync-jobs.js';
 import { AudioInputError } from '../voice/audio.js';
@@ -30,7 +30,7 @@ export interface SyncBatchesOptions {
   repo: SyncRepository;
   uploads: UploadStore;
   queue: SyncQueue;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   now: () => number;
   /** Counts a refused batch by the status it was refused with. */

@@ -2,14 +2,14 @@
 // placed into the user's conversations by wall-clock time; then every conversation it touched is processed. Progress
 // is stored per file, so a job cut short by a restart goes on where it stopped (BullMQ re-runs it).
 import { Queue, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
 import type { ConversationsRepository } from '../db/conversations.js';
 import { SyncFileStatus, SyncJobStatus, type SyncFile, type SyncRepository } from '../db/sync-jobs.js';
 import type { ConversationLifecycle } from '../conversations/lifecycle.js';
 import type { ProcessingQueue } from '../jobs/queues.js';
-import { bullConnection, closeWorker, within } from '../jobs/queues.js';
+import { bullConnection, bullPrefix, closeWorker, within } from '../jobs/queues.js';
 import { transcribePcm } from '../jobs/transcribe-kept.js';
 import type { EngineList } from '../stt/engine-list.js';
 import { ConversationStatus } from '../protocol.js';
@@ -128,12 +128,12 @@ async function processTouched(d: SyncDeps, uid: string, id: string): Promise<voi
 
 /** The producer side: every node that takes POST /v2/sync-local-files enqueues here. */
 export class SyncQueue {
-  readonly #connection: Redis;
+  readonly #connection: RedisClient;
   readonly queue: Queue<SyncJobData>;
 
   constructor(o: { redisUrl: string; prefix: string }) {
     this.#connection = bullConnection(o.redisUrl, 'producer');
-    this.queue = new Queue<SyncJobData>(SYNC_QUEUE, { connection: this.#connection, prefix: o.prefix });
+    this.queue = new Queue<SyncJobData>(SYNC_QUEUE, { connection: this.#connection, prefix: bullPrefix(o.redisUrl, o.prefix) });
     this.queue.on('error', () => undefined);
   }
 
@@ -150,7 +150,7 @@ export class SyncQueue {
 
 /** The consumer, on nodes whose role runs jobs. */
 export class SyncWorker {
-  readonly #connection: Redis;
+  readonly #connection: RedisClient;
   #closing = false;
   readonly worker: Worker<SyncJobData, SyncOutcome>;
 
@@ -159,7 +159,7 @@ export class SyncWorker {
     this.worker = new Worker<SyncJobData, SyncOutcome>(
       SYNC_QUEUE,
       (job: Job<SyncJobData>, _token?: string, signal?: AbortSignal) => runSync(o.deps, job.data, signal ?? new AbortController().signal, job.attemptsMade + 1 >= (job.opts.attempts ?? 1)),
-      { connection: this.#connection, prefix: o.prefix, concurrency: o.concurrency ?? SYNC_CONCURRENCY },
+      { connection: this.#connection, prefix: bullPrefix(o.redisUrl, o.prefix), concurrency: o.concurrency ?? SYNC_CONCURRENCY },
     );
     this.worker.on('error', () => undefined);
     this.worker.on('failed', (job, err) => o.deps.logger.warn({ syncJobId: job?.data.jobId, attempts: job?.attemptsMade, err: { name: err?.name, reason: (err as { failure?: { reason?: string } })?.failure?.reason } }, 'sync job attempt failed'));

@@ -5,10 +5,10 @@
 // attempt.
 import { createHash } from 'node:crypto';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.js';
-import { bullConnection, within } from '../jobs/queues.js';
+import { bullConnection, bullPrefix, within } from '../jobs/queues.js';
 import { SerialLoop } from '../runtime/serial-loop.js';
 import { DeliveriesRepository, newWebhookId, OPEN_STATES, type DeliveryRecord, type NewDelivery } from '../db/deliveries.js';
 import { WebhooksRepository, type WebhookEndpoint } from '../db/webhooks.js';
@@ -86,7 +86,7 @@ interface Waiting {
 }
 
 export class WebhookQueue {
-  readonly #connection: Redis;
+  readonly #connection: RedisClient;
   readonly queue: Queue<WebhookJobData>;
   readonly deliveries: DeliveriesRepository;
   readonly #webhooks: WebhooksRepository;
@@ -96,7 +96,7 @@ export class WebhookQueue {
 
   constructor(o: WebhookQueueOptions) {
     this.#connection = bullConnection(o.redisUrl, 'producer');
-    this.queue = new Queue<WebhookJobData>(WEBHOOKS_QUEUE, { connection: this.#connection, prefix: o.prefix });
+    this.queue = new Queue<WebhookJobData>(WEBHOOKS_QUEUE, { connection: this.#connection, prefix: bullPrefix(o.redisUrl, o.prefix) });
     this.queue.on('error', () => undefined);
     this.deliveries = new DeliveriesRepository(o.knex, o.now, o.logger);
     this.#webhooks = new WebhooksRepository(o.knex);

@@ -3,10 +3,10 @@
 // Standard Webhooks schedule; a per-endpoint circuit; endpoints disabled when gone (410) or failing for too long; apps'
 // replies to a created conversation stored on it.
 import { DelayedError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import client from 'prom-client';
 import type { Services } from '../services.js';
-import { bullConnection, closeWorker } from '../jobs/queues.js';
+import { bullConnection, bullPrefix, closeWorker } from '../jobs/queues.js';
 import { OPEN_STATES, type AttemptView, type DeliveriesRepository, type DeliveryRecord, type EndpointKey } from '../db/deliveries.js';
 import { attemptDelivery, deliveryAgents, ATTEMPT_TIMEOUT_MS, type AttemptResult } from './attempt.js';
 import { secretsAt } from './secrets.js';
@@ -96,7 +96,7 @@ interface Member {
 }
 
 export class WebhookWorker {
-  readonly #connection: Redis;
+  readonly #connection: RedisClient;
   #closing = false;
   readonly worker: Worker<WebhookJobData, RunOutcome[]>;
   readonly #s: Services;
@@ -119,7 +119,7 @@ export class WebhookWorker {
     this.#connection = bullConnection(o.redisUrl, 'worker', () => this.#closing);
     this.worker = new Worker<WebhookJobData, RunOutcome[]>(WEBHOOKS_QUEUE, (job, token) => this.run(job, token), {
       connection: this.#connection,
-      prefix: o.prefix,
+      prefix: bullPrefix(o.redisUrl, o.prefix),
       concurrency: WEBHOOK_JOB_CONCURRENCY,
       // A delivery interrupted by its process dying is sent again (same webhook id): at least once.
       maxStalledCount: 10,

@@ -58,7 +58,7 @@ t.test('a write whose end is never announced disables reuse until its version ex
   const s = await startService(t);
   const key = bearer(await s.devKey('bob', ['memories:read']));
   const redis = s.service.services.redis;
-  const versionKey = `${s.env.REDIS_PREFIX}:dv:bob`;
+  const versionKey = `${s.env.REDIS_PREFIX}:dv:{bob}`;
   await s.req(MEMORIES, { headers: key });
   await s.req(MEMORIES, { headers: key });
   t.equal(await lookups(s, 'hit'), 1);
