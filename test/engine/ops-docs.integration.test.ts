@@ -151,7 +151,7 @@ t.test('the dashboard and the alert rules read only metrics the service exposes'
 
   // What the queries group and join on is there with its labels.
   t.match(text, new RegExp(`^service_info\\{role="all",version="\\d+\\.\\d+\\.\\d+[^"]*",node="${hostname()}"\\} 1$`, 'm'), 'service_info names role, version and node');
-  t.match(text, /^listen_sessions_max 1000$/m, 'MAX_SESSIONS');
+  t.match(text, new RegExp(`^listen_sessions_max ${s.service.config.maxSessions}$`, 'm'), 'MAX_SESSIONS');
   t.match(text, /^listen_decode_delay_seconds_count\{shard="(\d+|main)"\} [1-9]/m, 'decode delay by shard');
   for (const queue of ['processing', 'webhooks', 'sync', 'notifications', 'day_summaries', 'transcribe_kept_audio']) {
     t.match(text, new RegExp(`^jobs_queued\\{queue="${queue}",state="waiting"\\} \\d+$`, 'm'), `jobs_queued for ${queue}`);
