@@ -168,11 +168,27 @@ export function isLogId(id: string): boolean {
   return SAFE_ID.test(id);
 }
 
+/**
+ * Writes every byte of `chunks` at the file's end. A short write is no error by itself (a disk that filled up mid-way
+ * takes part of it): the rest is written again, which then fails with the cause, so nothing unwritten is acknowledged.
+ */
+async function writeAll(fh: FileHandle, chunks: readonly Uint8Array[]): Promise<void> {
+  const total = chunks.reduce((n, c) => n + c.byteLength, 0);
+  let done = (await fh.writev(chunks as Uint8Array[])).bytesWritten;
+  if (done >= total) return;
+  const all = Buffer.concat(chunks as Uint8Array[]);
+  while (done < total) {
+    const { bytesWritten } = await fh.write(all, done, total - done);
+    if (bytesWritten === 0) throw Object.assign(new Error('audio log write made no progress'), { code: 'ENOSPC' });
+    done += bytesWritten;
+  }
+}
+
 class LocalPartWriter implements AudioLogPartWriter {
   constructor(readonly fh: FileHandle) {}
 
   async append(chunks: readonly Uint8Array[]): Promise<void> {
-    if (chunks.length > 0) await this.fh.writev(chunks as Uint8Array[]);
+    if (chunks.length > 0) await writeAll(this.fh, chunks);
     await this.fh.datasync();
   }
 
@@ -199,7 +215,7 @@ export class LocalAudioLogStore implements AudioLogStore {
     await mkdir(path.dirname(file), { recursive: true });
     const fh = await open(file, 'wx');
     try {
-      await fh.write(encodeHeader(header));
+      await writeAll(fh, [encodeHeader(header)]);
       await fh.datasync();
     } catch (err) {
       await fh.close();
