@@ -5,6 +5,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import { EngineError, isEngineError } from '../engine/errors.js';
+import { isStoreUnavailable } from '../engine/db/store-errors.js';
 import { ResponseCache, type Ticket } from './response-cache.js';
 import { compile, type Validator } from './validation.js';
 
@@ -417,6 +418,11 @@ export class HttpAdapter<P> {
   #errorReply(err: unknown): Reply {
     if (isEngineError(err)) {
       return { status: err.status, body: { detail: err.detail }, headers: { 'x-error-code': err.code, ...err.headers } };
+    }
+    if (isStoreUnavailable(err)) {
+      const unavailable = new EngineError('ENG_ERR_DEPENDENCY_UNAVAILABLE', { dependency: 'the store' });
+      this.#opts.logger.warn({ err: { name: (err as Error)?.name, code: (err as { code?: unknown })?.code } }, 'store unavailable: request refused');
+      return { status: unavailable.status, body: { detail: unavailable.detail }, headers: { 'x-error-code': unavailable.code } };
     }
     // Log the error class and stack only: messages of library errors may quote user input.
     this.#opts.logger.error({ err: { name: (err as Error)?.name, stack: (err as Error)?.stack?.split('\n').slice(1, 6).join('\n') } }, 'unhandled error in route');

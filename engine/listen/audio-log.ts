@@ -309,11 +309,27 @@ export interface AudioLogStore {
   removeLegacy?(sessionId: string): Promise<void>;
 }
 
+/**
+ * Writes every byte of `chunks` at the file's end. A short write is no error by itself (a disk that filled up mid-way
+ * takes part of it): the rest is written again, which then fails with the cause, so nothing unwritten is acknowledged.
+ */
+async function writeAll(fh: FileHandle, chunks: readonly Uint8Array[]): Promise<void> {
+  const total = chunks.reduce((n, c) => n + c.byteLength, 0);
+  let done = (await fh.writev(chunks as Uint8Array[])).bytesWritten;
+  if (done >= total) return;
+  const all = Buffer.concat(chunks as Uint8Array[]);
+  while (done < total) {
+    const { bytesWritten } = await fh.write(all, done, total - done);
+    if (bytesWritten === 0) throw Object.assign(new Error('audio log write made no progress'), { code: 'ENOSPC' });
+    done += bytesWritten;
+  }
+}
+
 class LocalSegmentWriter implements SegmentWriter {
   constructor(readonly fh: FileHandle) {}
 
   async append(chunks: readonly Uint8Array[]): Promise<void> {
-    if (chunks.length > 0) await this.fh.writev(chunks as Uint8Array[]);
+    if (chunks.length > 0) await writeAll(this.fh, chunks);
     await this.fh.datasync();
   }
 

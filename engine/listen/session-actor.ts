@@ -185,6 +185,8 @@ export class SessionActor {
       if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
       const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
       this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames), onUplinked: (ch, n) => this.#onUplinked(ch, n) });
+      // A codec thread that died (or a decoder that could not be made) loses the batch it held: say so, never silently.
+      codec.on('failure', (err, messages) => logger.warn({ sessionId: this.sessionId, code: err.code, messages }, 'audio lost: the codec failed a batch'));
       const deps = this.#o.speakerId;
       if (deps && p.includeSpeechProfile && !p.customStt && p.channels === 1) {
         this.#ident = new SpeakerIdentification({ ...deps, uid: this.uid, sessionId: this.sessionId, logger, codec, speakers: this.#speakers, loop: this.#loop, send: (text) => this.#out.send(text) });

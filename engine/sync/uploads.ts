@@ -76,7 +76,7 @@ export class UploadStore {
       if (offset + bytes.byteLength > state.size) throw new UploadConflict('length', state.offset);
       const fh = await open(this.#file(id, 'part'), 'a');
       try {
-        await fh.write(bytes);
+        await fh.writeFile(bytes); // every byte, or the error: a short write on a full disk is not silent
         await fh.sync();
       } finally {
         await fh.close();

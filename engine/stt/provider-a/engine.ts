@@ -20,6 +20,11 @@ export interface ProviderAEngineOptions extends RemoteEngineOptions {
   finalizeTimeoutMs?: number;
   /** Longest wait for Deepgram to close after CloseStream. @defaultValue 3000 */
   closeTimeoutMs?: number;
+  /**
+   * Audio streamed with no message back for this long fails the stream as `provider_stalled` (noticed at the next
+   * keep-alive check). @defaultValue 20000
+   */
+  stallTimeoutMs?: number;
   /** Audio queued on a socket that does not drain before the stream fails with send_failed, in seconds. @defaultValue 15 */
   maxBufferedS?: number;
 }
@@ -51,6 +56,7 @@ export class ProviderAEngine implements SttEngine {
       keepAliveMs: 4000,
       finalizeTimeoutMs: 5000,
       closeTimeoutMs: 3000,
+      stallTimeoutMs: 20_000,
       maxBufferedS: 15,
       sendMs: SEND_MS,
       ...options,
@@ -122,6 +128,7 @@ export class ProviderAEngine implements SttEngine {
       keepAliveMs: o.keepAliveMs,
       finalizeTimeoutMs: o.finalizeTimeoutMs,
       closeTimeoutMs: o.closeTimeoutMs,
+      stallPeriods: Math.max(1, Math.ceil(o.stallTimeoutMs / o.keepAliveMs)),
       onClosed: () => this.#streams.delete(stream),
     });
     this.#streams.add(stream);

@@ -15,6 +15,8 @@ export interface ProviderAStreamOptions {
   keepAliveMs: number;
   finalizeTimeoutMs: number;
   closeTimeoutMs: number;
+  /** Keep-alive periods with audio sent and no message back, in a row, after which the stream fails as stalled. */
+  stallPeriods: number;
   onClosed: () => void;
 }
 
@@ -40,6 +42,9 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   #sent = 0;
   #acked = 0;
   #sentSinceTick = false;
+  /** Whether any message came since the last keep-alive check, and the checks in a row with audio out and none. */
+  #heardSinceTick = false;
+  #silentPeriods = 0;
   readonly #keepAlive: TimerId;
   #waiters: Waiter[] = [];
   #socketClosed: (() => void) | undefined;
@@ -121,10 +126,20 @@ export class ProviderAStream extends SttEmitter implements SttStream {
 
   #tick(): void {
     if (this.#state === 'open' && !this.#sentSinceTick) this.#ws.sendText('{"type":"KeepAlive"}', false);
+    // A provider that keeps its socket open but answers nothing would leave the audio unanswered until the kept tail's
+    // bound drops it: fail it so the session keeps that audio. Only periods that carried audio count, so a pause
+    // (nothing to answer for) never looks like a stall.
+    if (this.#heardSinceTick) this.#silentPeriods = 0;
+    else if (this.#sentSinceTick && this.#sent > this.#acked) this.#silentPeriods++;
+    this.#heardSinceTick = false;
     this.#sentSinceTick = false;
+    if (this.#state === 'open' && this.#silentPeriods >= this.#o.stallPeriods) {
+      this.#fail({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'provider_stalled' });
+    }
   }
 
   #onText(text: string): void {
+    this.#heardSinceTick = true;
     let msg: { type?: unknown };
     try {
       msg = JSON.parse(text) as { type?: unknown };

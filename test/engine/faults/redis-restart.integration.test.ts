@@ -1,0 +1,109 @@
+// Redis killed and started again on its append-only file while sessions stream and processing jobs wait: live audio
+// goes on (no session closed, every line stored), developer requests fail closed with 503 while the rate limiter
+// cannot count them and answer again once Redis is back, and the jobs queued before the restart are processed.
+import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { startService } from '../../helpers/service.js';
+import { freePort, portAnswers, startRedisServer } from '../../helpers/ports.js';
+import { advance, open, sendAndStep, suggestedLine } from '../../helpers/listen.js';
+import { bearer } from '../../helpers/http.js';
+import { until } from '../../helpers/until.js';
+import { say, streaming } from '../../helpers/live-speech.js';
+import { RecordingSttEngine } from '../../fakes/recording-stt.js';
+import { OpusEncoderStream } from '../../../native/opus.js';
+import { frames, sine } from '../../helpers/codec-fixtures.js';
+import { ManualClock } from '../../../engine/clock.js';
+import { ConversationStatus } from '../../../engine/protocol.js';
+
+t.test('Redis restarted mid-load: sessions stream on, dev requests fail closed then recover, queued jobs run', async (t) => {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), 'redis-aof-'));
+  let redis: ChildProcess = startRedisServer(port, dir);
+  t.teardown(() => {
+    redis.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  await until(() => portAnswers(port), { what: 'redis-server listening' });
+  const clock = new ManualClock(Date.now());
+  const engine = new RecordingSttEngine();
+  // No jobs role: what is enqueued stays in Redis until the jobs node starts after the restart.
+  const ts = await startService(t, { clock, sttEngines: [engine], env: { REDIS_URL: `redis://127.0.0.1:${port}`, ROLE: 'listen' } });
+  const key = await ts.devKey('u1');
+
+  // Three conversations ended by their silence timeout: three processing jobs waiting in Redis.
+  const queued: string[] = [];
+  const quiet = [];
+  for (const uid of ['q1', 'q2', 'q3']) {
+    const c = await open(ts, { uid, custom_stt: 'enabled', conversation_timeout: '30' });
+    await c.ready();
+    const actor = ts.service.sessions.sessionsOf(uid)[0]!;
+    await sendAndStep(ts, c, actor, suggestedLine(`A line of ${uid}.`, 0));
+    queued.push(actor.conversationId!);
+    quiet.push(c);
+  }
+  await advance(ts, 30_000);
+  for (const id of queued) t.equal((await ts.service.services.conversations.getById(id))?.status, ConversationStatus.PROCESSING, 'queued');
+  for (const c of quiet) {
+    c.close();
+    await c.closed;
+  }
+
+  // A session streaming real Opus audio, and one sending suggested transcripts.
+  const { c, actor, stream } = await streaming(ts, engine, 'u1');
+  const custom = await open(ts, { uid: 'u4', custom_stt: 'enabled' });
+  await custom.ready();
+  const customActor = ts.service.sessions.sessionsOf('u4')[0]!;
+  t.match(await say(ts, c, stream, 'Before the restart.', 'SPEAKER_00', 0.1), [{ text: 'Before the restart.' }]);
+
+  redis.kill('SIGKILL');
+  await new Promise((r) => redis.once('exit', r));
+  const health = await ts.req('/health');
+  t.equal(health.status, 503, 'health says Redis is down');
+  t.match(health.json, { checks: { redis: /./ } });
+  const refused = await ts.req('/v1/dev/user/conversations', { headers: bearer(key) });
+  t.equal(refused.status, 503, 'a developer request fails closed while its rate limit cannot be counted');
+  t.equal(refused.headers['x-error-code'], 'ENG_ERR_DEPENDENCY_UNAVAILABLE');
+  t.type(refused.json?.detail, 'string');
+
+  // Live audio meanwhile: decoded, heard, answered and stored.
+  const enc = new OpusEncoderStream(16000);
+  const packets = frames(sine(330, 16000, 1, 8000), 320).map((f) => enc.encode(f));
+  const before = stream.samples;
+  for (const p of packets) c.ws.send(p);
+  await until(() => stream.samples >= before + 16000 * 0.98, { what: 'audio decoded during the outage', timeoutMs: 20_000 });
+  t.match(await say(ts, c, stream, 'During the restart.', 'SPEAKER_00', 1.1), [{ text: 'During the restart.' }], 'the device gets its words');
+  t.match(await sendAndStep(ts, custom, customActor, suggestedLine('Suggested during the restart.', 0)), [{ text: 'Suggested during the restart.' }]);
+
+  const restartedAt = Date.now();
+  redis = startRedisServer(port, dir);
+  await until(() => portAnswers(port), { what: 'redis-server back on its append-only file' });
+  let back: Awaited<ReturnType<typeof ts.req>> | undefined;
+  await until(async () => {
+    back = await ts.req('/v1/dev/user/conversations', { headers: bearer(key) });
+    return back.status === 200;
+  }, { what: 'developer requests answered again', timeoutMs: 30_000, everyMs: 50 });
+  t.comment(`developer requests answered again ${Date.now() - restartedAt} ms after redis-server was started`);
+  await until(async () => (await ts.req('/health')).status === 200, { what: 'health ok again', timeoutMs: 30_000 });
+
+  // A jobs node of the same deployment takes the jobs enqueued before the kill.
+  await startService(t, { sameDeploymentAs: ts, clock, env: { ROLE: 'jobs' } });
+  await until(async () => {
+    const s = await Promise.all(queued.map(async (id) => (await ts.service.services.conversations.getById(id))?.status));
+    return s.every((x) => x === ConversationStatus.COMPLETED);
+  }, { what: 'the queued conversations processed', timeoutMs: 60_000, everyMs: 100 });
+  t.pass('every job queued before the restart ran');
+
+  t.match(await say(ts, c, stream, 'After the restart.', 'SPEAKER_00', 2.1), [{ text: 'After the restart.' }]);
+  t.equal(c.ws.readyState, c.ws.OPEN, 'the streaming session was never closed');
+  t.equal(custom.ws.readyState, custom.ws.OPEN, 'nor the other one');
+  const segments = await ts.service.services.conversations.segments(actor.conversationId!);
+  t.equal(segments.map((s) => s.text).join(' '), 'Before the restart. During the restart. After the restart.', 'the stored transcript is complete');
+  const other = await ts.service.services.conversations.segments(customActor.conversationId!);
+  t.same(other.map((s) => s.text), ['Suggested during the restart.']);
+  c.close();
+  custom.close();
+  await Promise.all([c.closed, custom.closed]);
+});
