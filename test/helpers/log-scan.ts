@@ -32,7 +32,8 @@ const RULES: readonly Rule[] = [
   { name: 'webhook secret', re: /whsec_[A-Za-z0-9+/]{16,}={0,2}/g },
   { name: 'id token', re: /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/g },
   // An Authorization value that was not censored: any bearer or basic credential.
-  { name: 'authorization value', re: /(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi },
+  // (a digit required, so prose such as "basic information" is not one).
+  { name: 'authorization value', re: /\b(?:bearer|basic)\s+(?=[A-Za-z0-9._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{12,}/gi },
   { name: 'authorization field', re: /"authorization"\s*:\s*"(?!\[redacted\])[^"]+"/gi },
   // Audio as base64: a long unbroken run (stack traces and ids are far shorter).
   { name: 'base64 run', re: /[A-Za-z0-9+/]{200,}={0,2}/g },
