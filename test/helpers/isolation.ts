@@ -28,7 +28,7 @@ export interface Call {
   body?: unknown;
 }
 
-const REQUEST_TIMEOUT_MS = 60_000;
+const REQUEST_TIMEOUT_MS = 180_000;
 
 /** One keep-alive connection pool for the whole walk: a thousand requests without a thousand handshakes. */
 export class Client {
