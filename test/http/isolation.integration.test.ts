@@ -306,6 +306,7 @@ t.test('isolation walk over every documented operation, with every log line scan
   });
 
   t.test('credentials that must fail: 401, or 403 for a missing scope, with the documented code and shape', async (t) => {
+    leaks.length = 0; // each part reports its own
     const tokens = await badIdTokens(ts, a.uid);
     // For each scope, a key of A's with every other scope.
     const lacking: Record<string, string> = {};
@@ -368,6 +369,7 @@ t.test('isolation walk over every documented operation, with every log line scan
   });
 
   t.test('the assistant tools of A cannot reach B\'s data', async (t) => {
+    leaks.length = 0; // each part reports its own
     const session = await (async () => {
       const r = await c.send({ method: 'POST', path: '/v1/mcp', headers: { ...bearer(a.mcpKey), accept: 'application/json, text/event-stream' }, body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'walk', version: '1' } } } });
       return r.headers['mcp-session-id'] as string;
