@@ -183,10 +183,13 @@ export function mcpRoutes(s: Services): AppRoute[] {
     }),
     streamableRoute('get', 'mcpStreamableGet', 'MCP Streamable HTTP: the server-to-client event stream of a session', {
       200: { description: 'text/event-stream' },
+      400: { description: 'no session named: a JSON-RPC error' },
+      404: { description: 'the session ended or is not this key\'s' },
       409: { description: 'the session already has one' },
     }),
     streamableRoute('delete', 'mcpStreamableDelete', 'MCP Streamable HTTP: end a session', {
       200: { description: 'ended' },
+      400: { description: 'no session named: a JSON-RPC error' },
       404: { description: 'no such session of this key' },
     }),
     {
@@ -224,7 +227,11 @@ export function mcpRoutes(s: Services): AppRoute[] {
       auth: { kind: 'mcp_key' },
       query: MessageQuery as never,
       body: { type: 'object' } as never,
-      responses: { 202: { description: 'accepted; the answer arrives on the event stream' } },
+      responses: {
+        202: { description: 'accepted; the answer arrives on the event stream' },
+        400: { description: 'not a JSON-RPC 2.0 message' },
+        404: { description: 'the session ended or is not this key\'s' },
+      },
       handler({ auth, query, body }) {
         const session = sessions.get((query as { sessionId: string }).sessionId);
         // Another key's session is as unknown as a closed one.

@@ -8,6 +8,7 @@ import { LocalIssuer } from '../../engine/identity/id-tokens.js';
 import { createLogger, type Logger } from '../../engine/logger.js';
 import { storeEnv, type StoreKind } from './stores.js';
 import { request, bearer, type TestRequest, type TestResponse } from './http.js';
+import { suiteScanLogger } from './log-capture.js';
 
 export interface TestService {
   service: Service;
@@ -39,7 +40,7 @@ export interface StartOptions {
   webhookResolver?: ServiceOptions['webhookResolver'];
   /** The test checks itself how the service's stop() fails: the teardown's stop() does not throw it again. */
   stopMayFail?: boolean;
-  /** Where the service logs (default: a logger at TEST_LOG_LEVEL, silent unless set). */
+  /** Where the service logs (default: a logger at TEST_LOG_LEVEL, silent unless set; with LOG_SCAN_DIR, trace logs to a file there). */
   logger?: Logger;
   /** Handed each stored reply of a live transcript endpoint (ServiceOptions.onAppReply). */
   onAppReply?: ServiceOptions['onAppReply'];
@@ -72,7 +73,7 @@ export async function startService(t: Test, opts: StartOptions = {}): Promise<Te
   const service = await Service.start({
     config,
     clock: clock as Clock,
-    logger: opts.logger ?? createLogger(config.logLevel),
+    logger: opts.logger ?? suiteScanLogger() ?? createLogger(config.logLevel),
     ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}),
     ...(opts.sttEngines ? { sttEngines: opts.sttEngines } : {}),
     ...(opts.codecWorker ? { codecWorker: opts.codecWorker } : {}),
