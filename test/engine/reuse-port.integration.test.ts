@@ -52,7 +52,7 @@ t.test('two listen processes on one port both take sessions; a draining one leav
     const id = (await c.json((m) => m.type === 'audio_session', 30_000)).session_id as string;
     await c.ready();
     const node = await waitFor(() => {
-      const i = dirs.findIndex((d) => existsSync(path.join(d, 'audio-log', id)));
+      const i = dirs.findIndex((d) => existsSync(path.join(d, 'audio-log', 'sessions', `${id}.jsonl`)));
       return i >= 0 ? i : undefined;
     }, { what: `the audio log of ${id}`, timeoutMs: 20_000 });
     return { node, close: () => c.close() };
