@@ -1,4 +1,5 @@
 // The real entry point as an operator runs it: start on PORT=0, /health, SIGTERM, bad config, embedded Redis, the token command.
+import { onJsonLines } from '../helpers/json-lines.js';
 import t from 'tap';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -23,16 +24,9 @@ function run(env: Record<string, string>): Promise<Running> {
   const lines: Record<string, unknown>[] = [];
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   return new Promise((resolve, reject) => {
-    let buf = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = JSON.parse(buf.slice(0, i)) as Record<string, unknown>;
-        buf = buf.slice(i + 1);
-        lines.push(line);
-        if (line.msg === 'listening') resolve({ child, port: line.port as number, lines, exited });
-      }
+    onJsonLines(child.stdout!, (line) => {
+      lines.push(line);
+      if (line.msg === 'listening') resolve({ child, port: line.port as number, lines, exited });
     });
     void exited.then((code) => reject(new Error(`exited with ${code} before listening`)));
   });

@@ -2,6 +2,7 @@
 // ROLE=jobs on one PostgreSQL schema and one Redis, with a Deepgram-protocol provider fake, the FCM fake and webhook
 // receivers in the test process; devices stream real Opus-encoded speech. `runMultiNodeScenario` is the end-to-end
 // check every deployment shape runs (the Redis URL is a parameter: a standalone server or a cluster).
+import { onJsonLines } from './json-lines.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -53,35 +54,22 @@ export function startNode(t: Test, name: string, role: Role, env: Record<string,
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()).length > 8192 && (stderr = stderr.slice(-4096)));
   return new Promise((resolve, reject) => {
-    let buf = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const text = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        let line: Record<string, unknown>;
-        try {
-          line = JSON.parse(text) as Record<string, unknown>;
-        } catch {
-          continue;
-        }
-        lines.push(line);
-        if (line.msg === 'listening') {
-          const port = line.port as number;
-          const url = `http://127.0.0.1:${port}`;
-          resolve({
-            role,
-            name,
-            child,
-            port,
-            url,
-            lines,
-            exited,
-            req: (path, o) => request(url, path, o),
-            logged: (msg, timeoutMs = 30_000) => waitFor(() => lines.find((l) => l.msg === msg), { what: `"${msg}" in the log of ${name}`, timeoutMs, everyMs: 20 }),
-          });
-        }
+    onJsonLines(child.stdout!, (line) => {
+      lines.push(line);
+      if (line.msg === 'listening') {
+        const port = line.port as number;
+        const url = `http://127.0.0.1:${port}`;
+        resolve({
+          role,
+          name,
+          child,
+          port,
+          url,
+          lines,
+          exited,
+          req: (path, o) => request(url, path, o),
+          logged: (msg, timeoutMs = 30_000) => waitFor(() => lines.find((l) => l.msg === msg), { what: `"${msg}" in the log of ${name}`, timeoutMs, everyMs: 20 }),
+        });
       }
     });
     void exited.then((c) => reject(new Error(`${name} exited with ${c} before listening: ${JSON.stringify(lines.at(-1) ?? {})} ${stderr.slice(-2000)}`)));

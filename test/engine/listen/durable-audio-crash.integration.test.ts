@@ -1,6 +1,7 @@
 // Acknowledged audio across a crash: the listen node runs as a process of its own and is killed (SIGKILL) between two
 // audio_acks; a new process on the same DATA_DIR, store and Redis hands the dead connection's audio to kept audio at
 // start-up, and the provider fake hears every acknowledged sample the transcript did not already hold.
+import { onJsonLines } from '../../helpers/json-lines.js';
 import t, { type Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -35,15 +36,8 @@ function startNode(t: Test, env: Record<string, string>): Promise<Node> {
   const child = spawn(process.execPath, [ENTRY], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   t.teardown(() => void child.kill('SIGKILL'));
   return new Promise((resolve, reject) => {
-    let buf = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        if (line.includes('"msg":"listening"')) resolve({ child, port: (JSON.parse(line) as { port: number }).port });
-      }
+    onJsonLines(child.stdout!, (line) => {
+      if (line.msg === 'listening') resolve({ child, port: line.port as number });
     });
     child.on('exit', (code) => reject(new Error(`listen node exited with ${code} before listening`)));
   });
