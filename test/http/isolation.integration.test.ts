@@ -23,6 +23,9 @@ import { OpusEncoderStream } from '../../native/opus.js';
 import { frames } from '../helpers/codec-fixtures.js';
 import { until, waitFor } from '../helpers/until.js';
 
+// Every documented route, each with data of two users and many refused credentials: a few minutes on a busy box.
+t.setTimeout(360_000);
+
 /**
  * Each path parameter: `foreign` ones name something of a user's own (A asking with B's answers 404); the others
  * are not ids (a webhook type) and take the value given.

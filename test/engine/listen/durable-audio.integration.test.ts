@@ -11,6 +11,9 @@ import { ConversationStatus } from '../../../engine/protocol.js';
 import type { SttSegment } from '../../../engine/stt/types.js';
 import { LocalAudioLogStore, RecordType, readSessionLog, type LogRecord, type MarkRecord } from '../../../engine/listen/audio-log.js';
 
+// A hundred seeded cuts and reconnections of real-time audio: a few minutes on a busy box.
+t.setTimeout(360_000);
+
 /** 3 s of pcm16 at 16 kHz whose sample i is i - 24000: what a provider heard tells exactly which samples, in order. */
 const SECONDS = 3;
 const SAMPLES = SECONDS * 16000;
