@@ -2,12 +2,8 @@
 // goes on (no session closed, every line stored), developer requests fail closed with 503 while the rate limiter
 // cannot count them and answer again once Redis is back, and the jobs queued before the restart are processed.
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import { startService } from '../../helpers/service.js';
-import { freePort, portAnswers, startRedisServer } from '../../helpers/ports.js';
+import { persistentRedis } from '../../helpers/ports.js';
 import { advance, open, sendAndStep, suggestedLine } from '../../helpers/listen.js';
 import { bearer } from '../../helpers/http.js';
 import { until } from '../../helpers/until.js';
@@ -19,18 +15,11 @@ import { ManualClock } from '../../../engine/clock.js';
 import { ConversationStatus } from '../../../engine/protocol.js';
 
 t.test('Redis restarted mid-load: sessions stream on, dev requests fail closed then recover, queued jobs run', async (t) => {
-  const port = await freePort();
-  const dir = mkdtempSync(path.join(tmpdir(), 'redis-aof-'));
-  let redis: ChildProcess = startRedisServer(port, dir);
-  t.teardown(() => {
-    redis.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  });
-  await until(() => portAnswers(port), { what: 'redis-server listening' });
+  const redis = await persistentRedis(t);
   const clock = new ManualClock(Date.now());
   const engine = new RecordingSttEngine();
   // No jobs role: what is enqueued stays in Redis until the jobs node starts after the restart.
-  const ts = await startService(t, { clock, sttEngines: [engine], env: { REDIS_URL: `redis://127.0.0.1:${port}`, ROLE: 'listen' } });
+  const ts = await startService(t, { clock, sttEngines: [engine], env: { REDIS_URL: redis.url, ROLE: 'listen' } });
   const key = await ts.devKey('u1');
 
   // Three conversations ended by their silence timeout: three processing jobs waiting in Redis.
@@ -58,8 +47,7 @@ t.test('Redis restarted mid-load: sessions stream on, dev requests fail closed t
   const customActor = ts.service.sessions.sessionsOf('u4')[0]!;
   t.match(await say(ts, c, stream, 'Before the restart.', 'SPEAKER_00', 0.1), [{ text: 'Before the restart.' }]);
 
-  redis.kill('SIGKILL');
-  await new Promise((r) => redis.once('exit', r));
+  await redis.kill();
   const health = await ts.req('/health');
   t.equal(health.status, 503, 'health says Redis is down');
   t.match(health.json, { checks: { redis: /./ } });
@@ -78,8 +66,7 @@ t.test('Redis restarted mid-load: sessions stream on, dev requests fail closed t
   t.match(await sendAndStep(ts, custom, customActor, suggestedLine('Suggested during the restart.', 0)), [{ text: 'Suggested during the restart.' }]);
 
   const restartedAt = Date.now();
-  redis = startRedisServer(port, dir);
-  await until(() => portAnswers(port), { what: 'redis-server back on its append-only file' });
+  await redis.start();
   let back: Awaited<ReturnType<typeof ts.req>> | undefined;
   await until(async () => {
     back = await ts.req('/v1/dev/user/conversations', { headers: bearer(key) });

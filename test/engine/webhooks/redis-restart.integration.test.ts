@@ -1,26 +1,15 @@
 // Nothing enqueued is lost when Redis restarts with persistence on: a delivery enqueued while no jobs node runs,
 // Redis killed and started again on its append-only file, then a jobs node delivers it under the same webhook-id.
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import { startService } from '../../helpers/service.js';
-import { freePort, portAnswers, startRedisServer } from '../../helpers/ports.js';
+import { persistentRedis, portAnswers } from '../../helpers/ports.js';
 import { until, waitFor } from '../../helpers/until.js';
 import { receiver, secretOf, setUserHook, verified, LINES } from '../../helpers/webhooks.js';
 import { ConversationStatus } from '../../../engine/protocol.js';
 
 t.test('a delivery enqueued before Redis was killed is delivered after it restarts', async (t) => {
-  const port = await freePort();
-  const dir = mkdtempSync(path.join(tmpdir(), 'redis-aof-'));
-  let redis: ChildProcess = startRedisServer(port, dir);
-  t.teardown(() => {
-    redis.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  });
-  await until(() => portAnswers(port), { what: 'redis-server listening' });
-  const env = { REDIS_URL: `redis://127.0.0.1:${port}`, WEBHOOK_ALLOW_PRIVATE: 'on' };
+  const redis = await persistentRedis(t);
+  const env = { REDIS_URL: redis.url, WEBHOOK_ALLOW_PRIVATE: 'on' };
   const api = await startService(t, { env: { ...env, ROLE: 'api' } });
   const rx = await receiver(t);
   const { conversations, users, webhookQueue } = api.service.services;
@@ -33,11 +22,9 @@ t.test('a delivery enqueued before Redis was killed is delivered after it restar
   // As after a normal announcement: the store no longer asks for it, so only the queue in Redis can deliver it.
   await conversations.markFirstProcessed(c.id, api.clock.now());
 
-  redis.kill('SIGKILL');
-  await new Promise((r) => redis.once('exit', r));
-  t.notOk(await portAnswers(port), 'Redis is down');
-  redis = startRedisServer(port, dir);
-  await until(() => portAnswers(port), { what: 'redis-server back on its append-only file' });
+  await redis.kill();
+  t.notOk(await portAnswers(redis.port), 'Redis is down');
+  await redis.start();
 
   await startService(t, { sameDeploymentAs: api, env: { ROLE: 'jobs' } });
   await until(() => rx.received.length >= 1, { what: 'the delivery after the restart', timeoutMs: 30_000 });
