@@ -4,8 +4,7 @@
 import t from 'tap';
 import net from 'node:net';
 import { bearer } from '../helpers/http.js';
-import { Device, endRecording, providerSeconds, speechPackets, startDeployment, statusOf, transcriptWords, WORDS_PER_PROVIDER_SECOND, type NodeProcess } from '../helpers/multi-node.js';
-import { receiver, verified } from '../helpers/webhooks.js';
+import { checkDeliveredOncePerConversation, endRecording, providerSeconds, startBusyDeployment, statusOf, transcriptWords, WORDS_PER_PROVIDER_SECOND } from '../helpers/multi-node.js';
 import { until, waitFor } from '../helpers/until.js';
 
 // Several service processes start here (migrations, Redis, codec threads each): slower than one in-process service.
@@ -47,24 +46,11 @@ function closeFrame(b: Buffer): { status: string; code?: number; reason?: string
 }
 
 t.test('SIGTERM on each role under load: nothing lost, nothing done twice but under one webhook-id', async (t) => {
-  const began = Date.now();
-  const d = await startDeployment(t, { redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', env: { JOB_CONCURRENCY: '1' }, jobsNodes: 2 });
-  const { api, listen, provider } = d;
-  const [l0, l1] = listen as [NodeProcess, NodeProcess];
+  // The receiver takes its time, so deliveries are under way when a jobs node stops.
+  const busy = await startBusyDeployment(t, { prefix: 'drain', devices: DEVICES, answerMs: 200 });
+  const { d, l0, l1, devices } = busy;
+  const { api, provider } = d;
   const jobs0 = d.jobs;
-  const packets = speechPackets(d.dataDir);
-  t.comment(`five processes listening after ${Date.now() - began} ms`);
-
-  // A developer webhook per user; the receiver takes its time, so deliveries are under way when a jobs node stops.
-  const hooks = await receiver(t, (_q, res) => void setTimeout(() => res.end('{}'), 200));
-  const devices = await Promise.all(
-    Array.from({ length: DEVICES }, async (_, i) => {
-      const uid = `drain-${i}`;
-      const token = await d.token(uid);
-      t.equal((await api.req('/v1/users/developer/webhook/memory_created', { method: 'POST', headers: bearer(token), body: { url: hooks.url } })).status, 200);
-      return new Device(uid, token, packets, (from) => (from === l0 ? l1 : l0));
-    }),
-  );
 
   // --- listen: the provider holds its answers back a second, so the drain is still finishing when a new session comes.
   provider.fallback = { kind: 'accept', autoEveryS: 1, answerDelayMs: 1000 };
@@ -128,18 +114,7 @@ t.test('SIGTERM on each role under load: nothing lost, nothing done twice but un
   for (const dev of devices) t.equal(dev.client!.frames.filter((f) => f.includes('"memory_created"')).length, 1, `${dev.uid}: processed once`);
 
   // Webhooks: at least once; a second attempt only under the same webhook-id.
-  await until(() => new Set(hooks.received.map((r) => String(r.headers['webhook-id']))).size >= DEVICES, { what: 'a delivery per conversation', timeoutMs: 30_000 });
-  const secrets = new Map<string, string>();
-  const byConversation = new Map<string, Set<string>>();
-  for (const r of hooks.received) {
-    const uid = r.query.get('uid')!;
-    const dev = devices.find((x) => x.uid === uid)!;
-    secrets.set(uid, secrets.get(uid) ?? ((await api.req('/v1/users/developer/webhook-secret', { headers: bearer(dev.token) })).json.secret as string));
-    const id = (verified(r, secrets.get(uid)!) as { id: string }).id;
-    byConversation.set(id, (byConversation.get(id) ?? new Set()).add(String(r.headers['webhook-id'])));
-  }
-  t.same([...byConversation.keys()].sort(), [...ids].sort(), 'a delivery for each conversation, none for anything else');
-  t.ok([...byConversation.values()].every((w) => w.size === 1), `one webhook-id per conversation (${hooks.received.length} attempts for ${DEVICES})`);
+  await checkDeliveredOncePerConversation(t, busy, ids);
 
   // --- api: a request whose body is still arriving when SIGTERM comes is answered; then the node exits 0.
   const slow = await connectRaw(api.port);

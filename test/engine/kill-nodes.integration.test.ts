@@ -6,8 +6,7 @@ import t from 'tap';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { bearer } from '../helpers/http.js';
-import { Device, endRecording, providerSeconds, speechPackets, startDeployment, statusOf, type NodeProcess } from '../helpers/multi-node.js';
-import { receiver, verified } from '../helpers/webhooks.js';
+import { checkDeliveredOncePerConversation, endRecording, providerSeconds, startBusyDeployment, statusOf } from '../helpers/multi-node.js';
 import { until } from '../helpers/until.js';
 
 // Several service processes start here (migrations, Redis, codec threads each): slower than one in-process service.
@@ -17,22 +16,10 @@ const ENTRY = fileURLToPath(new URL('../helpers/fast-recovery-node.js', import.m
 const DEVICES = 6;
 
 t.test('SIGKILL on each role under load: devices resume, every conversation processed, webhooks at least once', async (t) => {
-  const began = Date.now();
-  const d = await startDeployment(t, { redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', env: { JOB_CONCURRENCY: '1' }, jobsNodes: 2, entry: ENTRY });
-  const { api, listen, provider } = d;
-  const [l0, l1] = listen as [NodeProcess, NodeProcess];
+  const busy = await startBusyDeployment(t, { prefix: 'kill', devices: DEVICES, answerMs: 100, entry: ENTRY });
+  const { d, l0, l1, devices } = busy;
+  const { api, provider } = d;
   const jobs0 = d.jobs;
-  const packets = speechPackets(d.dataDir);
-  t.comment(`five processes listening after ${Date.now() - began} ms`);
-  const hooks = await receiver(t, (_q, res) => void setTimeout(() => res.end('{}'), 100));
-  const devices = await Promise.all(
-    Array.from({ length: DEVICES }, async (_, i) => {
-      const uid = `kill-${i}`;
-      const token = await d.token(uid);
-      t.equal((await api.req('/v1/users/developer/webhook/memory_created', { method: 'POST', headers: bearer(token), body: { url: hooks.url } })).status, 200);
-      return new Device(uid, token, packets, (from) => (from === l0 ? l1 : l0));
-    }),
-  );
 
   // --- listen: killed while six devices stream to it.
   await Promise.all(devices.map((dev) => dev.connect(l0)));
@@ -76,18 +63,7 @@ t.test('SIGKILL on each role under load: devices resume, every conversation proc
   t.comment(`memory_created per device: ${announced.join(', ')} (a job cut short by the kill may be announced twice)`);
   t.ok(announced.every((n) => n >= 1), 'every conversation announced');
 
-  await until(() => new Set(hooks.received.map((r) => String(r.headers['webhook-id']))).size >= DEVICES, { what: 'a delivery per conversation', timeoutMs: 30_000 });
-  const secrets = new Map<string, string>();
-  const byConversation = new Map<string, Set<string>>();
-  for (const r of hooks.received) {
-    const uid = r.query.get('uid')!;
-    const dev = devices.find((x) => x.uid === uid)!;
-    secrets.set(uid, secrets.get(uid) ?? ((await api.req('/v1/users/developer/webhook-secret', { headers: bearer(dev.token) })).json.secret as string));
-    const id = (verified(r, secrets.get(uid)!) as { id: string }).id;
-    byConversation.set(id, (byConversation.get(id) ?? new Set()).add(String(r.headers['webhook-id'])));
-  }
-  t.same([...byConversation.keys()].sort(), [...ids].sort(), 'a delivery for each conversation, none for anything else');
-  t.ok([...byConversation.values()].every((w) => w.size === 1), `one webhook-id per conversation (${hooks.received.length} attempts for ${DEVICES})`);
+  await checkDeliveredOncePerConversation(t, busy, ids);
 
   // --- api: killed while it reads a request; the client sends it again to another node.
   const slow = await new Promise<net.Socket>((resolve, reject) => {

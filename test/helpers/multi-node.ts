@@ -20,7 +20,7 @@ import { ListenClient } from './listen.js';
 import { speak, silence, concat } from './speech.js';
 import { storeEnv } from './stores.js';
 import { until, waitFor } from './until.js';
-import { receiver, verified } from './webhooks.js';
+import { receiver, verified, type Receiver } from './webhooks.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const ENTRY = fileURLToPath(new URL('../../engine/index.js', import.meta.url));
@@ -453,4 +453,53 @@ export class Device {
   async allAcked(timeoutMs = 30_000): Promise<void> {
     await until(() => this.acked >= this.sent * 20, { what: `${this.uid}: every packet acknowledged`, timeoutMs });
   }
+}
+
+/** A deployment with two jobs nodes and devices ready to stream, each with a `memory_created` webhook to one receiver. */
+export interface BusyDeployment {
+  readonly d: Deployment;
+  readonly l0: NodeProcess;
+  readonly l1: NodeProcess;
+  readonly hooks: Receiver;
+  /** Each moves to the other listen node when its own goes away. */
+  readonly devices: Device[];
+}
+
+/** Starts a {@link BusyDeployment}: `devices` users `<prefix>-<i>`, the receiver answering each delivery after `answerMs`. */
+export async function startBusyDeployment(t: Test, o: { prefix: string; devices: number; answerMs: number; entry?: string }): Promise<BusyDeployment> {
+  const began = Date.now();
+  const d = await startDeployment(t, { redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', env: { JOB_CONCURRENCY: '1' }, jobsNodes: 2, ...(o.entry ? { entry: o.entry } : {}) });
+  const [l0, l1] = d.listen as [NodeProcess, NodeProcess];
+  const packets = speechPackets(d.dataDir);
+  t.comment(`five processes listening after ${Date.now() - began} ms`);
+  const hooks = await receiver(t, (_q, res) => void setTimeout(() => res.end('{}'), o.answerMs));
+  const devices = await Promise.all(
+    Array.from({ length: o.devices }, async (_, i) => {
+      const uid = `${o.prefix}-${i}`;
+      const token = await d.token(uid);
+      t.equal((await d.api.req('/v1/users/developer/webhook/memory_created', { method: 'POST', headers: bearer(token), body: { url: hooks.url } })).status, 200);
+      return new Device(uid, token, packets, (from) => (from === l0 ? l1 : l0));
+    }),
+  );
+  return { d, l0, l1, hooks, devices };
+}
+
+/**
+ * Checks the busy deployment's webhooks once a delivery per conversation arrived: each verified with its user's
+ * secret, one for each of `ids` and none for anything else, and every retry under its first attempt's webhook-id.
+ */
+export async function checkDeliveredOncePerConversation(t: Test, b: BusyDeployment, ids: readonly string[]): Promise<void> {
+  const { hooks, devices } = b;
+  await until(() => new Set(hooks.received.map((r) => String(r.headers['webhook-id']))).size >= devices.length, { what: 'a delivery per conversation', timeoutMs: 30_000 });
+  const secrets = new Map<string, string>();
+  const byConversation = new Map<string, Set<string>>();
+  for (const r of hooks.received) {
+    const uid = r.query.get('uid')!;
+    const dev = devices.find((x) => x.uid === uid)!;
+    secrets.set(uid, secrets.get(uid) ?? ((await b.d.api.req('/v1/users/developer/webhook-secret', { headers: bearer(dev.token) })).json.secret as string));
+    const id = (verified(r, secrets.get(uid)!) as { id: string }).id;
+    byConversation.set(id, (byConversation.get(id) ?? new Set()).add(String(r.headers['webhook-id'])));
+  }
+  t.same([...byConversation.keys()].sort(), [...ids].sort(), 'a delivery for each conversation, none for anything else');
+  t.ok([...byConversation.values()].every((w) => w.size === 1), `one webhook-id per conversation (${hooks.received.length} attempts for ${devices.length})`);
 }
