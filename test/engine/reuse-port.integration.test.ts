@@ -10,9 +10,8 @@ import { loadConfig } from '../../engine/config.js';
 import { systemClock } from '../../engine/clock.js';
 import { LocalIssuer } from '../../engine/identity/id-tokens.js';
 import { startFakeDeepgram } from '../fakes/deepgram-server.js';
-import { openSession, startNode, type NodeProcess } from '../helpers/multi-node.js';
+import { openSession, processEnv, startNode, type NodeProcess } from '../helpers/multi-node.js';
 import { freePort } from '../helpers/ports.js';
-import { storeEnv } from '../helpers/stores.js';
 import { waitFor } from '../helpers/until.js';
 
 t.test('two listen processes on one port both take sessions; a draining one leaves the port to the other', async (t) => {
@@ -22,19 +21,7 @@ t.test('two listen processes on one port both take sessions; a draining one leav
   const root = t.testdir();
   // Each node its own DATA_DIR: an ack=enabled session's audio log says which process took it.
   const dirs = [path.join(root, 'a'), path.join(root, 'b')];
-  const env: Record<string, string> = {
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
-    REDIS_PREFIX: `test-${randomUUID()}`,
-    REDIS_EMBEDDED: 'never',
-    LOG_LEVEL: 'info',
-    ...storeEnv(t, 'pg'),
-    STT_PROVIDERS: 'provider_a',
-    PROVIDER_A_URL: provider.url,
-    PROVIDER_A_API_KEY: 'test-key',
-    CODEC_THREADS: '1',
-  };
+  const env: Record<string, string> = { ...processEnv(t, process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', provider), PORT: String(port) };
   const config = loadConfig({ ...env, DATA_DIR: dirs[0]! });
   const issuer = await LocalIssuer.open(dirs[0]!, { issuer: config.idTokenIssuer, audience: config.idTokenAudience, clockToleranceS: 0, clock: systemClock });
   cpSync(path.join(dirs[0]!, 'identity'), path.join(dirs[1]!, 'identity'), { recursive: true });

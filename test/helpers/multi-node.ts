@@ -111,17 +111,14 @@ export interface DeploymentOptions {
 export const WORDS_PER_PROVIDER_SECOND = 5;
 
 /** Starts the fakes, then the api node (it runs the migrations and creates the token issuer), then the others. */
-export async function startDeployment(t: Test, o: DeploymentOptions): Promise<Deployment> {
-  const provider = await startFakeDeepgram({ fallback: { kind: 'accept', autoEveryS: 1 }, sweepEveryMs: 0 });
-  t.teardown(() => provider.close());
-  const account = writeServiceAccount();
-  const fcm = await startFakeFcm(account);
-  t.teardown(() => fcm.close());
-  const env: Record<string, string> = {
+/**
+ * What every service process of a test deployment shares: loopback, its own Redis prefix (no embedded Redis), a
+ * PostgreSQL schema of the test's own, provider_a on the Deepgram fake, one codec thread.
+ */
+export function processEnv(t: Test, redisUrl: string, provider: FakeDeepgram): Record<string, string> {
+  return {
     HOST: '127.0.0.1',
-    PORT: '0',
-    DATA_DIR: t.testdir(),
-    REDIS_URL: o.redisUrl,
+    REDIS_URL: redisUrl,
     REDIS_PREFIX: `test-${randomUUID()}`,
     REDIS_EMBEDDED: 'never',
     LOG_LEVEL: 'info',
@@ -129,9 +126,22 @@ export async function startDeployment(t: Test, o: DeploymentOptions): Promise<De
     STT_PROVIDERS: 'provider_a',
     PROVIDER_A_URL: provider.url,
     PROVIDER_A_API_KEY: 'test-key',
+    CODEC_THREADS: '1',
+  };
+}
+
+export async function startDeployment(t: Test, o: DeploymentOptions): Promise<Deployment> {
+  const provider = await startFakeDeepgram({ fallback: { kind: 'accept', autoEveryS: 1 }, sweepEveryMs: 0 });
+  t.teardown(() => provider.close());
+  const account = writeServiceAccount();
+  const fcm = await startFakeFcm(account);
+  t.teardown(() => fcm.close());
+  const env: Record<string, string> = {
+    ...processEnv(t, o.redisUrl, provider),
+    PORT: '0',
+    DATA_DIR: t.testdir(),
     // Every sample the device sends reaches the provider: the test counts audio seconds end to end.
     VAD_GATE: 'off',
-    CODEC_THREADS: '1',
     WEBHOOK_ALLOW_PRIVATE: 'on',
     FCM_SERVICE_ACCOUNT_FILE: account.file,
     FCM_TOKEN_URL: fcm.tokenUrl,
