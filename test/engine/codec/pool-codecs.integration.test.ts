@@ -4,6 +4,7 @@ import { CodecPool, type Codec } from '../../../engine/codec/pool.js';
 import { Lc3Encoder } from '../../../native/index.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
 import { aacAdts, drive, elc3, frames, pcmMessages, speech } from '../../helpers/codec-fixtures.js';
+import { until } from '../../helpers/until.js';
 
 const pool = new CodecPool({ threads: 2 });
 t.teardown(() => pool.close());
@@ -142,7 +143,11 @@ for (const [codec, { rates, encode }] of Object.entries(sideBySideCodecs)) t.tes
   const longest = Math.max(...inputs.map((x) => x.messages.length));
   for (let m = 0; m < longest; m++) {
     inputs.forEach(({ messages }, i) => messages[m] && streams[i]!.push(messages[m]!));
-    if (m % 2 === 1) await new Promise((r) => setTimeout(r, 1));
+    // Every second message waits for the next task to leave, so the shard runs task after task however slow it is.
+    if (m % 2 === 1) {
+      const before = one.taskStats.tasks;
+      await until(() => one.taskStats.tasks > before, { what: 'the next task', everyMs: 1 });
+    }
   }
   await Promise.all(streams.map((s) => s.close({ flush: true })));
   t.ok(one.taskStats.tasks > 40, `${one.taskStats.tasks} tasks`);

@@ -21,7 +21,7 @@ t.test('refused with 1013 while transcript writes wait on the store; taken again
     await advance(ts, 600);
   };
   await say('Before the store falls behind.', 0);
-  await until(() => actor.conversationId !== undefined, { timeoutMs: 5000, what: 'the conversation' });
+  await until(() => actor.conversationId !== undefined, { timeoutMs: 20_000, what: 'the conversation' });
   const id = actor.conversationId!;
   t.equal(await backlog(), 0, 'no write waiting');
 
@@ -32,7 +32,7 @@ t.test('refused with 1013 while transcript writes wait on the store; taken again
   await sendText(live, actor, suggestedLine('Written while the store is held.', 2));
   ts.clock.advance(600);
   const step = ts.service.scheduler.tick();
-  await until(async () => (ts.clock.advance(100), (await backlog()) > 0), { timeoutMs: 4000, what: 'the write submitted' });
+  await until(async () => (ts.clock.advance(100), (await backlog()) > 0), { timeoutMs: 20_000, what: 'the write submitted' });
   ts.clock.advance(2500);
   t.ok((await backlog()) >= 2.5, 'the oldest transcript write has waited 2.5 s of the service clock');
   const refused = await open(ts, { uid: 'u2', custom_stt: 'enabled' });
@@ -62,14 +62,14 @@ t.test('LISTEN_SHED_STORE_DELAY_MS=0: never refused for the store', async (t) =>
   const actor = ts.service.sessions.sessionsOf('u1')[0]!;
   await sendText(live, actor, suggestedLine('One.', 0));
   await advance(ts, 600);
-  await until(() => actor.conversationId !== undefined, { timeoutMs: 5000, what: 'the conversation' });
+  await until(() => actor.conversationId !== undefined, { timeoutMs: 20_000, what: 'the conversation' });
   const lock = sqliteWriteLock(t, ts.dataDir);
   await lock.hold();
   await sendText(live, actor, suggestedLine('Two.', 2));
   ts.clock.advance(600);
   const step = ts.service.scheduler.tick();
   const backlog = async () => Number(/^store_transcript_write_backlog_seconds (\S+)/m.exec((await ts.req('/metrics')).text)?.[1]);
-  await until(async () => (ts.clock.advance(100), (await backlog()) > 0), { timeoutMs: 4000, what: 'the write submitted' });
+  await until(async () => (ts.clock.advance(100), (await backlog()) > 0), { timeoutMs: 20_000, what: 'the write submitted' });
   ts.clock.advance(2500);
   t.ok((await backlog()) >= 2.5, 'the store is as far behind');
   const other = await open(ts, { uid: 'u2', custom_stt: 'enabled' });

@@ -102,7 +102,9 @@ t.test('a two-channel session sends channel 1 (the wearer) only', async (t) => {
   await until(() => rx.received.reduce((n, r) => n + r.body.length, 0) >= ch1.samples * 2, { what: 'every sample of channel 1', timeoutMs: 10_000 });
   t.equal(rx.received.reduce((n, r) => n + r.body.length, 0), ch1.samples * 2, 'one channel, not both');
   t.same(samplesOf(rx.received[0]!.body), head(ch1.chunks, 16000), "channel 1's samples");
-  t.notSame(samplesOf(rx.received[0]!.body), head(ch2.chunks, 16000), "not channel 2's");
+  // Compared by hand: tap's notSame diffs the two arrays' renderings, which takes minutes at this length.
+  const other = head(ch2.chunks, 16000);
+  t.ok(samplesOf(rx.received[0]!.body).some((x, i) => x !== other[i]), "not channel 2's");
 });
 
 t.test('an endpoint that does not answer loses its oldest windows while the session streams on', async (t) => {
