@@ -37,6 +37,10 @@ export interface SyncBatchesOptions {
   refused?: (outcome: 'invalid' | 'too_large' | 'fair_use') => void;
 }
 
+/** Longest one batch start holds its user's start lock (and longest another waits for it), in ms. */
+const START_LOCK_MS = 10_000;
+const START_LOCK_POLL_MS = 20;
+
 const REFUSALS: Record<number, 'invalid' | 'too_large' | 'fair_use'> = { 400: 'invalid', 413: 'too_large', 429: 'fair_use' };
 
 export class SyncBatches {
@@ -82,10 +86,24 @@ export class SyncBatches {
     });
     const audioS = parsed.reduce((n, p) => n + p.audio.durationS, 0);
     if (audioS > SYNC_MAX_AUDIO_S) throw new EngineError('ENG_ERR_SYNC_BATCH_TOO_LARGE', { limit: `${SYNC_MAX_AUDIO_S} seconds of audio` });
+    const id = randomUUID();
+    // One start at a time per user, on every node: batches sent together must not all pass the count below.
+    const lock = `${this.o.prefix}:sync:start:${uid}`;
+    for (let waited = 0; (await this.o.redis.set(lock, id, 'PX', START_LOCK_MS, 'NX')) !== 'OK'; waited += START_LOCK_POLL_MS) {
+      if (waited >= START_LOCK_MS) throw new EngineError('ENG_ERR_SYNC_FAIR_USE', { reason: 'Another sync batch of this account is being started', seconds: 1 }, { headers: { 'retry-after': '1' } });
+      await new Promise((r) => setTimeout(r, START_LOCK_POLL_MS));
+    }
+    try {
+      return await this.#claimAndQueue(uid, id, parsed, now);
+    } finally {
+      if ((await this.o.redis.get(lock).catch(() => null)) === id) await this.o.redis.del(lock).catch(() => undefined);
+    }
+  }
+
+  async #claimAndQueue(uid: string, id: string, parsed: readonly { f: IncomingFile; audio: { durationS: number; startedAtMs: number }; sha256: string }[], now: number): Promise<SyncJobRecord> {
     if ((await this.o.repo.unfinished(uid)) >= SYNC_MAX_UNFINISHED) {
       throw new EngineError('ENG_ERR_SYNC_FAIR_USE', { reason: `At most ${SYNC_MAX_UNFINISHED} sync batches may be under way at once`, seconds: SYNC_POLL_S }, { headers: { 'retry-after': String(SYNC_POLL_S) } });
     }
-    const id = randomUUID();
     const taken = await this.o.repo.claim(uid, id, parsed.map((p) => p.sha256), now);
     const files: SyncFile[] = [];
     let newAudioS = 0;

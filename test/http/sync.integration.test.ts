@@ -12,7 +12,7 @@ import { speak, silence, concat } from '../helpers/speech.js';
 import { writeWav } from '../helpers/codec-fixtures.js';
 import { until } from '../helpers/until.js';
 import { receiver, setUserHook, type Receiver } from '../helpers/webhooks.js';
-import { startFakeDeepgram } from '../fakes/deepgram-server.js';
+import { startFakeDeepgram, type FakeDeepgram } from '../fakes/deepgram-server.js';
 import { OpusEncoderStream } from '../../native/opus.js';
 import { SyncRepository } from '../../engine/db/sync-jobs.js';
 import { SYNC_MAX_FILES } from '../../engine/sync/batch.js';
@@ -41,6 +41,7 @@ function pcmBin(pcm: Int16Array): Buffer {
 
 interface Rig {
   ts: TestService;
+  fake: FakeDeepgram;
   rx: Receiver;
   /** Three recordings: two 20 s apart, the third 3 minutes after the second ends. */
   files: { name: string; bytes: Buffer }[];
@@ -57,6 +58,7 @@ async function rig(t: Test): Promise<Rig> {
   const seconds = Math.ceil(voice.length / 16000);
   return {
     ts,
+    fake,
     rx: await receiver(t),
     files: [
       { name: `rec_${t0}_fs320.bin`, bytes: opusBin(voice) },
@@ -235,20 +237,24 @@ t.test('offline sync', async (t) => {
   t.test('a third batch while two are under way is 429 with Retry-After; taken once they finish; counted in /metrics', async (t) => {
     const token = await r.ts.token(`sync-${randomUUID()}`);
     const before = await metrics(r);
+    // All three at once, and the provider slow to take the first two's streams, so neither can finish before the
+    // third arrives: two are taken, one is refused.
+    const streams = r.fake.streams.length;
+    r.fake.script({ kind: 'accept', autoEveryS: 2, upgradeDelayMs: 3000 }, { kind: 'accept', autoEveryS: 2, upgradeDelayMs: 3000 });
+    const files = r.files.slice(0, 3);
+    const answers = await Promise.all(files.map((f) => postBatch(r, token, form([f]))));
+    t.same(answers.map((a) => a.status).sort(), [202, 202, 429]);
+    const refused = answers.find((a) => a.status === 429)!;
     const jobs: string[] = [];
-    for (const f of r.files.slice(0, 2)) {
-      const res = await postBatch(r, token, form([f]));
-      t.equal(res.status, 202);
-      jobs.push(((await res.json()) as any).job_id);
-    }
-    const refused = await postBatch(r, token, form([r.files[2]!]));
-    t.equal(refused.status, 429);
+    for (const a of answers) if (a.status === 202) jobs.push(((await a.json()) as any).job_id);
     t.equal(refused.headers.get('retry-after'), '5', 'retry once a poll interval passed');
     t.equal(refused.headers.get('x-error-code'), 'ENG_ERR_SYNC_FAIR_USE');
     t.match(((await refused.json()) as any).detail, /At most 2 sync batches may be under way at once/);
+    // The provider's connect bound runs on the clock finished() drives: let the slow streams open first.
+    await until(() => r.fake.streams.length >= streams + 2, { what: "the first two batches' streams", timeoutMs: 20_000 });
     const done = [];
     for (const id of jobs) done.push(await finished(r, token, id));
-    const again = await postBatch(r, token, form([r.files[2]!]));
+    const again = await postBatch(r, token, form([files[answers.indexOf(refused)]!]));
     t.equal(again.status, 202, 'the same batch is taken once the others finished');
     done.push(await finished(r, token, ((await again.json()) as any).job_id));
     t.same(done.map((j) => j.status), ['completed', 'completed', 'completed']);
