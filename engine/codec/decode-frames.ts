@@ -21,3 +21,16 @@ export async function decodeFrames(pool: CodecPool, o: DecodeFramesOptions, fram
   await stream.close({ flush: true });
   return concatPcm(chunks);
 }
+
+/** Per pool, the last decodeFramesInTurn() call. */
+const turns = new WeakMap<CodecPool, Promise<unknown>>();
+
+/**
+ * decodeFrames(), one call per pool at a time: batches a dead codec thread lost, decoded again. The batch that ended
+ * the thread is among them; decoded alone, it cannot take another session's batch down with it a second time.
+ */
+export function decodeFramesInTurn(pool: CodecPool, o: DecodeFramesOptions, frames: readonly Uint8Array[]): Promise<Int16Array> {
+  const mine = (turns.get(pool) ?? Promise.resolve()).catch(() => undefined).then(() => decodeFrames(pool, o, frames));
+  turns.set(pool, mine);
+  return mine;
+}
