@@ -10,9 +10,13 @@ export interface DecodeFramesOptions {
   sampleRate: number;
 }
 
-/** 16 kHz mono PCM of `frames` (one channel: channel-id bytes already taken off), decoded in order. */
-export async function decodeFrames(pool: CodecPool, o: DecodeFramesOptions, frames: readonly Uint8Array[]): Promise<Int16Array> {
-  const stream = pool.open({ sessionId: o.sessionId, codec: o.codec as Codec, sampleRate: o.sampleRate, channels: 1 });
+/**
+ * 16 kHz mono PCM of `frames` (one channel: channel-id bytes already taken off), decoded in order; `apart`: on the
+ * pool's thread apart (CodecPool.openApart()).
+ */
+export async function decodeFrames(pool: CodecPool, o: DecodeFramesOptions, frames: readonly Uint8Array[], apart = false): Promise<Int16Array> {
+  const params = { sessionId: o.sessionId, codec: o.codec as Codec, sampleRate: o.sampleRate, channels: 1 as const };
+  const stream = apart ? pool.openApart(params) : pool.open(params);
   const chunks: Int16Array[] = [];
   stream.on('pcm', (pcm) => {
     if (pcm[0] !== undefined && pcm[0].length > 0) chunks.push(pcm[0].slice()); // a view into the shard's shared answer
@@ -22,15 +26,15 @@ export async function decodeFrames(pool: CodecPool, o: DecodeFramesOptions, fram
   return concatPcm(chunks);
 }
 
-/** Per pool, the last decodeFramesInTurn() call. */
+/** Per pool, the last decodeLostFrames() call. */
 const turns = new WeakMap<CodecPool, Promise<unknown>>();
 
 /**
- * decodeFrames(), one call per pool at a time: batches a dead codec thread lost, decoded again. The batch that ended
- * the thread is among them; decoded alone, it cannot take another session's batch down with it a second time.
+ * Batches a dead codec thread lost, decoded again on the pool's thread apart, one call at a time. The batch that
+ * ended the thread is among them: it ends only that thread again, and alone, it takes no other batch down with it.
  */
-export function decodeFramesInTurn(pool: CodecPool, o: DecodeFramesOptions, frames: readonly Uint8Array[]): Promise<Int16Array> {
-  const mine = (turns.get(pool) ?? Promise.resolve()).catch(() => undefined).then(() => decodeFrames(pool, o, frames));
+export function decodeLostFrames(pool: CodecPool, o: DecodeFramesOptions, frames: readonly Uint8Array[]): Promise<Int16Array> {
+  const mine = (turns.get(pool) ?? Promise.resolve()).catch(() => undefined).then(() => decodeFrames(pool, o, frames, true));
   turns.set(pool, mine);
   return mine;
 }

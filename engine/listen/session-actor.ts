@@ -6,7 +6,7 @@ import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import type { CodecPool } from '../codec/pool.js';
 import { checkCodecParams, type Codec } from '../../workers/messages.js';
-import { decodeFrames, decodeFramesInTurn } from '../codec/decode-frames.js';
+import { decodeFrames, decodeLostFrames } from '../codec/decode-frames.js';
 import { isEngineError } from '../errors.js';
 import { CloseCode, LISTEN, ListenMessage, SERVICE_STATUS_TEXT, ServiceStatus } from '../protocol.js';
 import type { SttFailure, SttSegment } from '../stt/types.js';
@@ -492,7 +492,7 @@ export class SessionActor {
       ...(this.#o.usage ? { usage: { recorder: this.#o.usage, uid: this.uid, now: () => this.#clock.now() } } : {}),
       codec: this.#inlet?.codec,
       decodeKept: (messages) => this.#decodeKept(messages),
-      decodeLost: (messages) => decodeFramesInTurn(this.#o.codecPool, { sessionId: `${this.sessionId}:lost`, codec: p.codec, sampleRate: p.sampleRate }, messages),
+      decodeLost: (messages) => decodeLostFrames(this.#o.codecPool, { sessionId: `${this.sessionId}:lost`, codec: p.codec, sampleRate: p.sampleRate }, messages),
       ...(this.#o.sttMetrics ? { metrics: this.#o.sttMetrics } : {}),
       onSegments: (segs, provider, ch) => {
         const raw = segs.map((x) => this.#raw(x, provider, ch));
