@@ -100,6 +100,11 @@ export class CodecPool {
     return this.#shards.map((s) => s.size);
   }
 
+  /** Exits (crashes) of each shard thread, in shard order; the thread apart's are not counted. */
+  get crashes(): number[] {
+    return this.#shards.map((s) => s.crashes);
+  }
+
   /** Open sessions decoded on the main thread. */
   get inlineLoad(): number {
     return this.#inline?.shard.size ?? 0;

@@ -142,6 +142,10 @@ t.test('with the local engine a codec thread crash loses nothing: the batch in f
   t.equal(got.length, pcm.length, 'every sample reached the engine');
   t.ok(got.length === pcm.length && got.every((x, i) => x === pcm[i]), 'the same samples, in order');
 
+  // The poison, decoded again, cannot be, and ends only the thread apart: the sessions' thread died once.
+  await until(() => lines.some((l) => l.sessionId !== hit?.sessionId && l.msg === 'audio lost: a batch the codec lost was not decoded again'), { what: 'the poison tried again', timeoutMs: 15_000 });
+  t.same(ts.service.codecPool!.crashes, [1], 'the sessions\' thread was not ended a second time');
+
   // Both sessions go on, and the transcript comes.
   t.notOk(a.frames.some((f) => f.includes('stt_failed')), 'no stt_failed');
   await until(async () => {
