@@ -164,6 +164,11 @@ export class Service {
     return this.#live.registry;
   }
 
+  /** The codec shards of a listen node. */
+  get codecPool(): CodecPool | undefined {
+    return this.#live.codecPool;
+  }
+
   /** The ack=enabled sessions' audio logs on a listen node. */
   get audioLogs(): AudioLogs | undefined {
     return this.#live.audioLogs;

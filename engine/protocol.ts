@@ -31,9 +31,10 @@ export const CloseCode = {
   INTERNAL_ERROR: 1011,
   SERVICE_RESTART: 1012,
   TRY_AGAIN_LATER: 1013,
-  /** ack=enabled: `resume` names a session of another user. */
-  RESUME_REFUSED: 4403,
-  /** ack=enabled: `resume` names no session this service holds a log of (never one, or past its retention). */
+  /**
+   * ack=enabled: `resume` names no session of the user's this service holds a log of (never one, another user's, or
+   * past its retention).
+   */
   UNKNOWN_SESSION: 4404,
   /** ack=enabled: another connection resumed this session; this one takes no more audio. */
   SESSION_RESUMED: 4409,

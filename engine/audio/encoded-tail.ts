@@ -77,6 +77,11 @@ export class EncodedTail {
     return this.#to - this.#from;
   }
 
+  /** The stream sample after the last message pushed. */
+  get end(): number {
+    return this.#end;
+  }
+
   /** Messages held. */
   get messages(): number {
     return this.#count - this.#head;

@@ -64,6 +64,8 @@ export class CodecPool {
   readonly #shards: Shard[];
   /** The main thread's shard and the rule that sends sessions there, when they may decode there (options.inline). */
   readonly #inline: { shard: Shard; admit: (sessions: number) => boolean } | undefined;
+  /** A thread of its own for openApart(), never given a session (its thread starts with the first task). */
+  readonly #apart: Shard;
   #closed = false;
 
   constructor(options: CodecPoolOptions = {}) {
@@ -80,11 +82,12 @@ export class CodecPool {
       });
     this.#shards = Array.from({ length: threads }, (_, i) => shard(i, false));
     if (options.inline !== undefined) this.#inline = { shard: shard(threads, true), admit: options.inline };
+    this.#apart = shard(threads + 1, false);
   }
 
-  /** The thread shards, and the main thread's after them. */
+  /** The thread shards, the main thread's after them, and the one apart. */
   #all(): Shard[] {
-    return this.#inline ? [...this.#shards, this.#inline.shard] : this.#shards;
+    return this.#inline ? [...this.#shards, this.#inline.shard, this.#apart] : [...this.#shards, this.#apart];
   }
 
   /** Number of shards (threads). */
@@ -95,6 +98,11 @@ export class CodecPool {
   /** Open sessions per shard thread. */
   get load(): number[] {
     return this.#shards.map((s) => s.size);
+  }
+
+  /** Exits (crashes) of each shard thread, in shard order; the thread apart's are not counted. */
+  get crashes(): number[] {
+    return this.#shards.map((s) => s.crashes);
   }
 
   /** Open sessions decoded on the main thread. */
@@ -124,6 +132,17 @@ export class CodecPool {
     const inline = this.#inline;
     if (inline !== undefined && inline.admit(sessions + inline.shard.size)) shard = inline.shard;
     return new CodecStream(shard, nextStreamKey++, options);
+  }
+
+  /**
+   * A stream on a thread no session decodes on: audio a dead codec thread lost, decoded again. The message that ended
+   * that thread is among it; decoded here, it ends only this thread again, not the sessions' (nor their sockets).
+   */
+  openApart(options: CodecStreamOptions): CodecStream {
+    if (this.#closed) throw new EngineError('ENG_ERR_CODEC_STREAM_CLOSED', { sessionId: options.sessionId });
+    const why = checkCodecParams(options);
+    if (why !== null) throw new EngineError('ENG_ERR_CODEC_UNSUPPORTED', { reason: why });
+    return new CodecStream(this.#apart, nextStreamKey++, options);
   }
 
   /**

@@ -23,6 +23,8 @@ export const SEGMENT_MAX_BYTES = 16 * 1024 * 1024;
 const TAKEOVER_WAIT_MS = 5000;
 /** A frame whose start lies this close below the log's end is taken for the one already logged (rounding of offsets). */
 const DEDUPE_SLACK_MS = 0.5;
+/** The answer to a resume of an id this user holds no session of (another user's among them). */
+const UNKNOWN = { code: CloseCode.UNKNOWN_SESSION, reason: 'unknown session' } as const;
 
 /** What the session's actor offers its log: the socket's outbox, its conversation, and being replaced. */
 export interface AudioLogOwner {
@@ -514,8 +516,7 @@ export class DurableAudio {
   async attach(conn: LogConnection, req: ConnectRequest): Promise<{ log: SessionLog } | { code: number; reason: string }> {
     const id = req.resume?.sessionId ?? req.sessionId;
     const live = this.#logs.get(id);
-    if (live) {
-      if (live.uid !== req.uid) return { code: CloseCode.RESUME_REFUSED, reason: 'session belongs to another user' };
+    if (live?.uid === req.uid) {
       const old = live.current;
       live.epoch++;
       live.current = conn;
@@ -528,10 +529,11 @@ export class DurableAudio {
     }
     let found: Found | undefined;
     if (req.resume) {
-      if (!isLogId(id)) return { code: CloseCode.UNKNOWN_SESSION, reason: 'unknown session' };
+      if (!isLogId(id)) return UNKNOWN;
+      // Another user's session, live here or not, is read and answered as an id never issued: a resume never tells
+      // that a session exists.
       found = await this.#find(id);
-      if (!found) return { code: CloseCode.UNKNOWN_SESSION, reason: 'unknown session' };
-      if (found.header.uid !== req.uid) return { code: CloseCode.RESUME_REFUSED, reason: 'session belongs to another user' };
+      if (!found || found.header.uid !== req.uid) return UNKNOWN;
       if (this.#logs.has(id)) return this.attach(conn, req); // another connection took it meanwhile
     }
     const from = { writer: this.o.writer, from: this.#segment?.seq ?? this.#seq };

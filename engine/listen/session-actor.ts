@@ -6,7 +6,7 @@ import type { Logger } from '../logger.js';
 import type { Scheduler, TimerId } from '../scheduler.js';
 import type { CodecPool } from '../codec/pool.js';
 import { checkCodecParams, type Codec } from '../../workers/messages.js';
-import { decodeFrames } from '../codec/decode-frames.js';
+import { decodeFrames, decodeLostFrames } from '../codec/decode-frames.js';
 import { isEngineError } from '../errors.js';
 import { CloseCode, LISTEN, ListenMessage, SERVICE_STATUS_TEXT, ServiceStatus } from '../protocol.js';
 import type { SttFailure, SttSegment } from '../stt/types.js';
@@ -185,8 +185,12 @@ export class SessionActor {
       if (bad) throw Object.assign(new Error(bad), { code: 'ENG_ERR_CODEC_UNSUPPORTED' });
       const codec = this.#o.codecPool.open({ sessionId: this.sessionId, codec: p.codec as Codec, sampleRate: p.sampleRate, channels: p.channels as 1 | 2 });
       this.#inlet = new AudioInlet({ codec, maxBytes: this.#o.maxInboundBytes, onPcm: (pcm, info) => this.#onPcm(pcm, info.corruptFrames), onUplinked: (ch, n) => this.#onUplinked(ch, n) });
-      // A codec thread that died (or a decoder that could not be made) loses the batch it held: say so, never silently.
-      codec.on('failure', (err, messages) => logger.warn({ sessionId: this.sessionId, code: err.code, messages }, 'audio lost: the codec failed a batch'));
+      // A codec thread that died (or a decoder that could not be made) loses the batch it held: a local engine's session
+      // decodes it again; otherwise say so, never silently (a remote engine's socket died too: its failure keeps it).
+      codec.on('failure', (err, messages) => {
+        if (this.#speech?.lost()) logger.warn({ sessionId: this.sessionId, code: err.code, messages }, 'codec failed a batch: decoding it again');
+        else logger.warn({ sessionId: this.sessionId, code: err.code, messages }, 'audio lost: the codec failed a batch');
+      });
       const deps = this.#o.speakerId;
       if (deps && p.includeSpeechProfile && !p.customStt && p.channels === 1) {
         this.#ident = new SpeakerIdentification({ ...deps, uid: this.uid, sessionId: this.sessionId, logger, codec, speakers: this.#speakers, loop: this.#loop, send: (text) => this.#out.send(text) });
@@ -488,6 +492,7 @@ export class SessionActor {
       ...(this.#o.usage ? { usage: { recorder: this.#o.usage, uid: this.uid, now: () => this.#clock.now() } } : {}),
       codec: this.#inlet?.codec,
       decodeKept: (messages) => this.#decodeKept(messages),
+      decodeLost: (messages) => decodeLostFrames(this.#o.codecPool, { sessionId: `${this.sessionId}:lost`, codec: p.codec, sampleRate: p.sampleRate }, messages),
       ...(this.#o.sttMetrics ? { metrics: this.#o.sttMetrics } : {}),
       onSegments: (segs, provider, ch) => {
         const raw = segs.map((x) => this.#raw(x, provider, ch));

@@ -1,5 +1,6 @@
 // A session's speech side: one stream per channel with fail-over, PCM routed to them, and when a stream fails every
-// sample no engine acknowledged kept (held encoded as the device sent it, decoded again only then).
+// sample no engine acknowledged kept (held encoded as the device sent it, decoded again only then). With a local
+// engine, a batch the codec lost with its thread is decoded again and written in its place.
 import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
 import { Outcome } from '../protocol.js';
@@ -39,6 +40,11 @@ export interface SessionSttOptions {
   socketsHere?: boolean;
   /** A fresh decoder for kept encoded audio, used only when a remote engine fails. */
   decodeKept?: (messages: readonly Uint8Array[]) => Promise<Int16Array>;
+  /**
+   * A fresh decoder for a batch the codec lost with its thread (lost()); with it, a session on an engine that answers
+   * for all it is given (local) keeps its audio encoded until decoded, as a remote engine's does until answered.
+   */
+  decodeLost?: (messages: readonly Uint8Array[]) => Promise<Int16Array>;
   /** Unanswered audio kept per channel at most, in seconds (a provider that never answers). @defaultValue 120 */
   maxKeptS?: number;
   /** Provider health for /metrics: failed open attempts, and how far final results trail the audio sent. */
@@ -65,6 +71,9 @@ export interface KeptChannel {
 
 const SAMPLE_RATE = 16000;
 
+/** PCM of a channel that came after a lost batch, or that batch decoded again (per channel): delivered in this order. */
+type Queued = { channel: number; pcm: Int16Array } | { replay: Promise<(Int16Array | undefined)[]> };
+
 export class SessionStt {
   readonly #o: SessionSttOptions;
   #streams: SttStream[] = [];
@@ -76,8 +85,18 @@ export class SessionStt {
   readonly #released: number[];
   /** Set once a stream failed: PCM goes here instead of to the engines. */
   #kept: KeptChannel[] | undefined;
-  /** Remote engines only: each channel's audio as sent, from a little before the provider's last final result. */
+  /**
+   * Each channel's audio as sent to the decoder, from a little before the provider's last final result (remote
+   * engines) or the last PCM written (a local engine, when decodeLost is given).
+   */
   #tails: EncodedTail[] | undefined;
+  /** A local engine's session: a batch the codec lost is decoded again from #tails (lost()). */
+  #redecode = false;
+  /** Per channel, the stream samples that reached the session: written, queued, or lost and being decoded again. */
+  readonly #placed: number[];
+  /** While a lost batch is decoded again: what came after it, in order (#deliverQueued()). */
+  #queue: Queued[] = [];
+  #delivering: Promise<void> | undefined;
   provider: string | undefined;
   fallbackFrom: string | undefined;
   /** Words in the engines' segments so far (usage). */
@@ -91,6 +110,7 @@ export class SessionStt {
     this.#o = opts;
     this.#written = new Array<number>(opts.channels).fill(0);
     this.#released = new Array<number>(opts.channels).fill(0);
+    this.#placed = new Array<number>(opts.channels).fill(0);
   }
 
   get failed(): boolean {
@@ -121,7 +141,9 @@ export class SessionStt {
     this.fallbackFrom = r.fallbackFrom;
     this.#streams = r.streams;
     if (o.metrics && r.streams.some((s) => s.acknowledgedSamples !== undefined)) this.#lag = o.metrics.resultLag(r.engine.name);
-    if (o.codec && r.streams.some((s) => s.acknowledgedSamples !== undefined)) {
+    const remote = r.streams.some((s) => s.acknowledgedSamples !== undefined);
+    this.#redecode = !remote && o.decodeLost !== undefined;
+    if (o.codec && (remote || this.#redecode)) {
       const max = Math.round((o.maxKeptS ?? 120) * SAMPLE_RATE);
       this.#tails = r.streams.map(() => new EncodedTail(max));
       // Kept as each message leaves for the decoder; after a failure too, until the tails are read: the shard may
@@ -154,9 +176,12 @@ export class SessionStt {
     this.#release(ch, s);
   }
 
-  /** Finals move the acknowledgement every second or two; between them the tail is not touched. */
+  /**
+   * Finals move the acknowledgement every second or two; between them the tail is not touched. A local engine answers
+   * for what it was written.
+   */
   #release(ch: number, s: SttStream | undefined): void {
-    const acked = s?.acknowledgedSamples?.();
+    const acked = this.#redecode ? this.#written[ch] : s?.acknowledgedSamples?.();
     if (acked !== undefined && acked !== this.#released[ch]) {
       this.#released[ch] = acked;
       this.#tails?.[ch]?.release(acked);
@@ -174,6 +199,15 @@ export class SessionStt {
   /** PCM of `channel`; after a failure it is kept instead. */
   write(channel: number, pcm: Int16Array): void {
     const ch = Math.min(channel, this.#o.channels - 1);
+    this.#placed[ch]! += pcm.length;
+    if (this.#queue.length > 0) {
+      this.#queue.push({ channel: ch, pcm: pcm.slice() }); // a view valid only during the call
+      return;
+    }
+    this.#deliver(ch, pcm);
+  }
+
+  #deliver(ch: number, pcm: Int16Array): void {
     if (this.#kept) {
       const k = this.#kept[ch];
       if (k) {
@@ -189,8 +223,55 @@ export class SessionStt {
     this.#release(ch, s);
   }
 
+  /**
+   * The codec lost the batch in flight with its thread. With a local engine that batch is decoded again from the
+   * encoded tail, by a fresh decoder, and written before what was decoded after it; answers whether it is. (A remote
+   * engine's socket went with the thread: its failure keeps the audio instead.)
+   */
+  lost(): boolean {
+    const tails = this.#tails;
+    const decode = this.#o.decodeLost;
+    if (!this.#redecode || tails === undefined || decode === undefined || this.#kept) return false;
+    // One task is in flight per shard: everything that left before the lost one has come back, so the lost batch is
+    // what the tail holds past what reached the session.
+    const replay = Promise.all(tails.map(async (tail, ch) => {
+      const from = this.#placed[ch]!;
+      const to = tail.end;
+      if (to <= from) return undefined;
+      this.#placed[ch] = to;
+      return this.#redecodePart(ch, from, to, tail.slice(from, to), decode);
+    }));
+    this.#queue.push({ replay });
+    this.#delivering ??= this.#deliverQueued();
+    return true;
+  }
+
+  async #redecodePart(ch: number, from: number, to: number, slice: EncodedSlice, decode: (messages: readonly Uint8Array[]) => Promise<Int16Array>): Promise<Int16Array | undefined> {
+    let pcm: Int16Array = new Int16Array(0);
+    try {
+      if (slice.messages.length > 0) pcm = await decode(slice.messages);
+    } catch (err) {
+      this.#o.logger.error({ sessionId: this.#o.sessionId, channel: ch, err: { name: (err as Error)?.name } }, 'a lost batch could not be decoded again');
+    }
+    const part = pcm.subarray(Math.min(from - slice.startSample, pcm.length), Math.min(to - slice.startSample, pcm.length));
+    if (part.length < to - from) this.#o.logger.warn({ sessionId: this.#o.sessionId, channel: ch, samples: to - from - part.length }, 'audio lost: a batch the codec lost was not decoded again');
+    return part;
+  }
+
+  /** Delivers the queue in order, waiting for each lost batch's second decoding. */
+  async #deliverQueued(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const next = this.#queue[0]!;
+      if ('replay' in next) (await next.replay).forEach((pcm, ch) => pcm && pcm.length > 0 && this.#deliver(ch, pcm));
+      else this.#deliver(next.channel, next.pcm);
+      this.#queue.shift();
+    }
+    this.#delivering = undefined;
+  }
+
   /** Flushes what the engines hold (nothing to do after a failure: the audio is kept). */
   async finalize(): Promise<void> {
+    await this.#delivering;
     if (this.#kept) return;
     await Promise.all(this.#streams.map((s) => s.finalize()));
   }
@@ -200,6 +281,7 @@ export class SessionStt {
    * if needed). Answers the seconds kept (0 when nothing failed or nothing was lost).
    */
   async keep(anchor: () => Promise<{ conversationId: string; offsetS: number }>, keepAudio: (meta: KeptAudioMeta, chunks: readonly Int16Array[]) => Promise<void>, who: { uid: string; sessionId: string; createdAtMs: number }): Promise<number> {
+    await this.#delivering;
     const taken = this.takeKept();
     for (const k of taken) await this.#replay(k);
     const kept = taken.filter((k) => k.samples > 0);

@@ -2,12 +2,16 @@
 // credentials with user B's ids (404, nothing of B's in the answer, B's reads unchanged afterwards), and credentials
 // that must fail (no header, keys of the wrong family or without the scope, revoked and unknown keys, bad ID tokens).
 // The same run, with /v4/listen speech and the MCP tools, is logged at trace and every line scanned for secrets and
-// user content. A route whose path parameter or request body has no entry below fails the test.
+// user content. A route whose path parameter or request body has no entry below fails the test. The owner checks run
+// on PostgreSQL too.
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startService } from '../helpers/service.js';
+import type { Test } from 'tap';
+import { startService, type TestService } from '../helpers/service.js';
+import type { StoreKind } from '../helpers/stores.js';
+import type { Logger } from '../../engine/logger.js';
 import { bearer } from '../helpers/http.js';
 import { ManualClock } from '../../engine/clock.js';
 import { SCOPES } from '../../engine/protocol.js';
@@ -179,14 +183,35 @@ function fill(op: Operation, a: Holdings, b: Holdings, foreign: Set<string>, app
 
 const PHRASE = 'the weather is nice today';
 
-t.test('isolation walk over every documented operation, with every log line scanned', async (t) => {
+/** Everything the walk's parts share: the service, the two users' data, and what the parts collect. */
+interface Walk {
+  ts: TestService;
+  c: Client;
+  dir: string;
+  doc: any;
+  ops: Operation[];
+  a: Holdings;
+  b: Holdings;
+  /** B's reads: every documented GET with B's own ids and credentials, as comparable values. */
+  bReads: () => Promise<Record<string, unknown>>;
+  before: Record<string, unknown>;
+  bSecrets: string[];
+  check: (label: string, op: Operation, r: Answer, allowIds?: string[]) => void;
+  send: (op: Operation, call: Call) => Promise<Answer>;
+  leaks: string[];
+  undocumented: string[];
+  wrong: string[];
+}
+
+/** A service on `store` with the data of two users, A and B, and B's reads before anything of A's ran. */
+async function prepare(t: Test, store: StoreKind, logger?: Logger): Promise<Walk | undefined> {
   // An afternoon: the on-demand day summary covers today's conversations.
   const clock = new ManualClock(Date.parse('2026-11-20T15:00:00Z'));
-  const logs = captureLogs();
   const rx = await receiver(t);
   const ts = await startService(t, {
     clock,
-    logger: logs.logger,
+    store,
+    ...(logger ? { logger } : {}),
     env: { WEBHOOK_ALLOW_PRIVATE: 'on', RATE_LIMIT_PER_MINUTE: '10000000', RATE_LIMIT_PER_DAY: '1000000000' },
   });
   const c = new Client(ts.url);
@@ -207,7 +232,7 @@ t.test('isolation walk over every documented operation, with every log line scan
     ...(op.requiredQuery.length > 0 && !EXTRAS[op.name] ? [`${op.name}: query ${op.requiredQuery.join(', ')}`] : []),
   ]);
   t.same(unmapped, [], 'every path parameter, request body and required query has an entry in the walk');
-  if (unmapped.length > 0) return;
+  if (unmapped.length > 0) return undefined;
 
   const a = await seed(ts, c, 'alpha-user', 'alpha-canary-7q', rx.url, sampleVoice);
   const b = await seed(ts, c, 'bravo-user', 'bravo-canary-7q', rx.url, sampleVoice);
@@ -257,7 +282,12 @@ t.test('isolation walk over every documented operation, with every log line scan
     }
   };
   const send = (op: Operation, call: Call): Promise<Answer> => (STREAMS.has(op.name) ? c.peek(call) : c.send(call));
+  return { ts, c, dir, doc, ops, a, b, bReads, before, bSecrets, check, send, leaks, undocumented, wrong };
+}
 
+/** A with B's ids over every operation: 404 (or the documented answer), and nothing of B's in any answer. */
+function ownerWalk(t: Test, w: Walk): void {
+  const { c, ops, a, b, check, send, leaks, wrong } = w;
   t.test('A with B\'s ids: not found, and nothing of B\'s in any answer', async (t) => {
     for (const op of ops) {
       if (op.name === 'GET /v1/dev/openapi.json') continue;
@@ -307,6 +337,27 @@ t.test('isolation walk over every documented operation, with every log line scan
     t.same(wrong, [], 'A gets 404 for B\'s ids, and the documented answer elsewhere');
     t.same(leaks, [], 'no answer to A holds anything of B\'s');
   });
+}
+
+/** After A's walk: every read of B's answers as before. */
+function bUnchanged(t: Test, w: Walk): void {
+  const { c, b, bReads, before, undocumented } = w;
+  t.test('B\'s data is as it was', async (t) => {
+    const after = await bReads();
+    for (const name of Object.keys(before)) t.same(after[name], before[name], name);
+    // B's assistant sessions still answer B.
+    const r = await c.send({ method: 'POST', path: `/v1/mcp/messages?sessionId=${b.mcpSseSession}`, headers: bearer(b.mcpKey), body: { jsonrpc: '2.0', id: 99, method: 'ping' } });
+    t.equal(r.status, 202, 'B\'s SSE session is still B\'s');
+    t.same(undocumented, [], 'every answer has a documented status');
+  });
+}
+
+t.test('isolation walk over every documented operation, with every log line scanned', async (t) => {
+  const logs = captureLogs();
+  const w = await prepare(t, 'sqlite', logs.logger);
+  if (!w) return;
+  const { ts, c, dir, ops, a, b, check, send, leaks } = w;
+  ownerWalk(t, w);
 
   t.test('credentials that must fail: 401, or 403 for a missing scope, with the documented code and shape', async (t) => {
     leaks.length = 0; // each part reports its own
@@ -415,14 +466,7 @@ t.test('isolation walk over every documented operation, with every log line scan
     t.same(refused, [], 'every one refused with 401 and nothing of B\'s');
   });
 
-  t.test('B\'s data is as it was', async (t) => {
-    const after = await bReads();
-    for (const name of Object.keys(before)) t.same(after[name], before[name], name);
-    // B's assistant sessions still answer B.
-    const r = await c.send({ method: 'POST', path: `/v1/mcp/messages?sessionId=${b.mcpSseSession}`, headers: bearer(b.mcpKey), body: { jsonrpc: '2.0', id: 99, method: 'ping' } });
-    t.equal(r.status, 202, 'B\'s SSE session is still B\'s');
-    t.same(undocumented, [], 'every answer has a documented status');
-  });
+  bUnchanged(t, w);
 
   const heard: string[] = [];
   t.test('a live session with real speech, of a third user (B stays as it was), for the log scan', async (t) => {
@@ -454,4 +498,13 @@ t.test('isolation walk over every documented operation, with every log line scan
     t.ok(messages.has('api key created') && messages.has('listening'), `${logs.lines.length} log lines of ${messages.size} kinds captured at trace`);
     t.equal(hits.length, 0, hits.length === 0 ? 'no hits' : describeHits(hits.slice(0, 40)));
   });
+});
+
+// The owner checks again on PostgreSQL, whose queries differ from sqlite's; the credential matrix, the assistant
+// tools, /v4/listen and the log scan do not depend on the store and run once, above.
+t.test('on PostgreSQL: A with B\'s ids over every operation, and B\'s data as it was', async (t) => {
+  const w = await prepare(t, 'pg');
+  if (!w) return;
+  ownerWalk(t, w);
+  bUnchanged(t, w);
 });

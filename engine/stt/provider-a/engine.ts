@@ -4,6 +4,7 @@ import { Outcome } from '../../protocol.js';
 import { NOVA3_LANGUAGES } from './languages.js';
 import { SAMPLE_RATE_HZ, cleanKeyterms, listenUrl, openFailure, retryAfterMs } from './protocol.js';
 import { SEND_MS, sendPlan, sendSamplesOf } from '../remote/plan.js';
+import { stallPeriods } from '../remote/stall.js';
 import { socketHere, type ProviderSocket } from '../../codec/uplink.js';
 import { ProviderAStream } from './stream.js';
 import { SttOpenError, type RemoteEngineOptions, type SttEngine, type SttStreamOptions } from '../types.js';
@@ -128,7 +129,7 @@ export class ProviderAEngine implements SttEngine {
       keepAliveMs: o.keepAliveMs,
       finalizeTimeoutMs: o.finalizeTimeoutMs,
       closeTimeoutMs: o.closeTimeoutMs,
-      stallPeriods: Math.max(1, Math.ceil(o.stallTimeoutMs / o.keepAliveMs)),
+      stallPeriods: stallPeriods(o.stallTimeoutMs, o.keepAliveMs),
       onClosed: () => this.#streams.delete(stream),
     });
     this.#streams.add(stream);

@@ -5,6 +5,7 @@ import type { Logger } from '../../logger.js';
 import type { Scheduler, TimerId } from '../../scheduler.js';
 import { SAMPLE_RATE_HZ, segmentsOf, streamFailure, type DgResults } from './protocol.js';
 import { SttEmitter } from '../stt-emitter.js';
+import { StallWatch } from '../remote/stall.js';
 import type { SttFailure, SttStream } from '../types.js';
 import { Outcome } from '../../protocol.js';
 
@@ -42,9 +43,8 @@ export class ProviderAStream extends SttEmitter implements SttStream {
   #sent = 0;
   #acked = 0;
   #sentSinceTick = false;
-  /** Whether any message came since the last keep-alive check, and the checks in a row with audio out and none. */
-  #heardSinceTick = false;
-  #silentPeriods = 0;
+  /** Keep-alive checks in a row with audio out and no message back. */
+  readonly #stall: StallWatch;
   readonly #keepAlive: TimerId;
   #waiters: Waiter[] = [];
   #socketClosed: (() => void) | undefined;
@@ -54,6 +54,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     super();
     this.#ws = ws;
     this.#o = o;
+    this.#stall = new StallWatch(o.stallPeriods);
     ws.listen({
       text: (text) => this.#onText(text),
       close: (code, reason) => this.#onClose(code, reason),
@@ -77,6 +78,7 @@ export class ProviderAStream extends SttEmitter implements SttStream {
     if (this.#state !== 'open') return;
     this.#sent += samples;
     this.#sentSinceTick = true;
+    this.#stall.sent();
   }
 
   /** Samples covered by final results (at most those sent): the session keeps the audio after them. */
@@ -126,20 +128,16 @@ export class ProviderAStream extends SttEmitter implements SttStream {
 
   #tick(): void {
     if (this.#state === 'open' && !this.#sentSinceTick) this.#ws.sendText('{"type":"KeepAlive"}', false);
-    // A provider that keeps its socket open but answers nothing would leave the audio unanswered until the kept tail's
-    // bound drops it: fail it so the session keeps that audio. Only periods that carried audio count, so a pause
-    // (nothing to answer for) never looks like a stall.
-    if (this.#heardSinceTick) this.#silentPeriods = 0;
-    else if (this.#sentSinceTick && this.#sent > this.#acked) this.#silentPeriods++;
-    this.#heardSinceTick = false;
     this.#sentSinceTick = false;
-    if (this.#state === 'open' && this.#silentPeriods >= this.#o.stallPeriods) {
+    // A provider that keeps its socket open but answers nothing would leave the audio unanswered until the kept tail's
+    // bound drops it: fail it so the session keeps that audio.
+    if (this.#stall.stalled(this.#sent > this.#acked) && this.#state === 'open') {
       this.#fail({ outcome: Outcome.UPSTREAM_ERROR, retryable: true, reason: 'provider_stalled' });
     }
   }
 
   #onText(text: string): void {
-    this.#heardSinceTick = true;
+    this.#stall.heard();
     let msg: { type?: unknown };
     try {
       msg = JSON.parse(text) as { type?: unknown };

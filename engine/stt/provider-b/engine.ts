@@ -18,6 +18,11 @@ export interface ProviderBEngineOptions extends RemoteEngineOptions {
   finalizeTimeoutMs?: number;
   /** Longest wait for `finished` after the end of audio in close(), in milliseconds. @defaultValue 10000 */
   finishTimeoutMs?: number;
+  /**
+   * Audio streamed with no message back for this long fails the stream as `provider_stalled` (noticed at the next
+   * check, every keepaliveMs / 2). @defaultValue 20000
+   */
+  stallTimeoutMs?: number;
   /** Bytes queued on the socket past which the stream fails with send_failed. @defaultValue 1048576 (about 32 s of audio) */
   maxBufferedBytes?: number;
 }
@@ -61,6 +66,7 @@ export class ProviderBEngine implements SttEngine {
       keepaliveMs,
       finalizeTimeoutMs: options.finalizeTimeoutMs ?? 5000,
       finishTimeoutMs: options.finishTimeoutMs ?? 10000,
+      stallTimeoutMs: options.stallTimeoutMs ?? 20_000,
     };
   }
 

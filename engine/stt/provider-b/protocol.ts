@@ -78,6 +78,7 @@ export const ProviderBReason = {
   ROTATION: 'soniox_rotation',
   CONNECTION_LOST: 'connection_lost',
   SEND_FAILED: 'send_failed',
+  STALLED: 'provider_stalled',
   INITIALIZATION_FAILED: 'initialization_failed',
   LANGUAGE_UNSUPPORTED: 'language_unsupported',
 } as const;

@@ -6,6 +6,7 @@ import type { Scheduler, TimerId } from '../../scheduler.js';
 import { ProviderBReason, failureFor, failureFromErrorFrame, type ProviderBMessage, type ProviderBToken } from './protocol.js';
 import { TokenSegmenter } from './segments.js';
 import { SttEmitter } from '../stt-emitter.js';
+import { StallWatch, stallPeriods } from '../remote/stall.js';
 import type { SttFailure, SttStream } from '../types.js';
 
 export const SAMPLE_RATE_HZ = 16000;
@@ -19,6 +20,8 @@ export interface StreamDeps {
   keepaliveMs: number;
   finalizeTimeoutMs: number;
   finishTimeoutMs: number;
+  /** Audio streamed with no message back for this long fails the stream as stalled (checked every keepaliveMs / 2). */
+  stallTimeoutMs: number;
 }
 
 interface FinalizeWaiter {
@@ -48,6 +51,8 @@ export class ProviderBStream extends SttEmitter implements SttStream {
   #state: 'open' | 'closing' | 'failed' | 'closed' = 'open';
   #failure: SttFailure | undefined;
   #lastActivityMs: number;
+  /** Checks in a row with audio out and no message back. */
+  readonly #stall: StallWatch;
   #keepalive: TimerId | undefined;
   #finalizers: FinalizeWaiter[] = [];
   #finished: (() => void) | undefined;
@@ -61,6 +66,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     this.#deps = deps;
     this.#onGone = onGone;
     this.#lastActivityMs = deps.clock.now();
+    this.#stall = new StallWatch(stallPeriods(deps.stallTimeoutMs, deps.keepaliveMs / 2));
     ws.listen({
       text: (text) => this.#message(text),
       close: () => {
@@ -92,6 +98,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
     if (this.#state !== 'open') return;
     this.#written += samples;
     this.#lastActivityMs = this.#deps.clock.now();
+    this.#stall.sent();
   }
 
   /** Samples covered by final tokens (at most those written): the session keeps the audio after them. */
@@ -143,6 +150,7 @@ export class ProviderBStream extends SttEmitter implements SttStream {
 
   #message(text: string): void {
     if (this.#state !== 'open' && this.#state !== 'closing') return;
+    this.#stall.heard();
     let msg: ProviderBMessage;
     try {
       msg = JSON.parse(text) as ProviderBMessage;
@@ -188,6 +196,9 @@ export class ProviderBStream extends SttEmitter implements SttStream {
 
   #tick(): void {
     if (this.#state !== 'open') return;
+    // A socket that stays open but answers nothing would leave the audio unanswered until the kept tail's bound drops
+    // it: fail it so the session keeps that audio.
+    if (this.#stall.stalled(this.#written > this.#acked)) return this.#fail(failureFor(ProviderBReason.STALLED));
     const now = this.#deps.clock.now();
     if (now - this.#lastActivityMs < this.#deps.keepaliveMs) return;
     this.#ws.sendText(JSON.stringify({ type: 'keepalive' }), false);

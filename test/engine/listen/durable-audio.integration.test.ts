@@ -166,7 +166,7 @@ t.test('cut at random points 100 times: the provider hears every sample once, in
   t.ok(ts.service.audioLogs!.durable.duplicates > 0, 'frames re-sent from before the durable offset were dropped');
 });
 
-t.test('resume refusals: another user gets 4403, an unknown session 4404, a malformed resume 400', async (t) => {
+t.test('resume refusals: another user\'s session and an unknown one 4404, a malformed resume 400', async (t) => {
   const ts = await startService(t, { sttEngines: [new RecordingSttEngine('provider_a')] });
   const c = await open(ts, { uid: 'owner', ...QUERY });
   const { session_id } = await c.json((m) => m.type === 'audio_session');
@@ -177,7 +177,7 @@ t.test('resume refusals: another user gets 4403, an unknown session 4404, a malf
   await c.closed;
 
   const thief = await open(ts, { uid: 'thief', ...QUERY, resume: session_id, offset_ms: '0' });
-  t.same(await thief.closed, { code: 4403, reason: 'session belongs to another user' });
+  t.same(await thief.closed, { code: 4404, reason: 'unknown session' });
   const lost = await open(ts, { uid: 'owner', ...QUERY, resume: 'no-such-session', offset_ms: '0' });
   t.same(await lost.closed, { code: 4404, reason: 'unknown session' });
   const bad = await connect(ts, { uid: 'owner', ...QUERY, resume: session_id });

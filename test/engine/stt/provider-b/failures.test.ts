@@ -123,3 +123,27 @@ t.test('a slow provider still answers; until it does nothing is acknowledged', a
   t.same(got.segments.map((s) => s.text), ['slow']);
   await stream.close();
 });
+
+t.test('audio out with no message back for 20 s fails as provider_stalled; a pause never counts', async (t) => {
+  const { fake, engine, advance } = await rig(t);
+  const script = { tokens: [{ text: 'one', start_ms: 0, end_ms: 300 }], finalLagMs: 1000, stall: false };
+  fake.script(script);
+  const stream = await engine.open(openOpts());
+  const got = collect(stream);
+  let at = feed(stream, 2000);
+  await until(() => stream.acknowledgedSamples!() === 16000, { what: 'the provider to acknowledge the first second' });
+  // A pause with a second still unanswered: nothing goes out, so nothing is owed an answer.
+  for (let s = 0; s < 60; s++) await advance(1000);
+  t.same(got.failures, [], 'a minute of pause is no stall');
+  script.stall = true;
+  let silentS = 0;
+  while (got.failures.length === 0 && silentS < 40) {
+    at = feed(stream, 1000, at);
+    await advance(1000);
+    silentS++;
+  }
+  t.same(got.failures, [upstream('provider_stalled')]);
+  t.ok(silentS >= 20 && silentS <= 25, `noticed after ${silentS} s of audio without an answer (bound: 20-25 s)`);
+  await until(() => fake.sessions[0]!.closed, { what: 'the stalled socket closed' });
+  await stream.close();
+});
