@@ -23,7 +23,7 @@ export const MAX_RETRY_AFTER_MS = 10 * 3600 * 1000;
 export type AttemptOutcome = 'delivered' | 'retry' | 'gone' | 'rejected' | 'refused';
 
 export interface AttemptRequest {
-  readonly url: string;
+  readonly url: string | URL;
   readonly webhookId: string;
   /** Send time, whole seconds since the epoch (the signature covers it). */
   readonly timestampS: number;

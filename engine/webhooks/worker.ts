@@ -203,7 +203,7 @@ export class WebhookWorker {
     now = clock.now();
     const r = await attemptDelivery(
       this.#parts.guard,
-      { url: target.href, webhookId: d.id, timestampS: Math.floor(now / 1000), body: frozen.body, secrets, timeoutMs: this.#timeoutMs },
+      { url: target, webhookId: d.id, timestampS: Math.floor(now / 1000), body: frozen.body, secrets, timeoutMs: this.#timeoutMs },
       { now: () => clock.now(), client: this.#client },
     );
     this.#metrics.deliveries.inc({ event: d.eventType, outcome: r.outcome });
