@@ -239,17 +239,23 @@ const toSegment = (r: SegmentRow): SegmentRecord => ({
   ...(r.translations ? { translations: JSON.parse(r.translations) as SegmentTranslation[] } : {}),
 });
 
-/** A segment as SEGMENTS_JSON_SQL gives it: a SegmentRow's values in the order it lists them. */
+/** A segment as MANY_WITH_SEGMENTS_JSON_SQL gives it: a SegmentRow's values in the order it lists them. */
 type SegmentTuple = [string, string, string, number | null, unknown, string | null, string, string, string | null, unknown, string | null];
 
+/** The columns a Row holds (c.* and the folder's name), for the JSON read below. */
+const ROW_COLUMNS = ['id', 'user_id', 'status', 'created_at', 'updated_at', 'started_at', 'finished_at', 'source', 'language', 'text_source', 'text_source_spec', 'title', 'overview', 'emoji', 'category', 'structured_extra', 'produced_by', 'discarded', 'deleted', 'visibility', 'folder_id', 'geolocation', 'first_processed_at', 'apps_results'] as const;
+
 /**
- * sqlite: each conversation's segments as one JSON array of arrays, in order. Rationale: the driver builds a JS object
- * per row on the main thread (~0.3 µs a value), where one text per conversation is parsed at V8's speed. The rows
- * are aggregated as the primary key's order walks them (no sort); start and end go as 17 significant digits, which
- * give back the stored double exactly (sqlite's JSON keeps 15).
+ * sqlite: conversations and their segments, each as two JSON texts (the row as an object, the segments as an array
+ * of arrays in order). Rationale: the driver builds a JS value per column of each row on the main thread (~0.3 µs
+ * each), where a JSON text is parsed at V8's speed. The segments are aggregated as the primary key's order walks
+ * them (no sort); start and end go as 17 significant digits, which give back the stored double exactly (sqlite's
+ * JSON keeps 15). The conversation's columns are text and integers, which JSON gives back unchanged.
  */
-const SEGMENTS_JSON_SQL = `SELECT j.value AS conversation_id, (SELECT json_group_array(json_array(id, text, speaker, speaker_id, is_user, person_id, printf('%!.17g', start), printf('%!.17g', "end"), stt_provider, speech_profile_processed, translations))
-  FROM (SELECT * FROM conversation_segments AS s WHERE s.conversation_id = j.value ORDER BY s.position)) AS segments FROM json_each(?) AS j`;
+const MANY_WITH_SEGMENTS_JSON_SQL = `SELECT json_object(${ROW_COLUMNS.map((c) => `'${c}', c.${c}`).join(', ')}, 'folder_name', f.name) AS conversation,
+  (SELECT json_group_array(json_array(id, text, speaker, speaker_id, is_user, person_id, printf('%!.17g', start), printf('%!.17g', "end"), stt_provider, speech_profile_processed, translations))
+    FROM (SELECT * FROM conversation_segments AS s WHERE s.conversation_id = c.id ORDER BY s.position)) AS segments
+FROM conversations AS c LEFT JOIN folders AS f ON f.id = c.folder_id WHERE c.id IN (SELECT value FROM json_each(?)) AND c.deleted = ?`;
 
 const fromTuple = (t: SegmentTuple): SegmentRecord => ({
   id: t[0],
@@ -698,18 +704,17 @@ export class ConversationsRepository {
     if (refs.length === 0) return out;
     const ids = JSON.stringify([...new Set(refs.map((r) => r.id))]);
     const owner = new Map(refs.map((r) => [r.id, r.userId]));
-    const rows = await select<Row>(this.knex, `${SELECT_WITH_FOLDER} WHERE ${inJsonList(this.knex, 'c.id')} AND c.deleted = ?`, [ids, false]);
-    for (const row of rows) if (owner.get(row.id) === row.user_id) out.set(row.id, { ...toRecord(row), segments: [] });
-    if (out.size === 0) return out;
-    const found = JSON.stringify([...out.keys()]);
     if (keepsStatements(this.knex)) {
-      for (const row of await select<{ conversation_id: string; segments: string }>(this.knex, SEGMENTS_JSON_SQL, [found])) {
-        const c = out.get(row.conversation_id);
-        if (c) c.segments = (JSON.parse(row.segments) as SegmentTuple[]).map(fromTuple);
+      for (const r of await select<{ conversation: string; segments: string }>(this.knex, MANY_WITH_SEGMENTS_JSON_SQL, [ids, false])) {
+        const row = JSON.parse(r.conversation) as Row;
+        if (owner.get(row.id) === row.user_id) out.set(row.id, { ...toRecord(row), segments: (JSON.parse(r.segments) as SegmentTuple[]).map(fromTuple) });
       }
       return out;
     }
-    const segments = await select<SegmentRow>(this.knex, `SELECT * FROM conversation_segments WHERE ${inJsonList(this.knex, 'conversation_id')} ORDER BY conversation_id, position`, [found]);
+    const rows = await select<Row>(this.knex, `${SELECT_WITH_FOLDER} WHERE ${inJsonList(this.knex, 'c.id')} AND c.deleted = ?`, [ids, false]);
+    for (const row of rows) if (owner.get(row.id) === row.user_id) out.set(row.id, { ...toRecord(row), segments: [] });
+    if (out.size === 0) return out;
+    const segments = await select<SegmentRow>(this.knex, `SELECT * FROM conversation_segments WHERE ${inJsonList(this.knex, 'conversation_id')} ORDER BY conversation_id, position`, [JSON.stringify([...out.keys()])]);
     for (const row of segments) out.get(row.conversation_id)?.segments!.push(toSegment(row));
     return out;
   }

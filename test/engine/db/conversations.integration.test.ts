@@ -165,8 +165,14 @@ for (const kind of STORES) {
     const empty = await repo.create({ userId: 'u1', status: 'completed', startedAt: new Date(NOW).toISOString(), finishedAt: null, source: 'omi', language: 'en', now: NOW });
     const first = (await repo.segments(created[0]!.id))[0]!;
     await repo.updateSegmentTranslations(created[0]!.id, [{ id: first.id, text: first.text, translations: [{ lang: 'de', text: 'sag „hallo“' }] }]);
+    await repo.addAppResult(created[1]!.id, { app_id: 'app1', content: 'Saved "it"' });
+    await repo.saveResult(created[2]!.id, processBuiltin({ segments: [{ text: 'Call Bob tomorrow about the offsite.', start: 0, end: 2 }], textSource: 'audio_transcript', language: 'en', startedAt: created[2]!.startedAt, finishedAt: created[2]!.startedAt, allowDiscard: false }), NOW + 5);
     const many = await repo.getManyWithSegments([...created, empty].map((c) => ({ userId: 'u1', id: c.id })));
-    for (const c of [...created, empty]) t.same(many.get(c.id)?.segments, await repo.segments(c.id), `conversation of ${c.segments?.length ?? 0} segments`);
+    for (const c of [...created, empty]) {
+      t.strictSame(many.get(c.id)?.segments, await repo.segments(c.id), `conversation of ${c.segments?.length ?? 0} segments`);
+      t.strictSame(many.get(c.id), await repo.get('u1', c.id, { includeSegments: true }), 'the whole record as read on its own');
+    }
+    t.same([...(await repo.getManyWithSegments([{ userId: 'u2', id: created[0]!.id }])).keys()], [], "another user's conversation is not found");
     t.equal(many.get(created[0]!.id)!.segments![0]!.translations?.[0]?.text, 'sag „hallo“');
   });
 }
