@@ -32,7 +32,7 @@ export interface DeliverySend {
 export interface DeliveryClientOptions {
   /** Connections kept to one origin. @defaultValue 64 */
   readonly connections?: number;
-  /** How long an idle connection is kept. @defaultValue 30 s */
+  /** How long an idle connection is kept at most (a receiver may ask for less). @defaultValue 30 s */
   readonly keepAliveMs?: number;
   /** Longest wait for a new connection (the request's own timeout also bounds it). @defaultValue 15 s */
   readonly connectTimeoutMs?: number;
@@ -127,6 +127,11 @@ export class DeliveryClient {
     });
   }
 
+  /** How many origins have a pool now (one without connections or requests is forgotten). */
+  get origins(): number {
+    return this.#pools.size;
+  }
+
   /** Drops every connection at once (requests still under way fail). */
   async close(): Promise<void> {
     this.#closed = true;
@@ -139,21 +144,18 @@ export class DeliveryClient {
   #pool(origin: string): Pool {
     let pool = this.#pools.get(origin);
     if (pool) return pool;
-    const created = new Pool(origin, { connections: this.#connections, pipelining: 1, keepAliveTimeout: this.#keepAliveMs, connect: this.#connect as never });
-    created.on('disconnect', () => {
-      const s = created.stats;
-      if (s.connected === 0 && s.pending === 0 && s.running === 0 && this.#pools.get(origin) === created) {
-        this.#pools.delete(origin);
-        void created.close().catch(() => undefined);
-      }
-    });
-    created.on('connectionError', () => {
-      const s = created.stats;
-      if (s.connected === 0 && s.pending === 0 && s.running === 0 && this.#pools.get(origin) === created) {
-        this.#pools.delete(origin);
-        void created.close().catch(() => undefined);
-      }
-    });
+    const created = new Pool(origin, { connections: this.#connections, pipelining: 1, keepAliveTimeout: this.#keepAliveMs, keepAliveMaxTimeout: this.#keepAliveMs, connect: this.#connect as never });
+    // Checked once the pool has settled after the event (the request a failed connection was for fails after it).
+    const forgetIfIdle = (): void => {
+      setImmediate(() => {
+        const s = created.stats;
+        if (s.connected === 0 && s.size === 0 && this.#pools.get(origin) === created) {
+          this.#pools.delete(origin);
+          void created.close().catch(() => undefined);
+        }
+      });
+    };
+    created.on('disconnect', forgetIfIdle).on('connectionError', forgetIfIdle);
     this.#pools.set(origin, (pool = created));
     return pool;
   }

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { DestinationGuard } from '../../../engine/webhooks/destination.js';
 import { attemptDelivery, classifyStatus, deliveryClient, retryAfterMs } from '../../../engine/webhooks/attempt.js';
+import { DeliveryClient } from '../../../engine/webhooks/client.js';
 import { generateSecret } from '../../../engine/webhooks/secrets.js';
 
 interface Seen {
@@ -109,3 +110,23 @@ t.test('a kept-alive client reuses its connections for consecutive deliveries', 
   // so back-to-back deliveries alternate between two.
   t.ok(new Set(rx.seen.map((s) => s.port)).size <= 2, 'at most two client ports for all ten');
 });
+
+t.test("an origin's pool is forgotten once its connections close, or when none could be opened", async (t) => {
+  const rx = await receiver(t, (_q, res) => res.end());
+  const client = new DeliveryClient(guard, { keepAliveMs: 50 });
+  t.teardown(() => client.close());
+  const send = (url: string) => attemptDelivery(guard, { url, webhookId: 'msg_p', timestampS: 1, body: '{}', secrets: [generateSecret()] }, { now, client });
+  t.equal((await send(rx.url)).outcome, 'delivered');
+  t.equal(client.origins, 1);
+  await until(() => client.origins === 0);
+  t.equal(client.origins, 0, 'idle: forgotten');
+  t.match(await send('http://127.0.0.1:1/hook'), { outcome: 'retry', error: 'connection' });
+  await until(() => client.origins === 0);
+  t.equal(client.origins, 0, 'refused connection: forgotten');
+  t.equal((await send(rx.url)).outcome, 'delivered', 'a later delivery opens a new one');
+});
+
+async function until(done: () => boolean, timeoutMs = 3000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!done() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+}
