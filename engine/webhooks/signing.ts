@@ -5,12 +5,6 @@
 // (docs/architecture.md).
 import { createHmac } from 'node:crypto';
 
-export interface SignedHeaders {
-  'webhook-id': string;
-  'webhook-timestamp': string;
-  'webhook-signature': string;
-}
-
 const PREFIX = 'whsec_';
 
 /** Decoded keys by secret: decoding is done once per secret rather than per delivery. */
@@ -29,20 +23,16 @@ function keyOf(secret: string): Buffer {
 
 /** One `v1,<base64>` signature of `id.timestamp.body` with one secret. */
 export function sign(secret: string, webhookId: string, timestampS: number | string, body: string | Buffer): string {
-  return 'v1,' + createHmac('sha256', keyOf(secret)).update(webhookId).update('.').update(String(timestampS)).update('.').update(body).digest('base64');
+  return 'v1,' + createHmac('sha256', keyOf(secret)).update(`${webhookId}.${timestampS}.`).update(body).digest('base64');
 }
 
-/** The `webhook-signature` value: a signature per secret (newest first), space-separated; `secrets` must not be empty. */
+/**
+ * The `webhook-signature` value: a signature per secret (newest first), space-separated. `secrets` must not be empty
+ * (an owner always has one: WebhookSecrets creates it on first use); `timestampS` is the attempt's send time in whole
+ * seconds, `body` exactly the bytes sent.
+ */
 export function signature(webhookId: string, timestampS: number | string, body: string | Buffer, secrets: readonly string[]): string {
   if (secrets.length === 0) throw new Error('a webhook delivery needs at least one signing secret');
   if (secrets.length === 1) return sign(secrets[0]!, webhookId, timestampS, body);
   return secrets.map((s) => sign(s, webhookId, timestampS, body)).join(' ');
-}
-
-/**
- * The three headers of one delivery. `secrets` must not be empty (an owner always has one: WebhookSecrets creates it
- * on first use); `timestampS` is the attempt's send time in whole seconds, `body` exactly the bytes sent.
- */
-export function signedHeaders(webhookId: string, timestampS: number, body: string | Buffer, secrets: readonly string[]): SignedHeaders {
-  return { 'webhook-id': webhookId, 'webhook-timestamp': String(timestampS), 'webhook-signature': signature(webhookId, timestampS, body, secrets) };
 }
