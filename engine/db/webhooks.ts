@@ -144,6 +144,28 @@ export class WebhooksRepository {
     return out;
   }
 
+  /**
+   * endpointsFor() of one type for several users, in one kept statement whatever their number (conversations that
+   * complete together ask together): each user's endpoints, in endpointsFor()'s order; a user without any has none.
+   */
+  async endpointsForUsers(uids: readonly string[], type: DeveloperWebhookType): Promise<Map<string, WebhookEndpoint[]>> {
+    const out = new Map<string, WebhookEndpoint[]>(uids.map((u) => [u, []]));
+    if (uids.length === 0) return out;
+    const sql = `SELECT 'user' AS kind, w.uid AS uid, w.uid AS id, w.url AS url, w.seconds AS seconds, '' AS installed_at FROM developer_webhooks w
+      WHERE ${inJsonList(this.knex, 'w.uid')} AND w.enabled = ? AND w.type = ?
+      UNION ALL SELECT 'app', i.uid, a.id, a.webhook_url, NULL, i.installed_at FROM app_installs i JOIN apps a ON a.id = i.app_id
+      WHERE ${inJsonList(this.knex, 'i.uid')} AND a.webhook_enabled = ? AND a.webhook_url IS NOT NULL AND a.triggers_on = ?`;
+    const list = JSON.stringify([...new Set(uids)]);
+    // A type no app can take matches no app (NULL equals nothing).
+    const rows = await select<{ kind: 'user' | 'app'; uid: string; id: string; url: string; seconds: number | null; installed_at: string }>(this.knex, sql, [list, true, type, list, true, APP_TRIGGER_OF[type] ?? null]);
+    const seconds = (s: number | null): number | null => (type === 'audio_bytes' ? (s ?? AUDIO_BYTES_SECONDS.default) : null);
+    for (const r of rows) if (r.kind === 'user') out.get(r.uid)?.push({ ownerKind: 'user', ownerId: r.uid, url: r.url, seconds: seconds(r.seconds) });
+    // Apps after the user's own, in install order (ties by id).
+    const apps = rows.filter((r) => r.kind === 'app').sort((a, b) => (a.installed_at < b.installed_at ? -1 : a.installed_at > b.installed_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    for (const a of apps) out.get(a.uid)?.push({ ownerKind: 'app', ownerId: a.id, url: a.url, seconds: seconds(null) });
+    return out;
+  }
+
   async secret(ownerKind: 'user' | 'app', ownerId: string): Promise<WebhookSecretRecord | undefined> {
     const row = (await this.knex('webhook_secrets').where({ owner_kind: ownerKind, owner_id: ownerId }).first()) as SecretRow | undefined;
     return row ? toSecret(row) : undefined;

@@ -21,7 +21,7 @@ import { registerCodecMetrics, registerListenMetrics, registerLiveWebhookMetrics
 import { Translator } from '../translation/translator.js';
 import { LiveTranslation } from '../translation/live.js';
 import { webhookParts } from '../webhooks/parts.js';
-import { deliveryAgents } from '../webhooks/attempt.js';
+import { deliveryClient } from '../webhooks/attempt.js';
 import { LiveWebhooks } from '../webhooks/live.js';
 import type { AppReplyHandler } from '../webhooks/live-send.js';
 import type { LiveDeliveryLog } from '../webhooks/types.js';
@@ -156,7 +156,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
   const actors = o.sessions.actors;
   const parts = webhookParts(s);
   const liveWebhooks = new LiveWebhooks({
-    context: { guard: parts.guard, clock, scheduler, logger, metrics: registerLiveWebhookMetrics(registry), agents: deliveryAgents(), replies: new AppRepliesRepository(s.store.knex), log: o.liveDeliveryLog, onAppReply: o.onAppReply },
+    context: { guard: parts.guard, clock, scheduler, logger, metrics: registerLiveWebhookMetrics(registry), client: deliveryClient(parts.guard), replies: new AppRepliesRepository(s.store.knex), log: o.liveDeliveryLog, onAppReply: o.onAppReply },
     webhooks: parts.webhooks,
     secrets: parts.secrets,
   });

@@ -1,9 +1,8 @@
 // One delivery attempt: sign, send through the destination guard, and say what the answer means for the delivery
 // (done, try again, the endpoint is gone, or give up). Shared by the durable queue and the live-session senders.
-import http from 'node:http';
-import https from 'node:https';
-import { DestinationRefused, guardedRequest, type DestinationGuard } from './destination.js';
-import { signedHeaders } from './signing.js';
+import { DestinationRefused, type DestinationGuard } from './destination.js';
+import { DeliveryClient } from './client.js';
+import { signature } from './signing.js';
 
 /** Whole request, connect to last byte, as the issue of a slow receiver is settled by: 15 s. */
 export const ATTEMPT_TIMEOUT_MS = 15_000;
@@ -24,7 +23,7 @@ export const MAX_RETRY_AFTER_MS = 10 * 3600 * 1000;
 export type AttemptOutcome = 'delivered' | 'retry' | 'gone' | 'rejected' | 'refused';
 
 export interface AttemptRequest {
-  readonly url: string;
+  readonly url: string | URL;
   readonly webhookId: string;
   /** Send time, whole seconds since the epoch (the signature covers it). */
   readonly timestampS: number;
@@ -51,13 +50,12 @@ export interface AttemptResult {
 }
 
 /**
- * Keep-alive agents for outbound deliveries: a receiver taking thousands of deliveries a second is not handed a new
- * connection for each. Every connection a burst opened is kept while idle (up to the idle timeout): closing most of
- * them after each burst of a group's attempts, only to open them again for the next, cost more than the sending.
+ * Keep-alive connections for outbound deliveries: a receiver taking thousands of deliveries a second is not handed a
+ * new connection for each. Every connection a burst opened is kept while idle (up to 30 s): closing most of them
+ * after each burst of a group's attempts, only to open them again for the next, cost more than the sending.
  */
-export function deliveryAgents(maxSocketsPerHost = 64): { http: http.Agent; https: https.Agent } {
-  const o = { keepAlive: true, maxSockets: maxSocketsPerHost, maxFreeSockets: maxSocketsPerHost, timeout: 30_000, scheduling: 'lifo' as const };
-  return { http: new http.Agent(o), https: new https.Agent(o) };
+export function deliveryClient(guard: DestinationGuard, connectionsPerOrigin = 64): DeliveryClient {
+  return new DeliveryClient(guard, { connections: connectionsPerOrigin, keepAliveMs: 30_000 });
 }
 
 /** Parses Retry-After (seconds or an HTTP date) into milliseconds from `now`; null when absent or unreadable. */
@@ -81,39 +79,41 @@ export function classifyStatus(status: number): AttemptOutcome {
   return 'rejected';
 }
 
+const USER_AGENT = 'wearables-backend-webhooks/1';
+
 /**
  * Sends one attempt. Never throws: every failure is an outcome. `now` reads the injected clock (latency, Retry-After
- * dates); the signature's timestamp is the caller's.
+ * dates); the signature's timestamp is the caller's. `client` keeps connections across attempts (and connects
+ * through its own guard); without one, the attempt has a connection of its own.
  */
-export async function attemptDelivery(guard: DestinationGuard, req: AttemptRequest, o: { now: () => number; agents?: { http: http.Agent; https: https.Agent } }): Promise<AttemptResult> {
+export async function attemptDelivery(guard: DestinationGuard, req: AttemptRequest, o: { now: () => number; client?: DeliveryClient }): Promise<AttemptResult> {
   const started = o.now();
-  const headers: Record<string, string> = {
-    'content-type': req.contentType ?? 'application/json',
-    // A known length: headers and body leave in one write, where a chunked body costs the sender and the receiver
-    // several writes and reads per request.
-    'content-length': String(Buffer.byteLength(req.body)),
-    'user-agent': 'wearables-backend-webhooks/1',
-    ...signedHeaders(req.webhookId, req.timestampS, req.body, req.secrets),
-  };
+  const timestamp = String(req.timestampS);
+  // Names and values alternating: undici takes them as they are (content-length is its own, from the body).
+  const headers = [
+    'content-type', req.contentType ?? 'application/json',
+    'user-agent', USER_AGENT,
+    'webhook-id', req.webhookId,
+    'webhook-timestamp', timestamp,
+    'webhook-signature', signature(req.webhookId, timestamp, req.body, req.secrets),
+  ];
+  const client = o.client ?? new DeliveryClient(guard, { connections: 1 });
   try {
-    const res = await guardedRequest(guard, req.url, {
-      method: 'POST',
-      headers,
-      body: req.body,
-      timeoutMs: req.timeoutMs ?? ATTEMPT_TIMEOUT_MS,
-      maxResponseBytes: MAX_REPLY_BYTES,
-      ...(o.agents ? { agents: o.agents } : {}),
-    });
+    const res = await client.send(req.url, { method: 'POST', headers, body: req.body, timeoutMs: req.timeoutMs ?? ATTEMPT_TIMEOUT_MS, maxResponseBytes: MAX_REPLY_BYTES });
     const outcome = classifyStatus(res.status);
-    const after = res.status === 429 || res.status === 503 ? retryAfterMs(res.headers['retry-after'], o.now()) : null;
-    return { outcome, status: res.status, latencyMs: o.now() - started, error: null, retryAfterMs: after, reply: outcome === 'delivered' ? res.body : Buffer.alloc(0) };
+    const after = res.status === 429 || res.status === 503 ? retryAfterMs(res.retryAfter, o.now()) : null;
+    return { outcome, status: res.status, latencyMs: o.now() - started, error: null, retryAfterMs: after, reply: outcome === 'delivered' ? res.body : NO_REPLY };
   } catch (err) {
     const latencyMs = o.now() - started;
     if (err instanceof DestinationRefused) {
       // A name that does not resolve now may resolve later; every other rule holds until the URL changes.
-      return { outcome: err.rule === 'unresolvable' ? 'retry' : 'refused', status: null, latencyMs, error: `refused:${err.rule}`, retryAfterMs: null, reply: Buffer.alloc(0) };
+      return { outcome: err.rule === 'unresolvable' ? 'retry' : 'refused', status: null, latencyMs, error: `refused:${err.rule}`, retryAfterMs: null, reply: NO_REPLY };
     }
     const code = (err as Error)?.name === 'TimeoutError' ? 'timeout' : 'connection';
-    return { outcome: 'retry', status: null, latencyMs, error: code, retryAfterMs: null, reply: Buffer.alloc(0) };
+    return { outcome: 'retry', status: null, latencyMs, error: code, retryAfterMs: null, reply: NO_REPLY };
+  } finally {
+    if (!o.client) void client.close();
   }
 }
+
+const NO_REPLY = Buffer.alloc(0);

@@ -86,14 +86,20 @@ export function conversationCreatedBody(c: ConversationRecord, reprocess: boolea
 
 /**
  * Registers the conversation-created builder: the conversations as stored at the first attempt (one read of the
- * group's conversations, one of their segments), `uid` in the query.
+ * group's conversations, one of their segments), `uid` in the query. A conversation's body is built once for all of
+ * its endpoints in the group (the user's and each app's get the same bytes).
  */
 export function registerConversationCreated(bodies: WebhookBodies, s: Pick<Services, 'conversations'>): void {
   bodies.registerGroup('memory_created', async (ds) => {
     const found = await s.conversations.getManyWithSegments(ds.map((d) => ({ userId: d.uid, id: d.subjectId })));
+    const built = new Map<string, string>();
     return ds.map((d) => {
       const c = found.get(d.subjectId);
-      return c && c.userId === d.uid ? { body: JSON.stringify(conversationCreatedBody(c, d.reprocess)), query: { uid: d.uid } } : undefined;
+      if (!c || c.userId !== d.uid) return undefined;
+      const key = d.reprocess ? `${d.subjectId}\u0000reprocess` : d.subjectId;
+      let body = built.get(key);
+      if (body === undefined) built.set(key, (body = JSON.stringify(conversationCreatedBody(c, d.reprocess))));
+      return { body, query: { uid: d.uid } };
     });
   });
 }

@@ -225,12 +225,6 @@ export interface GuardedRequest {
   readonly timeoutMs: number;
   /** Bytes of the answer kept; the rest is read and dropped. @defaultValue 65536 */
   readonly maxResponseBytes?: number;
-  /**
-   * Keep-alive agents whose sockets are reused across requests to the same host. A new socket still connects only
-   * to the address checked for this request; a reused one was checked when it was opened. @defaultValue none (one
-   * connection per request)
-   */
-  readonly agents?: { readonly http: http.Agent; readonly https: https.Agent };
 }
 
 export interface GuardedResponse {
@@ -252,7 +246,7 @@ export async function guardedRequest(guard: DestinationGuard, raw: string | URL,
   const limit = opts.maxResponseBytes ?? 65_536;
   const mod = dest.url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = mod.request(dest.url, { method: opts.method ?? 'GET', headers: opts.headers, lookup: pinnedLookup(dest), agent: (dest.url.protocol === 'https:' ? opts.agents?.https : opts.agents?.http) ?? false }, (res) => {
+    const req = mod.request(dest.url, { method: opts.method ?? 'GET', headers: opts.headers, lookup: pinnedLookup(dest), agent: false }, (res) => {
       const chunks: Buffer[] = [];
       let kept = 0;
       res.on('data', (c: Buffer) => {

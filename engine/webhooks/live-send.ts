@@ -1,7 +1,5 @@
 // What the live senders (realtime transcript, audio bytes) share: the node's delivery context, one metered attempt,
 // and how a batch given up on is counted and reported.
-import type http from 'node:http';
-import type https from 'node:https';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
@@ -9,6 +7,7 @@ import type { LiveWebhookMetrics } from '../node/metrics.js';
 import type { WebhookEndpoint } from '../db/webhooks.js';
 import type { AppRepliesRepository, AppReply } from '../db/app-replies.js';
 import { attemptDelivery, type AttemptResult } from './attempt.js';
+import type { DeliveryClient } from './client.js';
 import type { DestinationGuard } from './destination.js';
 import type { LiveDeliveryLog } from './types.js';
 import type { LiveSegment } from './types.js';
@@ -25,7 +24,7 @@ export interface LiveContext {
   readonly scheduler: Scheduler;
   readonly logger: Logger;
   readonly metrics: LiveWebhookMetrics;
-  readonly agents: { http: http.Agent; https: https.Agent };
+  readonly client: DeliveryClient;
   readonly replies: AppRepliesRepository;
   readonly log?: LiveDeliveryLog | undefined;
   readonly onAppReply?: AppReplyHandler | undefined;
@@ -56,7 +55,7 @@ export function withQuery(url: string, query: Record<string, string>): string {
 /** One signed attempt, counted by event and outcome, on the wire for the in-flight gauge. */
 export async function liveAttempt(ctx: LiveContext, event: LiveEvent, url: string, webhookId: string, body: string | Buffer, secrets: readonly string[], contentType?: string): Promise<AttemptResult> {
   ctx.metrics.inFlight.inc({ event });
-  const p = attemptDelivery(ctx.guard, { url, webhookId, timestampS: Math.floor(ctx.clock.now() / 1000), body, secrets, ...(contentType ? { contentType } : {}) }, { now: () => ctx.clock.now(), agents: ctx.agents });
+  const p = attemptDelivery(ctx.guard, { url, webhookId, timestampS: Math.floor(ctx.clock.now() / 1000), body, secrets, ...(contentType ? { contentType } : {}) }, { now: () => ctx.clock.now(), client: ctx.client });
   ctx.inFlight.add(p);
   try {
     const r = await p;

@@ -42,8 +42,7 @@ export class LiveWebhooks {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...this.#ctx.inFlight]), new Promise((r) => (timer = setTimeout(r, LIVE_STOP_WAIT_MS)))]);
     clearTimeout(timer);
-    this.#ctx.agents.http.destroy();
-    this.#ctx.agents.https.destroy();
+    await this.#ctx.client.close();
   }
 }
 

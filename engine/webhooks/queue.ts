@@ -85,6 +85,12 @@ interface Waiting {
   reject: (err: unknown) => void;
 }
 
+interface EndpointRead {
+  uid: string;
+  resolve: (endpoints: WebhookEndpoint[]) => void;
+  reject: (err: unknown) => void;
+}
+
 export class WebhookQueue {
   readonly #connection: RedisClient;
   readonly queue: Queue<WebhookJobData>;
@@ -93,6 +99,8 @@ export class WebhookQueue {
   /** Deliveries whose group job is not added yet, by caller. */
   #waiting: Waiting[] = [];
   readonly #groups = new SerialLoop({ ready: () => this.#waiting.length > 0, step: () => this.#addGroup() });
+  /** Users whose memory_created endpoints were asked for in this turn of the event loop: read together at its end. */
+  #endpointReads: EndpointRead[] = [];
 
   constructor(o: WebhookQueueOptions) {
     this.#connection = bullConnection(o.redisUrl, 'producer');
@@ -109,10 +117,32 @@ export class WebhookQueue {
    * as in the compatible system. Answers the deliveries (new or found).
    */
   async enqueueConversationCreated(uid: string, conversationId: string, o: { reprocess: boolean; discarded: boolean }): Promise<NewDelivery[]> {
-    let endpoints = await this.#webhooks.endpointsFor(uid, 'memory_created');
+    let endpoints = await this.#memoryCreatedEndpoints(uid);
     if (o.reprocess) endpoints = endpoints.filter((e) => e.ownerKind === 'user');
     else if (o.discarded) endpoints = endpoints.filter((e) => e.ownerKind === 'user');
     return this.#enqueue(uid, 'memory_created', conversationId, endpoints, o.reprocess);
+  }
+
+  /**
+   * The user's memory_created endpoints, read with those of every conversation completing in the same turn of the
+   * event loop (one statement for the lot rather than one each: the per-statement cost is most of a small read's).
+   */
+  #memoryCreatedEndpoints(uid: string): Promise<WebhookEndpoint[]> {
+    return new Promise((resolve, reject) => {
+      if (this.#endpointReads.push({ uid, resolve, reject }) === 1) setImmediate(() => void this.#readEndpoints());
+    });
+  }
+
+  async #readEndpoints(): Promise<void> {
+    const reads = this.#endpointReads;
+    this.#endpointReads = [];
+    try {
+      const found = await this.#webhooks.endpointsForUsers(reads.map((r) => r.uid), 'memory_created');
+      // Each caller gets a list of its own (a caller may filter it).
+      for (const r of reads) r.resolve([...(found.get(r.uid) ?? [])]);
+    } catch (err) {
+      for (const r of reads) r.reject(err);
+    }
   }
 
   /** A user's summary of `date` (YYYY-MM-DD) to their `day_summary` URL, once per date; its body is built at send time by the registered builder. */

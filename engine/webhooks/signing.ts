@@ -5,12 +5,6 @@
 // (docs/architecture.md).
 import { createHmac } from 'node:crypto';
 
-export interface SignedHeaders {
-  'webhook-id': string;
-  'webhook-timestamp': string;
-  'webhook-signature': string;
-}
-
 const PREFIX = 'whsec_';
 
 /** Decoded keys by secret: decoding is done once per secret rather than per delivery. */
@@ -28,16 +22,17 @@ function keyOf(secret: string): Buffer {
 }
 
 /** One `v1,<base64>` signature of `id.timestamp.body` with one secret. */
-export function sign(secret: string, webhookId: string, timestampS: number, body: string | Buffer): string {
+export function sign(secret: string, webhookId: string, timestampS: number | string, body: string | Buffer): string {
   return 'v1,' + createHmac('sha256', keyOf(secret)).update(`${webhookId}.${timestampS}.`).update(body).digest('base64');
 }
 
 /**
- * The three headers of one delivery. `secrets` must not be empty (an owner always has one: WebhookSecrets creates it
- * on first use); `timestampS` is the attempt's send time in whole seconds, `body` exactly the bytes sent.
+ * The `webhook-signature` value: a signature per secret (newest first), space-separated. `secrets` must not be empty
+ * (an owner always has one: WebhookSecrets creates it on first use); `timestampS` is the attempt's send time in whole
+ * seconds, `body` exactly the bytes sent.
  */
-export function signedHeaders(webhookId: string, timestampS: number, body: string | Buffer, secrets: readonly string[]): SignedHeaders {
+export function signature(webhookId: string, timestampS: number | string, body: string | Buffer, secrets: readonly string[]): string {
   if (secrets.length === 0) throw new Error('a webhook delivery needs at least one signing secret');
-  const signature = secrets.map((s) => sign(s, webhookId, timestampS, body)).join(' ');
-  return { 'webhook-id': webhookId, 'webhook-timestamp': String(timestampS), 'webhook-signature': signature };
+  if (secrets.length === 1) return sign(secrets[0]!, webhookId, timestampS, body);
+  return secrets.map((s) => sign(s, webhookId, timestampS, body)).join(' ');
 }

@@ -8,7 +8,8 @@ import client from 'prom-client';
 import type { Services } from '../services.js';
 import { bullConnection, bullPrefix, closeWorker } from '../jobs/queues.js';
 import { OPEN_STATES, type AttemptView, type DeliveriesRepository, type DeliveryRecord, type EndpointKey } from '../db/deliveries.js';
-import { attemptDelivery, deliveryAgents, ATTEMPT_TIMEOUT_MS, type AttemptResult } from './attempt.js';
+import { attemptDelivery, deliveryClient, ATTEMPT_TIMEOUT_MS, type AttemptResult } from './attempt.js';
+import type { DeliveryClient } from './client.js';
 import { secretsAt } from './secrets.js';
 import { webhookParts, type WebhookParts } from './parts.js';
 import { DELIVER_JOB, DELIVER_JOB_OPTIONS, WEBHOOKS_QUEUE, type DeliverJobData, type FrozenBody, type WebhookJobData } from './queue.js';
@@ -102,7 +103,7 @@ export class WebhookWorker {
   readonly #s: Services;
   readonly #parts: WebhookParts;
   readonly #deliveries: DeliveriesRepository;
-  readonly #agents = deliveryAgents(WEBHOOK_CONCURRENCY);
+  readonly #client: DeliveryClient;
   readonly #metrics: Metrics;
   readonly #timeoutMs: number;
   readonly #random: () => number;
@@ -113,6 +114,7 @@ export class WebhookWorker {
     this.#s = o.services;
     this.#parts = webhookParts(o.services);
     this.#deliveries = this.#parts.deliveries;
+    this.#client = deliveryClient(this.#parts.guard, WEBHOOK_CONCURRENCY);
     this.#metrics = metrics(o.services.registry);
     this.#timeoutMs = o.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
     this.#random = o.random ?? Math.random;
@@ -201,8 +203,8 @@ export class WebhookWorker {
     now = clock.now();
     const r = await attemptDelivery(
       this.#parts.guard,
-      { url: target.href, webhookId: d.id, timestampS: Math.floor(now / 1000), body: frozen.body, secrets, timeoutMs: this.#timeoutMs },
-      { now: () => clock.now(), agents: this.#agents },
+      { url: target, webhookId: d.id, timestampS: Math.floor(now / 1000), body: frozen.body, secrets, timeoutMs: this.#timeoutMs },
+      { now: () => clock.now(), client: this.#client },
     );
     this.#metrics.deliveries.inc({ event: d.eventType, outcome: r.outcome });
     this.#metrics.latency.observe({ event: d.eventType }, r.latencyMs / 1000);
@@ -307,7 +309,6 @@ export class WebhookWorker {
   async close(timeoutMs = 5000): Promise<void> {
     this.#closing = true;
     await closeWorker(this.worker, this.#connection, timeoutMs);
-    this.#agents.http.destroy();
-    this.#agents.https.destroy();
+    await this.#client.close();
   }
 }

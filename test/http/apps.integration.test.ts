@@ -232,6 +232,10 @@ for (const store of STORES) {
         { ownerKind: 'app', ownerId: audio.json.id, url: `${PUBLIC}/audio`, seconds: 5 },
       ]);
       t.same(await parts.webhooks.endpointsFor('bob', 'day_summary'), [], 'apps get no day summary');
+      for (const type of ['memory_created', 'audio_bytes', 'realtime_transcript', 'day_summary'] as const) {
+        const many = await parts.webhooks.endpointsForUsers(['bob', 'alice', 'nobody', 'bob'], type);
+        for (const uid of ['bob', 'alice', 'nobody']) t.same(many.get(uid), await parts.webhooks.endpointsFor(uid, type), `${type} of ${uid} read with others as on its own`);
+      }
       t.ok(await parts.apps.setWebhookEnabled(audio.json.id, false, s.clock.now()));
       t.same((await parts.webhooks.endpointsFor('bob', 'audio_bytes')).map((e) => e.ownerKind), ['user'], "a disabled app webhook is no endpoint");
       t.equal((await s.req(`/v1/apps/${audio.json.id}`, { headers: bearer(carol) })).json.webhook_enabled, false, 'its owner sees it disabled');

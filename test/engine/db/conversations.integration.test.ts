@@ -144,3 +144,35 @@ for (const kind of STORES) {
     if (kind === 'sqlite') t.equal(tailTexts.size, 4, `tail writes of every size took ${tailTexts.size} statement texts`);
   });
 }
+
+for (const kind of STORES) {
+  t.test(`many conversations with their segments read together on ${kind}: the segments exactly as one by one`, async (t) => {
+    const store = openTestStore(t, kind);
+    await store.migrate();
+    await new UsersRepository(store.knex, UNVERSIONED).ensure('u1', NOW);
+    const repo = new ConversationsRepository(store.knex);
+    const texts = ['say "hi"\n\tthen \\ leave', 'tab\there \u2028 line', 'émoji 🎧 ✓', 'plain'];
+    const created: ConversationRecord[] = [];
+    for (let c = 0; c < 3; c++) {
+      created.push(
+        await repo.create({
+          userId: 'u1', status: 'completed', startedAt: new Date(NOW).toISOString(), finishedAt: new Date(NOW).toISOString(), source: 'omi', language: 'en', now: NOW,
+          // Times that 15 significant digits would not give back (0.1 + 0.2, a third), in more positions than 9.
+          segments: Array.from({ length: 3 + c * 5 }, (_, k) => ({ text: texts[k % texts.length]!, start: k * (0.1 + 0.2), end: k / 3 + 1e-9, speaker: `SPEAKER_0${k % 3}`, isUser: k % 2 === 0, ...(k === 1 ? { personId: 'p1' } : {}) })),
+        }),
+      );
+    }
+    const empty = await repo.create({ userId: 'u1', status: 'completed', startedAt: new Date(NOW).toISOString(), finishedAt: null, source: 'omi', language: 'en', now: NOW });
+    const first = (await repo.segments(created[0]!.id))[0]!;
+    await repo.updateSegmentTranslations(created[0]!.id, [{ id: first.id, text: first.text, translations: [{ lang: 'de', text: 'sag „hallo“' }] }]);
+    await repo.addAppResult(created[1]!.id, { app_id: 'app1', content: 'Saved "it"' });
+    await repo.saveResult(created[2]!.id, processBuiltin({ segments: [{ text: 'Call Bob tomorrow about the offsite.', start: 0, end: 2 }], textSource: 'audio_transcript', language: 'en', startedAt: created[2]!.startedAt, finishedAt: created[2]!.startedAt, allowDiscard: false }), NOW + 5);
+    const many = await repo.getManyWithSegments([...created, empty].map((c) => ({ userId: 'u1', id: c.id })));
+    for (const c of [...created, empty]) {
+      t.strictSame(many.get(c.id)?.segments, await repo.segments(c.id), `conversation of ${c.segments?.length ?? 0} segments`);
+      t.strictSame(many.get(c.id), await repo.get('u1', c.id, { includeSegments: true }), 'the whole record as read on its own');
+    }
+    t.same([...(await repo.getManyWithSegments([{ userId: 'u2', id: created[0]!.id }])).keys()], [], "another user's conversation is not found");
+    t.equal(many.get(created[0]!.id)!.segments![0]!.translations?.[0]?.text, 'sag „hallo“');
+  });
+}

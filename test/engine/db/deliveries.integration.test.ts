@@ -36,5 +36,14 @@ for (const kind of STORES) {
     await Promise.all([0, 3].map((i) => log.recordAttempt(rows[i]!.id, { state: 'failed', attempts: 2, lastStatus: 400, lastError: null, lastLatencyMs: 1, nextAttemptAt: null, bodyBytes: 1 })));
     t.equal((await log.get(rows[0]!.id))?.deliveredAt, '2026-12-02T10:00:01.000Z', 'a later attempt keeps delivered_at');
     t.match(await log.get(rows[3]!.id), { state: 'failed', attempts: 2, lastStatus: 400 });
+
+    // What an attempt reads first: each delivery exactly as get() reads it, with its endpoint's health.
+    await log.recordFailure({ ownerKind: 'app', ownerId: 'o1', eventType: 'memory_created' }, clock.now(), 1, clock.now() + 60_000);
+    const views = await log.attemptViews([...rows.map((r) => r.id), 'msg_none']);
+    t.equal(views.size, rows.length, 'an unknown id is absent');
+    for (const r of rows) t.strictSame(views.get(r.id)!.delivery, await log.get(r.id), `view of ${r.id}`);
+    t.strictSame(views.get(rows[1]!.id)!.health, { consecutiveFailures: 1, circuitOpenUntil: '2026-12-02T10:01:02.000Z' });
+    t.strictSame(views.get(rows[2]!.id)!.health, { consecutiveFailures: 0, circuitOpenUntil: null });
+    t.match(views.get(rows[2]!.id)!, { url: undefined, secret: undefined }, 'no endpoint or secret stored');
   });
 }

@@ -6,7 +6,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { DestinationGuard } from '../../../engine/webhooks/destination.js';
-import { attemptDelivery, classifyStatus, deliveryAgents, retryAfterMs } from '../../../engine/webhooks/attempt.js';
+import { attemptDelivery, classifyStatus, deliveryClient, retryAfterMs } from '../../../engine/webhooks/attempt.js';
+import { DeliveryClient } from '../../../engine/webhooks/client.js';
 import { generateSecret } from '../../../engine/webhooks/secrets.js';
 
 interface Seen {
@@ -100,10 +101,32 @@ t.test('a slow receiver times out', async (t) => {
   t.match(r, { outcome: 'retry', status: null, error: 'timeout' });
 });
 
-t.test('keep-alive agents reuse one connection for consecutive deliveries', async (t) => {
+t.test('a kept-alive client reuses its connections for consecutive deliveries', async (t) => {
   const rx = await receiver(t, (_q, res) => res.end());
-  const agents = deliveryAgents();
-  t.teardown(() => agents.http.destroy());
-  for (let i = 0; i < 5; i++) t.equal((await attemptDelivery(guard, { url: rx.url, webhookId: `msg_${i}`, timestampS: 1, body: '{}', secrets: [generateSecret()] }, { now, agents })).outcome, 'delivered');
-  t.equal(new Set(rx.seen.map((s) => s.port)).size, 1, 'one client port for all five');
+  const client = deliveryClient(guard);
+  t.teardown(() => client.close());
+  for (let i = 0; i < 10; i++) t.equal((await attemptDelivery(guard, { url: rx.url, webhookId: `msg_${i}`, timestampS: 1, body: '{}', secrets: [generateSecret()] }, { now, client })).outcome, 'delivered');
+  // A connection is reused from the next turn of the event loop on (a receiver may close it right after an answer),
+  // so back-to-back deliveries alternate between two.
+  t.ok(new Set(rx.seen.map((s) => s.port)).size <= 2, 'at most two client ports for all ten');
 });
+
+t.test("an origin's pool is forgotten once its connections close, or when none could be opened", async (t) => {
+  const rx = await receiver(t, (_q, res) => res.end());
+  const client = new DeliveryClient(guard, { keepAliveMs: 50 });
+  t.teardown(() => client.close());
+  const send = (url: string) => attemptDelivery(guard, { url, webhookId: 'msg_p', timestampS: 1, body: '{}', secrets: [generateSecret()] }, { now, client });
+  t.equal((await send(rx.url)).outcome, 'delivered');
+  t.equal(client.origins, 1);
+  await until(() => client.origins === 0);
+  t.equal(client.origins, 0, 'idle: forgotten');
+  t.match(await send('http://127.0.0.1:1/hook'), { outcome: 'retry', error: 'connection' });
+  await until(() => client.origins === 0);
+  t.equal(client.origins, 0, 'refused connection: forgotten');
+  t.equal((await send(rx.url)).outcome, 'delivered', 'a later delivery opens a new one');
+});
+
+async function until(done: () => boolean, timeoutMs = 3000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!done() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+}
