@@ -365,19 +365,25 @@ function padded(writes: readonly TailWrite[]): readonly TailWrite[] {
 }
 
 const ONLY_IN_PROGRESS = ` AND status = '${ConversationStatus.IN_PROGRESS}'`;
+/**
+ * sqlite: the unary `+` keeps the status index out of the plan. With it, sqlite walks every in-progress conversation
+ * and scans the JSON terms for each (conversations × writes); without it, each term looks its conversation up by id.
+ */
+const ONLY_IN_PROGRESS_SQLITE = ` AND +status = '${ConversationStatus.IN_PROGRESS}'`;
 /** sqlite: the terms as `[[id, value], …]` in the one bound value (the query plans look each id up by its index). */
 const TOUCH_JSON = `UPDATE conversations SET updated_at = json_extract(j.value, '$[1]') FROM json_each(?) AS j WHERE conversations.id = json_extract(j.value, '$[0]')`;
+/** The live loop's activity-time update on sqlite (exported for the test of its query plan). */
+export const LIVE_TOUCH_SQLITE = TOUCH_JSON + ONLY_IN_PROGRESS_SQLITE;
 const DELETE_TAILS_JSON =
   'DELETE FROM conversation_segments WHERE rowid IN (SELECT s.rowid FROM json_each(?) AS j JOIN conversation_segments AS s ' +
   "ON s.conversation_id = json_extract(j.value, '$[0]') AND s.position >= json_extract(j.value, '$[1]'))";
 
 /** Moves the activity time of each write's conversation to its own `now`; resolves to the rows changed. */
 function touchAll(run: TransactionRun, writes: readonly TailWrite[], onlyInProgress: boolean): Promise<number> {
-  const status = onlyInProgress ? ONLY_IN_PROGRESS : '';
-  if (run.sqlite) return run(TOUCH_JSON + status, [JSON.stringify(writes.map((w) => [w.conversationId, isoNow(w.now)]))]);
+  if (run.sqlite) return run(onlyInProgress ? LIVE_TOUCH_SQLITE : TOUCH_JSON, [JSON.stringify(writes.map((w) => [w.conversationId, isoNow(w.now)]))]);
   const terms = padded(writes);
   const cases = repeat(terms.length, 'WHEN ? THEN ?', ' ');
-  const sql = `UPDATE conversations SET updated_at = CASE id ${cases} END WHERE id IN (${repeat(terms.length, '?')})${status}`;
+  const sql = `UPDATE conversations SET updated_at = CASE id ${cases} END WHERE id IN (${repeat(terms.length, '?')})${onlyInProgress ? ONLY_IN_PROGRESS : ''}`;
   return run(sql, [...terms.flatMap((w) => [w.conversationId, isoNow(w.now)]), ...terms.map((w) => w.conversationId)]);
 }
 
