@@ -422,10 +422,11 @@ export class Service {
     await this.#step('sync-queue', () => live.syncQueue.close(), bound);
     await this.#step('webhook-queue', () => live.webhookQueue.close(), bound);
     await this.#step('session-events', () => live.events.close(), bound);
+    // Provider streams whose session already ended may still wait for the provider's close after CloseStream. Before
+    // the codec shards: their threads hold the provider sockets, and a CloseStream still queued for one would be lost.
+    await this.#step('stt', () => live.stt.close(), bound);
     // A thread that died while closing took its decoders with it: nothing is left to flush, so that is no failure.
     await this.#step('codec-shards', () => live.codecPool?.close().catch(() => undefined), bound);
-    // Provider streams whose session already ended may still wait for the provider's close after CloseStream.
-    await this.#step('stt', () => live.stt.close(), bound);
     live.compaction?.close();
     live.pacer?.close();
     live.scheduler.close();
