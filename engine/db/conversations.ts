@@ -257,19 +257,9 @@ const MANY_WITH_SEGMENTS_JSON_SQL = `SELECT json_object(${ROW_COLUMNS.map((c) =>
     FROM (SELECT * FROM conversation_segments AS s WHERE s.conversation_id = c.id ORDER BY s.position)) AS segments
 FROM conversations AS c LEFT JOIN folders AS f ON f.id = c.folder_id WHERE c.id IN (SELECT value FROM json_each(?)) AND c.deleted = ?`;
 
-const fromTuple = (t: SegmentTuple): SegmentRecord => ({
-  id: t[0],
-  text: t[1],
-  speaker: t[2],
-  speakerId: t[3],
-  isUser: bool(t[4]),
-  personId: t[5],
-  start: Number(t[6]),
-  end: Number(t[7]),
-  sttProvider: t[8],
-  speechProfileProcessed: bool(t[9]),
-  ...(t[10] ? { translations: JSON.parse(t[10]) as SegmentTranslation[] } : {}),
-});
+/** The same record toSegment() makes of the row (one place for the columns' conversions). */
+const fromTuple = (t: SegmentTuple): SegmentRecord =>
+  toSegment({ conversation_id: '', position: 0, id: t[0], text: t[1], speaker: t[2], speaker_id: t[3], is_user: t[4], person_id: t[5], start: t[6], end: t[7], stt_provider: t[8], speech_profile_processed: t[9], translations: t[10] });
 
 /** The label's number: SPEAKER_01 → 1. */
 export function speakerNumber(label: string | undefined): number | null {

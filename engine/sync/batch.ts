@@ -40,6 +40,7 @@ export interface SyncBatchesOptions {
 /** Longest one batch start holds its user's start lock (and longest another waits for it), in ms. */
 const START_LOCK_MS = 10_000;
 const START_LOCK_POLL_MS = 20;
+const RELEASE_LOCK = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
 
 const REFUSALS: Record<number, 'invalid' | 'too_large' | 'fair_use'> = { 400: 'invalid', 413: 'too_large', 429: 'fair_use' };
 
@@ -96,7 +97,8 @@ export class SyncBatches {
     try {
       return await this.#claimAndQueue(uid, id, parsed, now);
     } finally {
-      if ((await this.o.redis.get(lock).catch(() => null)) === id) await this.o.redis.del(lock).catch(() => undefined);
+      // Only this start's own lock (it may have expired and gone to another): compared and deleted in one step.
+      await this.o.redis.eval(RELEASE_LOCK, 1, lock, id).catch(() => undefined);
     }
   }
 
