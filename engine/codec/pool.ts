@@ -1,8 +1,9 @@
-// The process's codec shards (engine/codec/shard.ts) and where each new session's stream goes: the least-loaded
-// thread, or the main thread itself while it has room (CodecPoolOptions.inline).
+// The process's codec shards (engine/codec/shard.ts) and where each new session's stream goes: the first thread not
+// yet busy (engine/codec/fill.ts), or the main thread itself while it has room (CodecPoolOptions.inline).
 import { availableParallelism } from 'node:os';
 import { EngineError } from '../errors.js';
 import { checkCodecParams, type HeapAnswer } from '../../workers/messages.js';
+import { ShardFill } from './fill.js';
 import { Shard } from './shard.js';
 import { CodecStream, type CodecStreamOptions } from './stream.js';
 
@@ -39,6 +40,11 @@ export interface CodecPoolOptions {
    * was put; its provider sockets then live on the main thread too. Absent: every session goes to a shard.
    */
   inline?: (sessions: number) => boolean;
+  /**
+   * Share of a core a thread may be busy before new sessions go to the next (engine/codec/fill.ts); 0 spreads the
+   * sessions over the threads by count. @defaultValue FILL_BUSY
+   */
+  fillBusy?: number;
   /** Worker module; tests point it at a fixture. @defaultValue dist/workers/decode.js */
   filename?: string;
   /**
@@ -66,6 +72,7 @@ export class CodecPool {
   readonly #inline: { shard: Shard; admit: (sessions: number) => boolean } | undefined;
   /** A thread of its own for openApart(), never given a session (its thread starts with the first task). */
   readonly #apart: Shard;
+  readonly #fill: ShardFill;
   #closed = false;
 
   constructor(options: CodecPoolOptions = {}) {
@@ -83,6 +90,7 @@ export class CodecPool {
     this.#shards = Array.from({ length: threads }, (_, i) => shard(i, false));
     if (options.inline !== undefined) this.#inline = { shard: shard(threads, true), admit: options.inline };
     this.#apart = shard(threads + 1, false);
+    this.#fill = new ShardFill(threads, (i) => this.#shards[i]!.loopTimes(), options.fillBusy !== undefined ? { fillBusy: options.fillBusy } : {});
   }
 
   /** The thread shards, the main thread's after them, and the one apart. */
@@ -116,21 +124,16 @@ export class CodecPool {
   }
 
   /**
-   * Opens a session's stream on the least-loaded shard. Throws ENG_ERR_CODEC_UNSUPPORTED at once for a codec,
+   * Opens a session's stream on the first shard not yet busy (the least-loaded once all are). Throws ENG_ERR_CODEC_UNSUPPORTED at once for a codec,
    * rate or channel count we cannot decode, so the caller can refuse the socket (close 1003) before accepting audio.
    */
   open(options: CodecStreamOptions): CodecStream {
     if (this.#closed) throw new EngineError('ENG_ERR_CODEC_STREAM_CLOSED', { sessionId: options.sessionId });
     const why = checkCodecParams(options);
     if (why !== null) throw new EngineError('ENG_ERR_CODEC_UNSUPPORTED', { reason: why });
-    let shard = this.#shards[0]!;
-    let sessions = 0;
-    for (const s of this.#shards) {
-      sessions += s.size;
-      if (s.size < shard.size) shard = s;
-    }
+    const sizes = this.#shards.map((s) => s.size);
     const inline = this.#inline;
-    if (inline !== undefined && inline.admit(sessions + inline.shard.size)) shard = inline.shard;
+    const shard = inline !== undefined && inline.admit(sizes.reduce((a, b) => a + b, inline.shard.size)) ? inline.shard : this.#shards[this.#fill.pick(sizes)]!;
     return new CodecStream(shard, nextStreamKey++, options);
   }
 

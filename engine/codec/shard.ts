@@ -130,6 +130,11 @@ export class Shard {
     if (!list.some(Boolean)) this.#sockets.delete(socket.key);
   }
 
+  /** The thread's event-loop times in ms; undefined before its thread started, and for the main thread's shard. */
+  loopTimes(): { active: number; idle: number } | undefined {
+    return this.#thread?.loopTimes?.();
+  }
+
   /** Whether the shard's thread (or the inline shard's module) was started by a task. */
   get started(): boolean {
     return this.#thread !== undefined;

@@ -30,6 +30,8 @@ export function setWorkerSemiSpace(mb: number = WORKER_SEMI_SPACE_MB): void {
 export interface TaskRunner<Task, Answer> {
   run(task: Task, transferList?: ArrayBuffer[]): Promise<Answer>;
   destroy(): Promise<void>;
+  /** The thread's event-loop times in ms (TaskThread); absent for the main thread's runner. */
+  loopTimes?(): { active: number; idle: number };
 }
 
 interface Pending {
@@ -67,6 +69,15 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
    */
   get posted(): Readonly<{ tasks: number; movedBytes: number }> {
     return { ...this.#posted };
+  }
+
+  /**
+   * Milliseconds the thread has spent running tasks and waiting for them since it started (its event loop's active
+   * and idle time); a thread that replaced a crashed one starts again from zero.
+   */
+  loopTimes(): { active: number; idle: number } {
+    const u = this.#worker.performance.eventLoopUtilization();
+    return { active: u.active, idle: u.idle };
   }
 
   /** Posts a task, moving `transferList`; settles with the answer, or rejects if the thread dies with it. */

@@ -178,7 +178,7 @@ t.test('a crashed codec thread is replaced and its sessions keep producing PCM',
 });
 
 t.test('pushing after close fails with a code; closing the pool ends everything', async (t) => {
-  const local = new CodecPool({ threads: 2 });
+  const local = new CodecPool({ threads: 2, fillBusy: 0 });
   const s = local.open({ sessionId: 'closed', codec: 'aac', sampleRate: 16000, channels: 1 });
   await s.ready;
   const other = local.open({ sessionId: 'open', codec: 'pcm16', sampleRate: 16000, channels: 1 });
@@ -197,7 +197,7 @@ t.test('pushing after close fails with a code; closing the pool ends everything'
 });
 
 t.test('tidyThreads() asks the threads whose streams closed since the last call, and they go on decoding', async (t) => {
-  const own = new CodecPool({ threads: 2 });
+  const own = new CodecPool({ threads: 2, fillBusy: 0 });
   t.teardown(() => own.close());
   t.equal(own.tidyThreads(), 0, 'no stream closed yet');
   const messages = pcmMessages(sine(440, 16000, 0.2, 3200), 320);
@@ -215,7 +215,7 @@ t.test('tidyThreads() asks the threads whose streams closed since the last call,
 });
 
 t.test('each shard thread reports its own V8 heap once a stream started it, a replaced one too, a closed pool none', async (t) => {
-  const own = new CodecPool({ threads: 2, filename: CRASH_WORKER });
+  const own = new CodecPool({ threads: 2, fillBusy: 0, filename: CRASH_WORKER });
   t.same(await own.threadHeaps(), [], 'no thread runs before the first stream');
   const streams = ['first', 'second'].map((sessionId) => own.open({ sessionId, codec: 'pcm16', sampleRate: 16000, channels: 1 }));
   await Promise.all(streams.map((s) => s.ready));

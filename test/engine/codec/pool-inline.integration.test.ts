@@ -50,7 +50,7 @@ for (const c of cases) {
 t.test('the pool asks at each open with the sessions open; each session stays where it was put', async (t) => {
   const asked: number[] = [];
   let yes = true;
-  const pool = new CodecPool({ threads: 2, inline: (sessions) => (asked.push(sessions), yes) });
+  const pool = new CodecPool({ threads: 2, fillBusy: 0, inline: (sessions) => (asked.push(sessions), yes) });
   t.teardown(() => pool.close());
   const inputs = [0, 1, 2, 3, 4].map((i) => opus(16000, i * 4000));
   const streams = inputs.map((_, i) => {
