@@ -1,7 +1,7 @@
 // Proactive notifications and pushed replies: what a realtime transcript endpoint's answer asks the user to be told.
 // A `notification` request has its prompt filled with what the app may see, written by the LLM (or rendered as it
 // stands offline) and pushed; a plain `message` is pushed as it is. Every one is recorded with its outcome.
-import OpenAI from 'openai';
+import { LazyOpenAI } from '../openai-client.js';
 import type { Knex } from 'knex';
 import type { RedisClient } from '../redis.js';
 import type { Clock } from '../clock.js';
@@ -71,7 +71,7 @@ export interface ProactiveOptions {
 export class ProactiveNotifications {
   readonly #o: ProactiveOptions;
   readonly #redis: Counting;
-  readonly #llm: OpenAI | undefined;
+  readonly #llm: LazyOpenAI | undefined;
   readonly #inFlight = new Set<Promise<void>>();
 
   constructor(o: ProactiveOptions) {
@@ -80,7 +80,7 @@ export class ProactiveNotifications {
     this.#redis = o.redis as Counting;
     const { llmBaseUrl, llmApiKey, llmTimeoutMs } = o.config;
     // One try, bounded well inside the deadline: a retry would land after the moment the notification was for.
-    this.#llm = llmBaseUrl ? new OpenAI({ baseURL: llmBaseUrl, apiKey: llmApiKey ?? 'unused', timeout: Math.min(llmTimeoutMs, PROACTIVE_DEADLINE_MS - 5_000), maxRetries: 0 }) : undefined;
+    this.#llm = llmBaseUrl ? new LazyOpenAI({ baseURL: llmBaseUrl, apiKey: llmApiKey ?? 'unused', timeout: Math.min(llmTimeoutMs, PROACTIVE_DEADLINE_MS - 5_000), maxRetries: 0 }) : undefined;
   }
 
   /** The live transcript seam: acts on one stored reply in the background. */
@@ -154,7 +154,7 @@ export class ProactiveNotifications {
   /** The notification's text: the LLM's answer, or offline the filled prompt itself, whitespace collapsed. */
   async #write(prompt: string): Promise<string> {
     if (!this.#llm) return prompt.replace(/\s+/g, ' ').trim();
-    const completion = await this.#llm.chat.completions.create({
+    const completion = await (await this.#llm.client()).chat.completions.create({
       model: this.#o.config.llmModel,
       messages: [
         { role: 'system', content: SYSTEM_PROMPT },

@@ -1,5 +1,5 @@
 // The LLM processor: one OpenAI-compatible chat completion with a strict JSON schema; anything unusable falls back to the built-in extractor.
-import OpenAI from 'openai';
+import { LazyOpenAI, requestFailure } from '../openai-client.js';
 import { Ajv } from 'ajv';
 import type { Logger } from '../logger.js';
 import { BuiltinProcessor, transcriptText, emptyStructured, MAX_MEMORY_CHARS, MAX_TITLE_WORDS } from './builtin.js';
@@ -139,14 +139,14 @@ function toResult(a: Answer, input: ProcessInput): ProcessResult {
 }
 
 export class LlmProcessor implements ConversationProcessor {
-  readonly #client: OpenAI;
+  readonly #client: LazyOpenAI;
   readonly #opts: LlmProcessorOptions;
   readonly #fallback: BuiltinProcessor;
 
   constructor(opts: LlmProcessorOptions) {
     this.#opts = opts;
     this.#fallback = opts.fallback ?? new BuiltinProcessor();
-    this.#client = new OpenAI({
+    this.#client = new LazyOpenAI({
       baseURL: opts.baseUrl,
       // The SDK refuses to start without a key; local OpenAI-compatible servers often need none.
       apiKey: opts.apiKey ?? 'unused',
@@ -162,7 +162,8 @@ export class LlmProcessor implements ConversationProcessor {
     if (text.trim() === '') return this.#fallback.run(input);
     let content: string | null | undefined;
     try {
-      const completion = await this.#client.chat.completions.create(
+      const client = await this.#client.client();
+      const completion = await client.chat.completions.create(
         {
           model: this.#opts.model,
           messages: [
@@ -178,8 +179,7 @@ export class LlmProcessor implements ConversationProcessor {
     } catch (err) {
       // The caller gave up: do not answer for it.
       if (signal?.aborted) throw signal.reason ?? err;
-      const status = err instanceof OpenAI.APIError ? err.status : undefined;
-      const kind = err instanceof OpenAI.APIConnectionTimeoutError ? 'timeout' : err instanceof OpenAI.APIConnectionError ? 'connection' : 'api';
+      const { status, kind } = requestFailure(err);
       if (input.retryable) throw new ModelUnavailableError(status, kind);
       // Static message: provider bodies may echo the transcript.
       this.#opts.logger.warn({ status, kind }, 'llm request failed; using the built-in extractor');

@@ -1,6 +1,6 @@
 // The day summary of one user and date: SPEC's skip rules, the per-user-and-date lock, generation, storage, the push
 // and the day_summary webhook; and the webhook's body, built at its first attempt from the stored summary.
-import OpenAI from 'openai';
+import { LazyOpenAI } from '../openai-client.js';
 import client from 'prom-client';
 import type { Services } from '../services.js';
 import { DailySummariesRepository, type SummaryJson, type SummaryTrigger } from '../db/daily-summaries.js';
@@ -33,14 +33,14 @@ export function daySummaryBody(uid: string, s: SummaryJson, now: number): Record
 export class DaySummaries {
   readonly repo: DailySummariesRepository;
   readonly #s: Services;
-  readonly #llm: OpenAI | undefined;
+  readonly #llm: LazyOpenAI | undefined;
   readonly #outcomes: client.Counter<'outcome'>;
 
   constructor(s: Services) {
     this.#s = s;
     this.repo = new DailySummariesRepository(s.store.knex);
     const c = s.config;
-    this.#llm = c.llmBaseUrl ? new OpenAI({ baseURL: c.llmBaseUrl, apiKey: c.llmApiKey ?? 'unused', timeout: c.llmTimeoutMs, maxRetries: c.llmMaxRetries }) : undefined;
+    this.#llm = c.llmBaseUrl ? new LazyOpenAI({ baseURL: c.llmBaseUrl, apiKey: c.llmApiKey ?? 'unused', timeout: c.llmTimeoutMs, maxRetries: c.llmMaxRetries }) : undefined;
     this.#outcomes = new client.Counter({ name: 'day_summaries_total', help: 'Day summary deliveries by outcome', labelNames: ['outcome'] as const, registers: [s.registry] });
     webhookParts(s).bodies.register('day_summary', async (d) => {
       const summary = await this.repo.scheduled(d.uid, d.subjectId);
@@ -122,7 +122,7 @@ export class DaySummaries {
   }
 
   async #generate(input: DayInput): Promise<SummaryJson> {
-    const text = this.#llm ? await llmText(this.#llm, this.#s.config.llmModel, input) : builtinText(input);
+    const text = this.#llm ? await llmText(await this.#llm.client(), this.#s.config.llmModel, input) : builtinText(input);
     return assemble(input, text);
   }
 

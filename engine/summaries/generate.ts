@@ -2,7 +2,7 @@
 // them; the text fields (headline, overview, highlights, questions, decisions, nuggets) from the LLM when one is
 // configured, else from the conversations' own structure and transcript.
 import { randomUUID } from 'node:crypto';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { Ajv } from 'ajv';
 import type { ConversationRecord } from '../db/conversations.js';
 import type { SummaryJson } from '../db/daily-summaries.js';

@@ -1,6 +1,6 @@
 // The node's translator of live transcripts: sentences to an OpenAI-compatible model, answers cached by sentence,
 // a bound on requests in flight for the whole node, and a timeout on the scheduler's clock.
-import OpenAI from 'openai';
+import { LazyOpenAI, requestFailure } from '../openai-client.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
 import { primaryLanguage } from './detect.js';
@@ -86,7 +86,7 @@ function systemPrompt(target: string): string {
 
 export class Translator {
   readonly #o: TranslatorOptions;
-  readonly #client: OpenAI;
+  readonly #client: LazyOpenAI;
   readonly #timeoutMs: number;
   readonly #maxInFlight: number;
   readonly #cacheMax: number;
@@ -101,7 +101,7 @@ export class Translator {
     this.#maxInFlight = o.maxInFlight ?? MAX_IN_FLIGHT;
     this.#cacheMax = o.cacheSentences ?? CACHE_SENTENCES;
     // Retries are the session's (on the scheduler, with a bound); the client's own would back off in real time.
-    this.#client = new OpenAI({ baseURL: o.baseUrl, apiKey: o.apiKey ?? 'unused', timeout: o.clientTimeoutMs, maxRetries: 0 });
+    this.#client = new LazyOpenAI({ baseURL: o.baseUrl, apiKey: o.apiKey ?? 'unused', timeout: o.clientTimeoutMs, maxRetries: 0 });
   }
 
   get counters(): TranslationCounters {
@@ -140,7 +140,8 @@ export class Translator {
     let content: string | null | undefined;
     try {
       signal.throwIfAborted();
-      const completion = await this.#client.chat.completions.create(
+      const client = await this.#client.client();
+      const completion = await client.chat.completions.create(
         {
           model: this.#o.model,
           messages: [
@@ -155,10 +156,11 @@ export class Translator {
       content = completion.choices?.[0]?.message?.content;
     } catch (err) {
       if (signal.aborted) throw err;
-      const reason = timedOut || err instanceof OpenAI.APIConnectionTimeoutError ? 'timeout' : 'error';
+      const failure = requestFailure(err);
+      const reason = timedOut || failure.kind === 'timeout' ? 'timeout' : 'error';
       this.#o.counters.request(reason);
       // Static message: a provider's error body may echo the transcript.
-      this.#o.logger.warn({ reason, status: err instanceof OpenAI.APIError ? err.status : undefined }, 'translation request failed');
+      this.#o.logger.warn({ reason, status: failure.status }, 'translation request failed');
       throw new TranslationError(reason);
     } finally {
       this.#o.scheduler.cancel(timer);
