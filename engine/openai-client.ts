@@ -28,8 +28,9 @@ export class LazyOpenAI {
 /** How a request failed, by the SDK's error classes: a timeout, no connection, or an answer with `status`. */
 export function requestFailure(err: unknown): { kind: 'timeout' | 'connection' | 'api'; status: number | undefined } {
   // Only a client throws the SDK's errors, so the SDK is loaded whenever `err` is one.
-  const status = loaded !== undefined && err instanceof loaded.APIError ? err.status : undefined;
-  if (loaded !== undefined && err instanceof loaded.APIConnectionTimeoutError) return { kind: 'timeout', status };
-  if (loaded !== undefined && err instanceof loaded.APIConnectionError) return { kind: 'connection', status };
+  if (loaded === undefined) return { kind: 'api', status: undefined };
+  const status = err instanceof loaded.APIError ? err.status : undefined;
+  if (err instanceof loaded.APIConnectionTimeoutError) return { kind: 'timeout', status };
+  if (err instanceof loaded.APIConnectionError) return { kind: 'connection', status };
   return { kind: 'api', status };
 }

@@ -5,6 +5,8 @@
 // frames, one provider write more audio), so spreading a few hundred sessions evenly over every thread pays each
 // thread's fixed costs twice for nothing. Past the fill mark, sessions go to the thread with the fewest, as before.
 
+import type { LoopTimes } from '../runtime/main-load.js';
+
 /** Share of a core a codec thread may be busy before new sessions go to the next one. */
 export const FILL_BUSY = 0.5;
 /** What a session placed since the last measure is counted for: its audio has not shown in the thread's time yet. */
@@ -13,7 +15,7 @@ export const OPEN_BUSY = 0.001;
 export const FILL_WINDOW_MS = 1000;
 
 /** A thread's event-loop times in ms (active: running tasks), or undefined while it has not started. */
-export type LoopTimesReader = (shard: number) => { active: number; idle: number } | undefined;
+export type LoopTimesReader = (shard: number) => LoopTimes | undefined;
 
 interface Measure {
   active: number;

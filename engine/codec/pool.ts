@@ -124,8 +124,9 @@ export class CodecPool {
   }
 
   /**
-   * Opens a session's stream on the first shard not yet busy (the least-loaded once all are). Throws ENG_ERR_CODEC_UNSUPPORTED at once for a codec,
-   * rate or channel count we cannot decode, so the caller can refuse the socket (close 1003) before accepting audio.
+   * Opens a session's stream on the first shard not yet busy (the least-loaded once all are). Throws
+   * ENG_ERR_CODEC_UNSUPPORTED at once for a codec, rate or channel count we cannot decode, so the caller can refuse
+   * the socket (close 1003) before accepting audio.
    */
   open(options: CodecStreamOptions): CodecStream {
     if (this.#closed) throw new EngineError('ENG_ERR_CODEC_STREAM_CLOSED', { sessionId: options.sessionId });

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import type { CodecAnswer, CodecTask, FailAnswer, PackedAnswer, UplinkEvent } from '../../workers/messages.js';
 import { eachPackedPart, forEachRecord, MAX_SPARE_BUFFERS, type StreamPart } from '../../workers/packing.js';
 import { InlineRunner, TaskThread, type TaskRunner } from '../runtime/task-thread.js';
+import type { LoopTimes } from '../runtime/main-load.js';
 import type { Staging } from './staging.js';
 import type { ProviderSocket } from './uplink.js';
 
@@ -131,7 +132,7 @@ export class Shard {
   }
 
   /** The thread's event-loop times in ms; undefined before its thread started, and for the main thread's shard. */
-  loopTimes(): { active: number; idle: number } | undefined {
+  loopTimes(): LoopTimes | undefined {
     return this.#thread?.loopTimes?.();
   }
 

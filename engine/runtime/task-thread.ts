@@ -7,6 +7,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { ThreadReply, ThreadRequest } from '../../workers/task-thread.js';
+import type { LoopTimes } from './main-load.js';
 
 const ENTRY = new URL('../../workers/task-thread.js', import.meta.url);
 
@@ -31,7 +32,7 @@ export interface TaskRunner<Task, Answer> {
   run(task: Task, transferList?: ArrayBuffer[]): Promise<Answer>;
   destroy(): Promise<void>;
   /** The thread's event-loop times in ms (TaskThread); absent for the main thread's runner. */
-  loopTimes?(): { active: number; idle: number };
+  loopTimes?(): LoopTimes;
 }
 
 interface Pending {
@@ -75,7 +76,7 @@ export class TaskThread<Task, Answer> implements TaskRunner<Task, Answer> {
    * Milliseconds the thread has spent running tasks and waiting for them since it started (its event loop's active
    * and idle time); a thread that replaced a crashed one starts again from zero.
    */
-  loopTimes(): { active: number; idle: number } {
+  loopTimes(): LoopTimes {
     const u = this.#worker.performance.eventLoopUtilization();
     return { active: u.active, idle: u.idle };
   }
