@@ -105,9 +105,10 @@ export async function processConversation(s: Services, events: SessionEvents, da
  * Tells the listener and the user's live sessions (memory_created) that a conversation completed; a first completion
  * is then recorded (first_processed_at). A crash before that record leaves the conversation to the next process job
  * of it (BullMQ's stalled-job check, a jobs node's start-up scan), which announces it again: at least once, so a
- * listener dedupes by conversation id. A listener that throws is logged and left to that next job likewise.
+ * listener dedupes by conversation id. A listener that throws, or an announcement Redis did not take, is logged and
+ * left to that next job likewise.
  */
-export async function announceProcessed(s: Pick<Services, 'conversations' | 'clock' | 'logger'>, events: SessionEvents, e: ConversationProcessed, onProcessed?: ProcessedListener): Promise<void> {
+export async function announceProcessed(s: Pick<Services, 'conversations' | 'clock' | 'logger'>, events: Pick<SessionEvents, 'publish'>, e: ConversationProcessed, onProcessed?: ProcessedListener): Promise<void> {
   let heard = true;
   try {
     await onProcessed?.(e);
@@ -115,8 +116,15 @@ export async function announceProcessed(s: Pick<Services, 'conversations' | 'clo
     heard = false;
     s.logger.error({ conversationId: e.conversationId, err: { name: (err as Error)?.name } }, 'conversation processed listener failed');
   }
-  if (heard && !e.reprocess) await s.conversations.markFirstProcessed(e.conversationId, s.clock.now());
-  await events.publish({ type: SessionEventType.CREATED, uid: e.uid, conversationId: e.conversationId, reprocess: e.reprocess }).catch(() => undefined);
+  // Published before the record: a crash between the two announces it again, never not at all.
+  const published = await events.publish({ type: SessionEventType.CREATED, uid: e.uid, conversationId: e.conversationId, reprocess: e.reprocess }).then(
+    () => true,
+    () => {
+      s.logger.warn({ conversationId: e.conversationId }, 'conversation completion not published; left to a later run of its job');
+      return false;
+    },
+  );
+  if (heard && published && !e.reprocess) await s.conversations.markFirstProcessed(e.conversationId, s.clock.now());
 }
 
 export interface ProcessConversationWorkerOptions {

@@ -12,6 +12,7 @@ import { until, waitFor } from '../../helpers/until.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../../fakes/openai-server.js';
 import { ConversationStatus } from '../../../engine/protocol.js';
 import { createLogger } from '../../../engine/logger.js';
+import { announceProcessed } from '../../../engine/jobs/process-conversation.js';
 import { PROCESS_RETRY_DELAYS_MS, PROCESS_RETRY_JITTER, processRetryDelayMs } from '../../../engine/jobs/queues.js';
 
 const LINES = [
@@ -250,3 +251,19 @@ for (const store of STORES) {
     t.equal(base.fake.requests.length, 1, 'processed once');
   });
 }
+
+t.test('a completion is published before it is recorded as announced, and not recorded when Redis did not take it', async (t) => {
+  const { ts } = await setup(t, { env: { ROLE: 'api' } });
+  const s = ts.service.services;
+  const id = await stored(ts, 'u1', ConversationStatus.PROCESSING);
+  await s.conversations.saveResult(id, { structured: { title: 'Done', overview: '', emoji: '🧠', category: 'other', actionItems: [], events: [] }, memories: [], discarded: false, producedBy: 'builtin' }, ts.clock.now());
+  const event = { conversationId: id, uid: 'u1', reprocess: false, discarded: false };
+
+  await announceProcessed(s, { publish: () => Promise.reject(new Error('connection closed')) }, event);
+  t.equal((await s.conversations.getById(id))!.firstProcessedAt, null, 'not published: left for the next run to announce');
+
+  const recordedAtPublish: (string | null)[] = [];
+  await announceProcessed(s, { publish: async () => void recordedAtPublish.push((await s.conversations.getById(id))!.firstProcessedAt) }, event);
+  t.same(recordedAtPublish, [null], 'published while not yet recorded: a crash between the two announces it again');
+  t.ok((await s.conversations.getById(id))!.firstProcessedAt, 'recorded once published');
+});
