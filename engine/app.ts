@@ -66,7 +66,7 @@ import type { LiveDeliveryLog } from './webhooks/types.js';
 import { SyncRepository } from './db/sync-jobs.js';
 import { SyncBatches } from './sync/batch.js';
 import { SyncQueue, SyncWorker } from './sync/jobs.js';
-import { UploadStore } from './sync/uploads.js';
+import { UPLOAD_SWEEP_INTERVAL_MS, UploadStore } from './sync/uploads.js';
 import { createEmbeddingService, type ThreadEmbeddingService } from './speakers/embedding-service.js';
 import { Voiceprints } from './db/voiceprints.js';
 
@@ -313,6 +313,13 @@ export class Service {
             language: async (uid) => (await userSettings.get(uid)).language ?? 'en',
             metrics: { batch: (outcome) => syncMetrics.batches.inc({ outcome }), file: (status) => syncMetrics.files.inc({ status }), audioSeconds: (s) => syncMetrics.audioSeconds.inc(s) },
           },
+        });
+        // Uploads their clients gave up: every jobs node looks (they share DATA_DIR, and a removal twice is harmless).
+        scheduler.every(UPLOAD_SWEEP_INTERVAL_MS, async () => {
+          const removed = await uploads.sweep(clock.now());
+          if (removed === 0) return;
+          syncMetrics.uploadsExpired.inc(removed);
+          logger.info({ removed }, 'idle sync uploads removed');
         });
       }
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.

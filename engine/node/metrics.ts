@@ -350,6 +350,7 @@ export interface SyncMetrics {
   readonly batches: client.Counter<'outcome'>;
   readonly files: client.Counter<'status'>;
   readonly audioSeconds: client.Counter;
+  readonly uploadsExpired: client.Counter;
 }
 
 export function registerSyncMetrics(registry: client.Registry): SyncMetrics {
@@ -369,6 +370,11 @@ export function registerSyncMetrics(registry: client.Registry): SyncMetrics {
     audioSeconds: new client.Counter({
       name: 'sync_audio_seconds_total',
       help: 'Seconds of offline audio transcribed and placed into conversations.',
+      registers: [registry],
+    }),
+    uploadsExpired: new client.Counter({
+      name: 'sync_uploads_expired_total',
+      help: 'Resumable sync uploads removed after a day with no append (given up by their client).',
       registers: [registry],
     }),
   };

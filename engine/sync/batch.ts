@@ -113,8 +113,10 @@ export class SyncBatches {
       // A hash is taken by its first file in this batch; a second copy, or a file synced before, is a duplicate.
       const fresh = taken.delete(sha256);
       let uploadId = f.uploadId ?? '';
-      if (fresh && uploadId === '') uploadId = await this.o.uploads.put({ uid, filename: f.filename, createdAtMs: now }, f.bytes);
-      else if (!fresh && f.uploadId !== undefined) await this.o.uploads.remove(f.uploadId);
+      if (fresh) {
+        if (uploadId === '') uploadId = await this.o.uploads.put({ uid, filename: f.filename, createdAtMs: now }, f.bytes);
+        else await this.o.uploads.touch(uploadId, now); // the job has the whole idle time to read it
+      } else if (f.uploadId !== undefined) await this.o.uploads.remove(f.uploadId);
       if (fresh) newAudioS += audio.durationS;
       files.push({ uploadId, filename: f.filename, sha256, bytes: f.bytes.byteLength, startedAtMs: audio.startedAtMs, durationS: Math.round(audio.durationS * 1000) / 1000, status: fresh ? SyncFileStatus.PENDING : SyncFileStatus.DUPLICATE, segments: 0, skipped: 0, conversationIds: [], error: null });
     }

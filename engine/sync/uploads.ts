@@ -1,9 +1,10 @@
 // Resumable uploads of offline files, on disk under DATA_DIR/sync: a create step names the file and its length, each
 // append must start at the stored length (the offset), and the bytes are fsync'd before the new offset is answered,
-// so an offset a client was told survives a crash. Nodes that take uploads and run sync jobs share DATA_DIR.
+// so an offset a client was told survives a crash. Nodes that take uploads and run sync jobs share DATA_DIR. An upload
+// left alone for a day is given up: a jobs node's sweep removes it, so abandoned parts do not fill the disk.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 export interface UploadMeta {
@@ -12,6 +13,8 @@ export interface UploadMeta {
   /** Declared length in bytes. */
   size: number;
   createdAtMs: number;
+  /** The last append, or the batch that named it; absent until then. */
+  touchedAtMs?: number;
 }
 
 export interface UploadState extends UploadMeta {
@@ -33,6 +36,16 @@ export class UploadConflict extends Error {
 
 const ID = /^[0-9a-f-]{36}$/;
 
+/** An upload nobody appended to or named in a batch for this long is removed with its bytes. */
+export const UPLOAD_IDLE_MS = 24 * 3600_000;
+/** How often a jobs node looks for such uploads. */
+export const UPLOAD_SWEEP_INTERVAL_MS = 3600_000;
+
+/** When an upload is removed unless it is written to or named in a batch before, in epoch ms (`Upload-Expires`). */
+export function uploadExpiresAtMs(meta: UploadMeta): number {
+  return (meta.touchedAtMs ?? meta.createdAtMs) + UPLOAD_IDLE_MS;
+}
+
 export class UploadStore {
   readonly dir: string;
   /** Appends in flight per upload on this node: a second one at the same offset waits, then meets the new offset. */
@@ -49,9 +62,23 @@ export class UploadStore {
 
   async create(meta: UploadMeta): Promise<UploadState> {
     const id = randomUUID();
+    // The description first: bytes never lie on disk without one, so the sweep can tell whose they are and how old.
+    await this.#writeMeta(id, meta);
     await writeFile(this.#file(id, 'part'), new Uint8Array(0));
-    await writeFile(this.#file(id, 'json'), JSON.stringify(meta));
     return { id, offset: 0, ...meta };
+  }
+
+  /** Replaced whole (a rename), so a crash never leaves a torn description next to its bytes. */
+  async #writeMeta(id: string, meta: UploadMeta): Promise<void> {
+    const tmp = `${this.#file(id, 'json')}.tmp`;
+    await writeFile(tmp, JSON.stringify(meta));
+    await rename(tmp, this.#file(id, 'json'));
+  }
+
+  /** Marks an upload as in use at `nowMs` (a batch named it): its idle time starts again. */
+  async touch(id: string, nowMs: number): Promise<void> {
+    const state = await this.get(id);
+    if (state) await this.#writeMeta(id, metaOf(state, nowMs));
   }
 
   /** An upload and its offset; undefined when there is none by that id. */
@@ -66,8 +93,8 @@ export class UploadStore {
     }
   }
 
-  /** Appends `bytes` at `offset`; answers the new offset. Throws UploadConflict. */
-  async append(id: string, offset: number, bytes: Uint8Array): Promise<number> {
+  /** Appends `bytes` at `offset` at `nowMs`; answers the new offset. Throws UploadConflict. */
+  async append(id: string, offset: number, bytes: Uint8Array, nowMs: number): Promise<number> {
     const prev = this.#locks.get(id) ?? Promise.resolve();
     const run = prev.catch(() => undefined).then(async () => {
       const state = await this.get(id);
@@ -81,6 +108,7 @@ export class UploadStore {
       } finally {
         await fh.close();
       }
+      await this.#writeMeta(id, metaOf(state, nowMs));
       return offset + bytes.byteLength;
     });
     this.#locks.set(id, run);
@@ -94,7 +122,7 @@ export class UploadStore {
   /** Stores a whole file at once (a form upload); answers its id. */
   async put(meta: Omit<UploadMeta, 'size'>, bytes: Uint8Array): Promise<string> {
     const state = await this.create({ ...meta, size: bytes.byteLength });
-    await this.append(state.id, 0, bytes);
+    await this.append(state.id, 0, bytes, meta.createdAtMs);
     return state.id;
   }
 
@@ -106,4 +134,39 @@ export class UploadStore {
     await rm(this.#file(id, 'part'), { force: true });
     await rm(this.#file(id, 'json'), { force: true });
   }
+
+  /**
+   * Removes the uploads idle past UPLOAD_IDLE_MS at `nowMs`, and bytes whose description is gone (an append that met
+   * a removal); answers how many uploads went. Descriptions that cannot be read are left alone.
+   */
+  async sweep(nowMs: number): Promise<number> {
+    const names = new Set(await readdir(this.dir));
+    let removed = 0;
+    for (const name of names) {
+      const id = name.slice(0, -'.json'.length);
+      if (!name.endsWith('.json') || !ID.test(id)) continue;
+      let meta: UploadMeta;
+      try {
+        meta = JSON.parse(await readFile(this.#file(id, 'json'), 'utf8')) as UploadMeta;
+      } catch {
+        continue;
+      }
+      if (typeof meta.createdAtMs !== 'number' || uploadExpiresAtMs(meta) > nowMs) continue;
+      await this.remove(id);
+      removed++;
+    }
+    for (const name of names) {
+      const id = name.slice(0, -'.part'.length);
+      if (name.endsWith('.part') && ID.test(id) && !names.has(`${id}.json`)) {
+        // Listed without a description: look once more before removing, in case one was being written.
+        const described = await stat(this.#file(id, 'json')).then(() => true, () => false);
+        if (!described) await rm(this.#file(id, 'part'), { force: true });
+      }
+    }
+    return removed;
+  }
+}
+
+function metaOf(state: UploadState, touchedAtMs: number): UploadMeta {
+  return { uid: state.uid, filename: state.filename, size: state.size, createdAtMs: state.createdAtMs, touchedAtMs };
 }

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { EngineError } from '../../engine/errors.js';
 import { boundaryOf, parseMultipart, MultipartError } from '../../engine/voice/multipart.js';
 import { SYNC_MAX_BYTES, SYNC_MAX_FILES, SYNC_POLL_S, syncJobView, type IncomingFile } from '../../engine/sync/batch.js';
-import { UploadConflict } from '../../engine/sync/uploads.js';
+import { UploadConflict, uploadExpiresAtMs, UPLOAD_IDLE_MS } from '../../engine/sync/uploads.js';
 import { notFound } from './common.js';
 import type { AppRoute, Services } from './types.js';
 
@@ -58,8 +58,9 @@ async function incoming(s: Services, uid: string, contentType: string | undefine
   throw bad('Content-Type must be multipart/form-data or application/json.');
 }
 
-function uploadHeaders(offset: number, size: number): Record<string, string> {
-  return { 'upload-offset': String(offset), 'upload-length': String(size), 'cache-control': 'no-store' };
+/** As tus: the stored offset, the declared length, and when the upload is removed if nothing more comes. */
+function uploadHeaders(offset: number, size: number, expiresAtMs: number): Record<string, string> {
+  return { 'upload-offset': String(offset), 'upload-length': String(size), 'upload-expires': new Date(expiresAtMs).toUTCString(), 'cache-control': 'no-store' };
 }
 
 export function syncRoutes(s: Services): AppRoute[] {
@@ -112,7 +113,7 @@ export function syncRoutes(s: Services): AppRoute[] {
       operationId: 'createSyncUpload',
       tags: ['Sync'],
       summary: 'Start a resumable upload of one offline file',
-      description: 'Declares the file\'s name and length; answers its id and offset 0. Append with PATCH, read the offset with GET.',
+      description: `Declares the file's name and length; answers its id and offset 0. Append with PATCH, read the offset with GET. An upload with no append (and not named in a batch) for ${UPLOAD_IDLE_MS / 3600_000} hours is removed; \`Upload-Expires\` says when.`,
       auth: { kind: 'id_token' },
       body: Type.Object({ filename: Type.String({ minLength: 1, maxLength: 200 }), size: Type.Integer({ minimum: 1 }) }, { title: 'SyncUploadCreate', description: 'a file to upload in parts: its name (the naming scheme of offline sync) and its length in bytes' }),
       responses: { 201: { description: 'created', schema: UploadView }, 413: { description: 'larger than a batch may be' } },
@@ -121,7 +122,7 @@ export function syncRoutes(s: Services): AppRoute[] {
         if (size > SYNC_MAX_BYTES) throw new EngineError('ENG_ERR_SYNC_BATCH_TOO_LARGE', { limit: `${SYNC_MAX_BYTES} bytes` });
         if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/.test(filename)) throw bad('a file name may hold only letters, digits, dots, dashes and underscores');
         const u = await s.sync.uploads.create({ uid: auth.uid, filename, size, createdAtMs: s.clock.now() });
-        return { status: 201, body: { upload_id: u.id, filename, size, offset: 0 }, headers: { ...uploadHeaders(0, size), location: `/v2/sync-local-files/uploads/${u.id}` } };
+        return { status: 201, body: { upload_id: u.id, filename, size, offset: 0 }, headers: { ...uploadHeaders(0, size, uploadExpiresAtMs(u)), location: `/v2/sync-local-files/uploads/${u.id}` } };
       },
     },
     {
@@ -136,7 +137,7 @@ export function syncRoutes(s: Services): AppRoute[] {
       async handler({ auth, params }) {
         const u = await s.sync.uploads.get(params.upload_id!);
         if (!u || u.uid !== auth.uid) throw notFound('Upload');
-        return { body: { upload_id: u.id, filename: u.filename, size: u.size, offset: u.offset }, headers: uploadHeaders(u.offset, u.size) };
+        return { body: { upload_id: u.id, filename: u.filename, size: u.size, offset: u.offset }, headers: uploadHeaders(u.offset, u.size, uploadExpiresAtMs(u)) };
       },
     },
     {
@@ -158,12 +159,13 @@ export function syncRoutes(s: Services): AppRoute[] {
         const sent = headers['upload-offset'];
         if (sent === undefined || !/^\d{1,12}$/.test(sent)) throw bad('Upload-Offset must be the byte offset the bytes start at');
         try {
-          const offset = await s.sync.uploads.append(u.id, Number(sent), raw ?? new Uint8Array(0));
-          return { body: { upload_id: u.id, filename: u.filename, size: u.size, offset }, headers: uploadHeaders(offset, u.size) };
+          const now = s.clock.now();
+          const offset = await s.sync.uploads.append(u.id, Number(sent), raw ?? new Uint8Array(0), now);
+          return { body: { upload_id: u.id, filename: u.filename, size: u.size, offset }, headers: uploadHeaders(offset, u.size, uploadExpiresAtMs({ ...u, touchedAtMs: now })) };
         } catch (err) {
           if (!(err instanceof UploadConflict)) throw err;
           if (err.kind === 'length') throw bad(`the bytes run past the declared length of ${u.size}`);
-          throw new EngineError('ENG_ERR_SYNC_OFFSET_CONFLICT', { offset: err.offset }, { headers: uploadHeaders(err.offset, u.size) });
+          throw new EngineError('ENG_ERR_SYNC_OFFSET_CONFLICT', { offset: err.offset }, { headers: uploadHeaders(err.offset, u.size, uploadExpiresAtMs(u)) });
         }
       },
     },
