@@ -41,6 +41,7 @@ import type { LoopPacer } from './runtime/loop-pacer.js';
 import { registerProcessMetrics, registerSyncMetrics, registerVoiceMetrics } from './node/metrics.js';
 import type { NamedQueue } from './jobs/queue-metrics.js';
 import { VoiceTranscriber } from './voice/transcriber.js';
+import { FileDecoder } from './voice/file-decoder.js';
 import { SpeechCheck } from './voice/speech-check.js';
 import { voiceEngines } from './voice/engines.js';
 import { createSessions, startListenNode, type ListenNode } from './node/listen.js';
@@ -122,6 +123,7 @@ interface LiveParts {
   daySummarySchedule: DaySummarySchedule | undefined;
   syncQueue: SyncQueue;
   syncWorker: SyncWorker | undefined;
+  fileDecoder: FileDecoder | undefined;
 }
 
 
@@ -208,6 +210,7 @@ export class Service {
     let proactive: ProactiveNotifications | undefined;
     let daySummarySchedule: DaySummarySchedule | undefined;
     let syncWorker: SyncWorker | undefined;
+    let fileDecoder: FileDecoder | undefined;
     let speakerEmbeddings: ThreadEmbeddingService | undefined;
     try {
       const applied = await store.migrate();
@@ -251,6 +254,7 @@ export class Service {
       const syncRepo = new SyncRepository(store.knex);
       const syncMetrics = registerSyncMetrics(registry);
       const uploads = new UploadStore(config.dataDir);
+      fileDecoder = new FileDecoder();
       speakerEmbeddings = await startSpeakerEmbeddings(config, logger);
       const services: Services = {
         config,
@@ -275,7 +279,7 @@ export class Service {
         userSettings,
         notifier,
         sync: { batches: new SyncBatches({ repo: syncRepo, uploads, queue: syncQueue, redis, prefix: config.redisPrefix, now: () => clock.now(), refused: (outcome) => syncMetrics.batches.inc({ outcome }) }), uploads },
-        voice: new VoiceTranscriber({ engines: voiceEngines(config, stt.engines), check: new SpeechCheck(), scheduler, logger, metrics: registerVoiceMetrics(registry) }),
+        voice: new VoiceTranscriber({ engines: voiceEngines(config, stt.engines), check: new SpeechCheck(), decoder: fileDecoder, scheduler, logger, metrics: registerVoiceMetrics(registry) }),
         speakerEmbeddings,
         silenceTrimmer: speakerEmbeddings,
         voiceprints: new Voiceprints(store.knex, speakerEmbeddings, () => clock.now()),
@@ -311,6 +315,7 @@ export class Service {
             now: () => clock.now(),
             ensureUser: (uid) => users.ensure(uid, clock.now(), config.memoryAccessDefault === 'enabled'),
             language: async (uid) => (await userSettings.get(uid)).language ?? 'en',
+            decode: (bytes, filename, nowMs) => fileDecoder!.sync(bytes, filename, nowMs),
             metrics: { batch: (outcome) => syncMetrics.batches.inc({ outcome }), file: (status) => syncMetrics.files.inc({ status }), audioSeconds: (s) => syncMetrics.audioSeconds.inc(s) },
           },
         });
@@ -355,7 +360,7 @@ export class Service {
       }
       http.seal();
 
-      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, audioLogs: listen?.audioLogs, proactive, daySummarySchedule, syncQueue, syncWorker });
+      const service = new Service(services, http, subscriber, embedded, { scheduler, queue, events, registry: sessions.actors, stt, codecPool, worker, webhookQueue, webhookWorker, keptJobs, compaction, pacer, pushes, liveWebhooks: listen?.liveWebhooks, audioLogs: listen?.audioLogs, proactive, daySummarySchedule, syncQueue, syncWorker, fileDecoder });
       service.port = await http.listen(config.host, config.port);
       logger.info({ host: config.host, port: service.port, role: config.role, store: store.dialect }, 'listening');
       return service;
@@ -366,6 +371,7 @@ export class Service {
       scheduler.close();
       await worker?.close();
       await syncWorker?.close();
+      await fileDecoder?.close();
       await syncQueue.close();
       await daySummarySchedule?.close();
       await webhookWorker?.close();
@@ -414,6 +420,8 @@ export class Service {
     await this.#step('jobs', () => live.worker?.close(), bound);
     // A batch cut short here is re-run by BullMQ; its files done so far are recorded and not transcribed again.
     await this.#step('sync-jobs', () => live.syncWorker?.close(), bound);
+    // Voice messages and sync batches have finished above: nothing waits on a file now.
+    await this.#step('file-decoder', () => live.fileDecoder?.close(), bound);
     await this.#step('day-summaries', () => live.daySummarySchedule?.close(), bound);
     // Attempts under way finish (bounded); one cut short is sent again by another jobs process, same webhook id.
     await this.#step('webhooks', () => live.webhookWorker?.close(), bound);

@@ -8,14 +8,18 @@ import { figuresOf, finish, machine } from '../lib/report.mjs';
 import { cleanRedis, serviceEnv, startChild } from '../lib/processes.mjs';
 import { signTokens, startFakeProvider } from '../listen/stack.mjs';
 
-export const USAGE = `npm run bench -- voice [--seconds 20] [--concurrency 2] [--smoke]
+export const USAGE = `npm run bench -- voice [--seconds 20] [--concurrency 2] [--long 3] [--smoke]
   --seconds      measured duration, in seconds (default 20)
   --concurrency  requests in flight at once (default 2, one per core of the bench machine)
-  --smoke        3 s (the test in test/bench/ uses it)
+  --long         then this many 900 s Opus messages one at a time, each with the main thread's longest
+                 event-loop delay while it was taken (default 3; 0 skips them)
+  --smoke        3 s, no long messages
   --out          result file (default bench/results/<timestamp>-voice.json)`;
 
 /** Seconds of audio per message. */
 const MESSAGE_S = 10;
+/** Seconds of audio in a long message: the longest an upload may be (MAX_AUDIO_S). */
+const LONG_S = 900;
 /** Users the requests rotate through: each may send 20 a minute (VOICE_PER_MINUTE). */
 const USERS = 400;
 
@@ -28,11 +32,30 @@ function message(dir) {
   return readFileSync(wav);
 }
 
+/** `seconds` of a noisy tone as a device's `.bin` file: length-prefixed 20 ms Opus packets at 16 kHz. */
+async function opusBin(seconds) {
+  const { OpusEncoderStream } = await import('../../dist/native/opus.js');
+  const enc = new OpusEncoderStream(16000);
+  const frame = new Int16Array(320);
+  const parts = [];
+  for (let i = 0; i < seconds * 50; i++) {
+    for (let j = 0; j < 320; j++) frame[j] = Math.round(3000 * Math.sin((i * 320 + j) * 0.07) + (Math.random() - 0.5) * 2000);
+    const packet = enc.encode(frame);
+    const len = Buffer.alloc(4);
+    len.writeUInt32LE(packet.length);
+    parts.push(len, Buffer.from(packet));
+  }
+  return Buffer.concat(parts);
+}
+
 /** @param {Record<string, string | true>} options */
 export async function run(options) {
   const smoke = options.smoke === true;
   const seconds = Number(options.seconds ?? (smoke ? 3 : 20));
   const concurrency = Number(options.concurrency ?? 2);
+  const longCount = smoke ? 0 : Number(options.long ?? 3);
+  /** @type {{ ms: number, lagMs: number }[]} */
+  const longs = [];
   const m = machine();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-voice-'));
   const key = 'bench-voice-key';
@@ -68,6 +91,21 @@ export async function run(options) {
       while (performance.now() < until) latencies.push(await send());
     }));
     elapsedMs = performance.now() - start;
+    if (longCount > 0) {
+      // The service's /metrics reports the event loop's longest delay since the last scrape.
+      const lagMs = async () => 1000 * Number(/^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(await (await fetch(`${service?.url}/metrics`)).text())?.[1]);
+      const long = await opusBin(LONG_S);
+      for (let i = 0; i < longCount; i++) {
+        await lagMs();
+        const form = new FormData();
+        form.append('files', new Blob([long]), `long_${Math.floor(Date.now() / 1000) - 60}_fs320.bin`);
+        const started = performance.now();
+        const res = await fetch(`${service?.url}/v2/voice-message/transcribe`, { method: 'POST', body: form, headers: { authorization: `Bearer ${tokens[next++ % USERS]}` } });
+        await res.arrayBuffer();
+        if (res.status !== 200) failed++;
+        longs.push({ ms: performance.now() - started, lagMs: await lagMs() });
+      }
+    }
   } finally {
     if (service) serviceExit = await service.stop();
     await fake.stop();
@@ -83,16 +121,25 @@ export async function run(options) {
     version: 1,
     startedAt: new Date().toISOString(),
     machine: m,
-    options: { seconds, concurrency, smoke, messageS: MESSAGE_S },
+    options: { seconds, concurrency, smoke, messageS: MESSAGE_S, long: longCount, longS: LONG_S },
     baseline: `none: ${MESSAGE_S} s messages (espeak-ng speech, 16 kHz WAV, 320 KB) to the provider_a fake, which answers at once; ${concurrency} in flight`,
     summary: {
       head: ['target', 'req/s', 'mean ms', 'p50 ms', 'p99 ms', 'failed', 'what'],
-      rows: [['POST /v2/voice-message/transcribe', String(perSec), String(meanMs), String(q(0.5)), String(q(0.99)), String(failed), 'multipart read, WAV decode, Silero gate (own thread), provider_a pre-recorded request']],
+      rows: [['POST /v2/voice-message/transcribe', String(perSec), String(meanMs), String(q(0.5)), String(q(0.99)), String(failed), 'multipart read and WAV decode (file decoder thread), Silero gate (own thread), provider_a pre-recorded request']],
     },
-    figures: figuresOf({ 'voice req/s': [perSec, 'req/s', 'higher'], 'voice mean ms': [meanMs, 'ms', 'lower'], 'voice p99 ms': [q(0.99), 'ms', 'lower'] }),
+    tables: longs.length === 0 ? [] : [{
+      title: `${LONG_S} s Opus messages (${LONG_S * 50} packets), one at a time`,
+      head: ['message', 'ms', "main thread's longest event-loop delay, ms"],
+      rows: longs.map((l, i) => [String(i + 1), String(Math.round(l.ms)), l.lagMs.toFixed(1)]),
+    }],
+    figures: figuresOf({
+      'voice req/s': [perSec, 'req/s', 'higher'],
+      'voice mean ms': [meanMs, 'ms', 'lower'],
+      'voice p99 ms': [q(0.99), 'ms', 'lower'],
+      ...(longs.length > 0 ? { 'long message loop delay max ms': [Math.max(...longs.map((l) => l.lagMs)), 'ms', 'lower'] } : {}),
+    }),
     goals: [],
     notes: [`${latencies.length} messages in ${(elapsedMs / 1000).toFixed(1)} s`],
-    tables: [],
     serviceExitCode: serviceExit,
   };
   finish(/** @type {any} */ (result), options);

@@ -44,6 +44,8 @@ export interface SyncDeps {
   ensureUser: (uid: string) => Promise<void>;
   /** The user's transcription language (their setting), else `en`. */
   language: (uid: string) => Promise<string>;
+  /** Decodes a file off the main thread (FileDecoder.sync); without it, on the calling thread. */
+  decode?: (bytes: Uint8Array, filename: string, nowMs: number) => Promise<Int16Array>;
   metrics?: SyncJobMetrics;
 }
 
@@ -81,9 +83,17 @@ export async function runSync(d: SyncDeps, data: SyncJobData, signal: AbortSigna
     if (f.status !== SyncFileStatus.PENDING) continue;
     let pcm: Int16Array;
     try {
-      pcm = parseSyncFile(await d.uploads.read(f.uploadId), f.filename, d.now()).decode();
+      const bytes = await d.uploads.read(f.uploadId).catch(() => {
+        throw new AudioInputError('the uploaded file is gone');
+      });
+      pcm = d.decode ? await d.decode(bytes, f.filename, d.now()) : parseSyncFile(bytes, f.filename, d.now()).decode();
     } catch (err) {
-      await fail(d, job.userId, f, err instanceof AudioInputError ? err.reason : 'the uploaded file is gone');
+      // The decoder's own failure (its thread died, the node is stopping) is not the file's: the job runs again.
+      if (!(err instanceof AudioInputError)) {
+        failure = err;
+        break;
+      }
+      await fail(d, job.userId, f, err.reason);
       await d.sync.save(job.id, SyncJobStatus.RUNNING, files, d.now());
       continue;
     }

@@ -5,11 +5,12 @@ import type { Scheduler } from '../scheduler.js';
 import { Outcome } from '../protocol.js';
 import { SttOpenError } from '../stt/types.js';
 import type { VoiceMetrics } from '../node/metrics.js';
-import { SAMPLE_RATE_HZ } from './audio.js';
+import { AudioInputError, SAMPLE_RATE_HZ } from './audio.js';
 import type { VoiceEngine } from './engines.js';
 import { VoiceFailure, providerLabel, type FailureOutcome } from './outcome.js';
 import type { SpeechCheck } from './speech-check.js';
-import { readVoiceUpload, type VoiceQuery } from './upload.js';
+import { readVoiceUpload, type VoiceQuery, type VoiceUpload } from './upload.js';
+import type { FileDecoder } from './file-decoder.js';
 
 /** How long a provider has to transcribe one message, in milliseconds (a 15-minute file takes a provider seconds). */
 export const VOICE_TIMEOUT_MS = 60_000;
@@ -35,6 +36,8 @@ export interface VoiceTranscriberOptions {
   metrics: VoiceMetrics;
   /** @defaultValue VOICE_TIMEOUT_MS */
   timeoutMs?: number;
+  /** Decodes uploads off the main thread (the service gives one); without it they decode on the calling thread. */
+  decoder?: FileDecoder;
 }
 
 const FAILURES: ReadonlySet<string> = new Set<FailureOutcome>([Outcome.INVALID_INPUT, Outcome.EMPTY_UNEXPECTED, Outcome.UPSTREAM_ERROR, Outcome.CONFIG_ERROR, Outcome.TIMEOUT]);
@@ -76,7 +79,7 @@ export class VoiceTranscriber {
     let pcm: Int16Array;
     let language: string;
     try {
-      const upload = readVoiceUpload(request.contentType, request.query, request.body, request.nowMs);
+      const upload = await this.#read(request);
       pcm = upload.pcm;
       const asked = upload.language?.trim();
       language = this.language(asked, asked ? null : await preferred());
@@ -85,6 +88,17 @@ export class VoiceTranscriber {
       throw err;
     }
     return this.transcribe(pcm, language, signal);
+  }
+
+  async #read(request: { contentType: string | undefined; query: VoiceQuery; body: Uint8Array | undefined; nowMs: number }): Promise<VoiceUpload> {
+    const { decoder } = this.#o;
+    if (decoder === undefined) return readVoiceUpload(request.contentType, request.query, request.body, request.nowMs);
+    try {
+      return await decoder.voice(request.contentType, request.query, request.body, request.nowMs);
+    } catch (err) {
+      if (err instanceof AudioInputError) throw new VoiceFailure(Outcome.INVALID_INPUT, undefined, err.reason);
+      throw err;
+    }
   }
 
   /** Transcribes a message; throws VoiceFailure. `signal` aborts it (the client left). */

@@ -1,0 +1,29 @@
+// The file decoder's thread (engine/voice/file-decoder.ts): uploaded audio, voice messages and offline sync files
+// alike, to 16 kHz mono PCM; what is wrong with a file comes back as its public-safe reason, not as a thrown error.
+import { moveAnswer } from '../../workers/messages.js';
+import { parseSyncFile } from '../sync/files.js';
+import { AudioInputError } from './audio.js';
+import { VoiceFailure } from './outcome.js';
+import { readVoiceUpload, type VoiceQuery } from './upload.js';
+
+export type FileDecodeTask =
+  | { kind: 'voice'; contentType: string | undefined; query: VoiceQuery; body: Uint8Array | undefined; nowMs: number }
+  | { kind: 'sync'; bytes: Uint8Array; filename: string; nowMs: number };
+
+export type FileDecodeAnswer = { ok: true; pcm: Int16Array; language: string | undefined } | { ok: false; reason: string };
+
+export default function decodeUploadedFile(task: FileDecodeTask): FileDecodeAnswer {
+  let pcm: Int16Array;
+  let language: string | undefined;
+  try {
+    if (task.kind === 'voice') ({ pcm, language } = readVoiceUpload(task.contentType, task.query, task.body, task.nowMs));
+    else pcm = parseSyncFile(task.bytes, task.filename, task.nowMs).decode();
+  } catch (err) {
+    if (err instanceof VoiceFailure) return { ok: false, reason: err.message };
+    if (err instanceof AudioInputError) return { ok: false, reason: err.reason };
+    throw err;
+  }
+  // Only a buffer the PCM has to itself is moved (a view into a larger one, such as Node's Buffer pool, is copied).
+  const own = pcm.byteOffset === 0 && pcm.byteLength === pcm.buffer.byteLength ? pcm : pcm.slice();
+  return moveAnswer({ ok: true, pcm: own, language }, [own.buffer as ArrayBuffer]);
+}

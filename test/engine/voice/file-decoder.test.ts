@@ -1,0 +1,94 @@
+// Uploaded files decoded on the file decoder's thread: the same PCM as on the calling thread for voice messages and
+// offline sync files, the same public reasons for bad files, and an error of the thread's own told apart from them.
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { TaskThread } from '../../../engine/runtime/task-thread.js';
+import { AudioInputError } from '../../../engine/voice/audio.js';
+import { FileDecoder } from '../../../engine/voice/file-decoder.js';
+import type { FileDecodeAnswer, FileDecodeTask } from '../../../engine/voice/file-decode-thread.js';
+import { readVoiceUpload } from '../../../engine/voice/upload.js';
+import { parseSyncFile } from '../../../engine/sync/files.js';
+import { OpusEncoderStream } from '../../../native/opus.js';
+import { sine } from '../../helpers/codec-fixtures.js';
+
+const NOW_MS = Date.UTC(2026, 10, 23, 12);
+const TS = Math.floor(NOW_MS / 1000) - 3600;
+const HANDLER = new URL('../../../engine/voice/file-decode-thread.js', import.meta.url).href;
+
+/** Length-prefixed Opus packets of `seconds` of a tone, as a device writes them. */
+function opusBin(seconds: number): Buffer {
+  const enc = new OpusEncoderStream(16000);
+  const pcm = sine(330, 16000, seconds, 6000);
+  const parts: Buffer[] = [];
+  for (let at = 0; at + 320 <= pcm.length; at += 320) {
+    const p = enc.encode(pcm.subarray(at, at + 320));
+    const len = Buffer.alloc(4);
+    len.writeUInt32LE(p.length);
+    parts.push(len, Buffer.from(p));
+  }
+  return Buffer.concat(parts);
+}
+
+function form(files: { name: string; bytes: Buffer }[], boundary: string): Buffer {
+  return Buffer.concat([
+    ...files.flatMap((f) => [Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="${f.name}"\r\nContent-Type: application/octet-stream\r\n\r\n`), f.bytes, Buffer.from('\r\n')]),
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="language"\r\n\r\npt\r\n--${boundary}--\r\n`),
+  ]);
+}
+
+t.test('voice messages and sync files decode on the thread to the same PCM as on the calling thread', async (t) => {
+  let thread: TaskThread<FileDecodeTask, FileDecodeAnswer> | undefined;
+  const decoder = new FileDecoder(() => (thread = new TaskThread<FileDecodeTask, FileDecodeAnswer>(HANDLER)));
+  t.teardown(() => decoder.close());
+  const a = opusBin(3);
+  const b = opusBin(1.5);
+  const type = 'multipart/form-data; boundary=xyz';
+  const body = form([{ name: `a_${TS}.bin`, bytes: a }, { name: `b_${TS}_fs320.bin`, bytes: b }], 'xyz');
+
+  const here = readVoiceUpload(type, {}, body, NOW_MS);
+  const there = await decoder.voice(type, {}, body, NOW_MS);
+  t.equal(there.language, 'pt', 'the form\'s language');
+  t.equal(there.pcm.length, here.pcm.length);
+  t.ok(Buffer.from(there.pcm.buffer, there.pcm.byteOffset, there.pcm.byteLength).equals(Buffer.from(here.pcm.buffer, here.pcm.byteOffset, here.pcm.byteLength)), 'sample for sample');
+  t.equal(thread?.posted.tasks, 1, 'decoded on the thread');
+
+  const synced = await decoder.sync(a, `rec_${TS}_fs320.bin`, NOW_MS);
+  const expected = parseSyncFile(a, `rec_${TS}_fs320.bin`, NOW_MS).decode();
+  t.same([synced.length, Buffer.from(synced.buffer).equals(Buffer.from(expected.buffer, expected.byteOffset, expected.byteLength))], [expected.length, true], 'a sync file too');
+});
+
+t.test('a bad file is refused with the reason the calling thread gives; the thread stays', async (t) => {
+  const decoder = new FileDecoder();
+  t.teardown(() => decoder.close());
+  const junk = randomBytes(4000);
+  const reason = (() => {
+    try {
+      parseSyncFile(junk, `rec_${TS}_fs320.bin`, NOW_MS).decode();
+    } catch (err) {
+      return (err as AudioInputError).reason;
+    }
+    return undefined;
+  })();
+  t.ok(reason, 'the file is bad');
+  await t.rejects(decoder.sync(junk, `rec_${TS}_fs320.bin`, NOW_MS), new AudioInputError(reason!));
+  await t.rejects(decoder.voice('text/plain', {}, Buffer.from('hello'), NOW_MS), { name: 'AudioInputError', reason: 'Content-Type must be multipart/form-data or application/octet-stream.' });
+  t.equal((await decoder.sync(opusBin(1), `rec_${TS}_fs320.bin`, NOW_MS)).length, 16000, 'the next file decodes');
+});
+
+t.test('an error inside the thread is the service\'s, not the file\'s; a closed decoder refuses', async (t) => {
+  let threads = 0;
+  let current: TaskThread<FileDecodeTask, FileDecodeAnswer> | undefined;
+  const decoder = new FileDecoder(() => {
+    threads++;
+    return (current = new TaskThread<FileDecodeTask, FileDecodeAnswer>(HANDLER));
+  });
+  t.teardown(() => decoder.close());
+  t.equal((await decoder.sync(opusBin(1), `rec_${TS}_fs320.bin`, NOW_MS)).length, 16000);
+  // A task the handler cannot take (no kind) throws inside the thread: an error that is not the file's reason.
+  const broken = current!.run({ kind: 'sync' } as unknown as FileDecodeTask);
+  const err = await broken.then(() => undefined, (e: unknown) => e);
+  t.ok(err instanceof Error && !(err instanceof AudioInputError), 'rejected, and not as a bad file');
+  await decoder.close();
+  await t.rejects(decoder.sync(opusBin(1), `rec_${TS}_fs320.bin`, NOW_MS), /closed/, 'closed: refused, not a file error');
+  t.equal(threads, 1, 'one thread for every file');
+});
