@@ -278,7 +278,7 @@ export class Service {
         webhookQueue,
         userSettings,
         notifier,
-        sync: { batches: new SyncBatches({ repo: syncRepo, uploads, queue: syncQueue, redis, prefix: config.redisPrefix, now: () => clock.now(), refused: (outcome) => syncMetrics.batches.inc({ outcome }) }), uploads },
+        sync: { batches: new SyncBatches({ repo: syncRepo, uploads, queue: syncQueue, redis, prefix: config.redisPrefix, now: () => clock.now(), refused: (outcome) => syncMetrics.batches.inc({ outcome }), probe: (bytes, filename, nowMs) => fileDecoder!.probe(bytes, filename, nowMs) }), uploads },
         voice: new VoiceTranscriber({ engines: voiceEngines(config, stt.engines), check: new SpeechCheck(), decoder: fileDecoder, scheduler, logger, metrics: registerVoiceMetrics(registry) }),
         speakerEmbeddings,
         silenceTrimmer: speakerEmbeddings,

@@ -1,11 +1,11 @@
 // A batch of offline files from request to queued job: bounds (files, bytes, seconds), fair use (batches under way,
 // audio per hour), content hashes (a file taken before is not transcribed again), and the job's public view.
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../redis.js';
 import { EngineError } from '../errors.js';
 import { SyncFileStatus, type SyncFile, type SyncJobRecord, type SyncRepository } from '../db/sync-jobs.js';
 import { AudioInputError } from '../voice/audio.js';
-import { parseSyncFile } from './files.js';
+import { probeSyncFile, type SyncProbe } from './files.js';
 import type { SyncQueue } from './jobs.js';
 import type { UploadStore } from './uploads.js';
 
@@ -35,6 +35,8 @@ export interface SyncBatchesOptions {
   now: () => number;
   /** Counts a refused batch by the status it was refused with. */
   refused?: (outcome: 'invalid' | 'too_large' | 'fair_use') => void;
+  /** Reads a file's start, length and hash off the main thread (FileDecoder.probe); without it, on the calling thread. */
+  probe?: (bytes: Uint8Array, filename: string, nowMs: number) => Promise<SyncProbe>;
 }
 
 /** Longest one batch start holds its user's start lock (and longest another waits for it), in ms. */
@@ -77,14 +79,18 @@ export class SyncBatches {
     if (incoming.length > SYNC_MAX_FILES) throw new EngineError('ENG_ERR_SYNC_BATCH_TOO_LARGE', { limit: `${SYNC_MAX_FILES} files` });
     if (incoming.reduce((n, f) => n + f.bytes.byteLength, 0) > SYNC_MAX_BYTES) throw new EngineError('ENG_ERR_SYNC_BATCH_TOO_LARGE', { limit: `${SYNC_MAX_BYTES} bytes` });
     const now = this.o.now();
-    const parsed = incoming.map((f, i) => {
-      try {
-        return { f, audio: parseSyncFile(f.bytes, f.filename, now), sha256: createHash('sha256').update(f.bytes).digest('hex') };
-      } catch (err) {
-        if (err instanceof AudioInputError) throw new EngineError('ENG_ERR_SYNC_INVALID_FILE', { reason: `files[${i}]: ${err.reason}` });
-        throw err;
-      }
-    });
+    const probe = this.o.probe ?? ((bytes, filename, nowMs) => Promise.resolve(probeSyncFile(bytes, filename, nowMs)));
+    const parsed = await Promise.all(
+      incoming.map(async (f, i) => {
+        try {
+          const { sha256, ...audio } = await probe(f.bytes, f.filename, now);
+          return { f, audio, sha256 };
+        } catch (err) {
+          if (err instanceof AudioInputError) throw new EngineError('ENG_ERR_SYNC_INVALID_FILE', { reason: `files[${i}]: ${err.reason}` });
+          throw err;
+        }
+      }),
+    );
     const audioS = parsed.reduce((n, p) => n + p.audio.durationS, 0);
     if (audioS > SYNC_MAX_AUDIO_S) throw new EngineError('ENG_ERR_SYNC_BATCH_TOO_LARGE', { limit: `${SYNC_MAX_AUDIO_S} seconds of audio` });
     const id = randomUUID();

@@ -3,6 +3,7 @@
 //   <name>_<unix-ts>[_fs<N>].bin  length-prefixed Opus packets (the voice-message format, N samples per frame)
 //   <name>_<unix-ts>_<codec>.bin  length-prefixed frames of a live codec: opus, opus_fs320, pcm8, pcm16
 //   <name>_<unix-ts>.wav          RIFF/WAVE, 8-48 kHz, one or two channels
+import { createHash } from 'node:crypto';
 import { AudioInputError, SAMPLE_RATE_HZ, decodeOpusBin, linear16, parseOpusBin, parseWav, toMono16k, type OpusBin, type Pcm } from '../voice/audio.js';
 
 /** A parsed file: its start and length known without decoding, its audio decoded on demand (in the job). */
@@ -74,4 +75,17 @@ export function parseSyncFile(bytes: Uint8Array, filename: string, nowMs: number
     return { startedAtMs, durationS: pcm.samples.length / pcm.channels / pcm.rateHz, decode: () => toMono16k(pcm) };
   }
   throw new AudioInputError('files must be named <name>_<unix-ts>[_fs<N>].bin, <name>_<unix-ts>_<codec>.bin or <name>_<unix-ts>.wav');
+}
+
+/** A sync file as its batch is checked: when it starts and how long it lasts, by its name and content; its SHA-256. */
+export interface SyncProbe {
+  startedAtMs: number;
+  durationS: number;
+  sha256: string;
+}
+
+/** What a batch needs of a file before it is queued: parseSyncFile (which does not decode) and the content's hash. */
+export function probeSyncFile(bytes: Uint8Array, filename: string, nowMs: number): SyncProbe {
+  const { startedAtMs, durationS } = parseSyncFile(bytes, filename, nowMs);
+  return { startedAtMs, durationS, sha256: createHash('sha256').update(bytes).digest('hex') };
 }

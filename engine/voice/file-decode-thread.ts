@@ -1,18 +1,28 @@
 // The file decoder's thread (engine/voice/file-decoder.ts): uploaded audio, voice messages and offline sync files
-// alike, to 16 kHz mono PCM; what is wrong with a file comes back as its public-safe reason, not as a thrown error.
+// alike, to 16 kHz mono PCM, and a sync file's start, length and hash when its batch is taken; what is wrong with a
+// file comes back as its public-safe reason, not as a thrown error.
 import { moveAnswer } from '../../workers/messages.js';
-import { parseSyncFile } from '../sync/files.js';
+import { parseSyncFile, probeSyncFile, type SyncProbe } from '../sync/files.js';
 import { AudioInputError } from './audio.js';
 import { VoiceFailure } from './outcome.js';
 import { readVoiceUpload, type VoiceQuery } from './upload.js';
 
 export type FileDecodeTask =
   | { kind: 'voice'; contentType: string | undefined; query: VoiceQuery; body: Uint8Array | undefined; nowMs: number }
-  | { kind: 'sync'; bytes: Uint8Array; filename: string; nowMs: number };
+  | { kind: 'sync'; bytes: Uint8Array; filename: string; nowMs: number }
+  | { kind: 'probe'; bytes: Uint8Array; filename: string; nowMs: number };
 
-export type FileDecodeAnswer = { ok: true; pcm: Int16Array; language: string | undefined } | { ok: false; reason: string };
+export type FileDecodeAnswer = { ok: true; pcm: Int16Array; language: string | undefined } | { ok: true; probe: SyncProbe } | { ok: false; reason: string };
 
 export default function decodeUploadedFile(task: FileDecodeTask): FileDecodeAnswer {
+  if (task.kind === 'probe') {
+    try {
+      return { ok: true, probe: probeSyncFile(task.bytes, task.filename, task.nowMs) };
+    } catch (err) {
+      if (err instanceof AudioInputError) return { ok: false, reason: err.reason };
+      throw err;
+    }
+  }
   let pcm: Int16Array;
   let language: string | undefined;
   try {

@@ -3,6 +3,7 @@
 // by the first file, so a node that never gets one pays nothing; files wait their turn on it.
 import { TaskThread, type TaskRunner } from '../runtime/task-thread.js';
 import { AudioInputError } from './audio.js';
+import type { SyncProbe } from '../sync/files.js';
 import type { FileDecodeAnswer, FileDecodeTask } from './file-decode-thread.js';
 import type { VoiceQuery } from './upload.js';
 
@@ -11,6 +12,16 @@ const HANDLER = new URL('./file-decode-thread.js', import.meta.url).href;
 export interface DecodedUpload {
   pcm: Int16Array;
   language: string | undefined;
+}
+
+/**
+ * A copy of `bytes` in a buffer of its own, moved to the thread rather than cloned: a structured clone of a large
+ * typed array costs the main thread far more than one copy, clones all of a larger buffer a view sits in (a form's
+ * part), and the caller's bytes stay the caller's.
+ */
+function crossing(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  // The constructor copies; a Buffer's slice() would not.
+  return new Uint8Array(bytes);
 }
 
 export class FileDecoder {
@@ -28,20 +39,36 @@ export class FileDecoder {
    * any other error (the thread died, the decoder is closed) is the service's, not the file's.
    */
   async voice(contentType: string | undefined, query: VoiceQuery, body: Uint8Array | undefined, nowMs: number): Promise<DecodedUpload> {
-    return this.#run({ kind: 'voice', contentType, query, body, nowMs });
+    const own = body && crossing(body);
+    return this.#run({ kind: 'voice', contentType, query, body: own, nowMs }, own ? [own.buffer] : []);
   }
 
   /** One offline sync file's audio (parseSyncFile(...).decode()); throws as voice() does. */
   async sync(bytes: Uint8Array, filename: string, nowMs: number): Promise<Int16Array> {
-    return (await this.#run({ kind: 'sync', bytes, filename, nowMs })).pcm;
+    const own = crossing(bytes);
+    return (await this.#run({ kind: 'sync', bytes: own, filename, nowMs }, [own.buffer])).pcm;
   }
 
-  async #run(task: FileDecodeTask): Promise<DecodedUpload> {
+  /** A sync file's start, length and SHA-256, as its batch is checked; throws as voice() does. */
+  async probe(bytes: Uint8Array, filename: string, nowMs: number): Promise<SyncProbe> {
+    const own = crossing(bytes);
+    const answer = await this.#answer({ kind: 'probe', bytes: own, filename, nowMs }, [own.buffer]);
+    if (!('probe' in answer)) throw new Error('the file decoder answered out of turn');
+    return answer.probe;
+  }
+
+  async #run(task: FileDecodeTask, moved: ArrayBuffer[]): Promise<DecodedUpload> {
+    const answer = await this.#answer(task, moved);
+    if (!('pcm' in answer)) throw new Error('the file decoder answered out of turn');
+    return { pcm: answer.pcm, language: answer.language };
+  }
+
+  async #answer(task: FileDecodeTask, moved: ArrayBuffer[]): Promise<Exclude<FileDecodeAnswer, { ok: false }>> {
     if (this.#closed) throw new Error('the file decoder is closed');
     this.#thread ??= this.#start();
-    const answer = await this.#thread.run(task);
+    const answer = await this.#thread.run(task, moved);
     if (!answer.ok) throw new AudioInputError(answer.reason);
-    return { pcm: answer.pcm, language: answer.language };
+    return answer;
   }
 
   async close(): Promise<void> {

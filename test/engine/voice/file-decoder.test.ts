@@ -7,7 +7,7 @@ import { AudioInputError } from '../../../engine/voice/audio.js';
 import { FileDecoder } from '../../../engine/voice/file-decoder.js';
 import type { FileDecodeAnswer, FileDecodeTask } from '../../../engine/voice/file-decode-thread.js';
 import { readVoiceUpload } from '../../../engine/voice/upload.js';
-import { parseSyncFile } from '../../../engine/sync/files.js';
+import { parseSyncFile, probeSyncFile } from '../../../engine/sync/files.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
 import { sine } from '../../helpers/codec-fixtures.js';
 
@@ -55,6 +55,24 @@ t.test('voice messages and sync files decode on the thread to the same PCM as on
   const synced = await decoder.sync(a, `rec_${TS}_fs320.bin`, NOW_MS);
   const expected = parseSyncFile(a, `rec_${TS}_fs320.bin`, NOW_MS).decode();
   t.same([synced.length, Buffer.from(synced.buffer).equals(Buffer.from(expected.buffer, expected.byteOffset, expected.byteLength))], [expected.length, true], 'a sync file too');
+});
+
+t.test('a sync batch\'s files are probed on the thread: start, length and hash as on the calling thread', async (t) => {
+  let thread: TaskThread<FileDecodeTask, FileDecodeAnswer> | undefined;
+  const decoder = new FileDecoder(() => (thread = new TaskThread<FileDecodeTask, FileDecodeAnswer>(HANDLER)));
+  t.teardown(() => decoder.close());
+  const a = opusBin(2);
+  // A form's part: a view into the whole body, of which only the part crosses.
+  const body = Buffer.concat([Buffer.alloc(1000, 1), a, Buffer.alloc(500, 2)]);
+  const part = body.subarray(1000, 1000 + a.byteLength);
+  const name = `rec_${TS}_fs320.bin`;
+  const probed = await decoder.probe(part, name, NOW_MS);
+  t.same(probed, probeSyncFile(a, name, NOW_MS));
+  t.equal(probed.durationS, 2);
+  t.equal(probed.startedAtMs, TS * 1000);
+  t.equal(thread?.posted.tasks, 1, 'probed on the thread');
+  t.equal(part.byteLength, a.byteLength, 'the part is still the caller\'s');
+  await t.rejects(decoder.probe(part, 'no-timestamp.wav', NOW_MS), { name: 'AudioInputError' });
 });
 
 t.test('a bad file is refused with the reason the calling thread gives; the thread stays', async (t) => {
