@@ -125,7 +125,7 @@ export async function run(options) {
     baseline: `none: ${MESSAGE_S} s messages (espeak-ng speech, 16 kHz WAV, 320 KB) to the provider_a fake, which answers at once; ${concurrency} in flight`,
     summary: {
       head: ['target', 'req/s', 'mean ms', 'p50 ms', 'p99 ms', 'failed', 'what'],
-      rows: [['POST /v2/voice-message/transcribe', String(perSec), String(meanMs), String(q(0.5)), String(q(0.99)), String(failed), 'multipart read and WAV decode (file decoder thread), Silero gate (own thread), provider_a pre-recorded request']],
+      rows: [['POST /v2/voice-message/transcribe', String(perSec), String(meanMs), String(q(0.5)), String(q(0.99)), String(failed), 'multipart read, WAV decode and Silero gate (file decoder thread), provider_a pre-recorded request']],
     },
     tables: longs.length === 0 ? [] : [{
       title: `${LONG_S} s Opus messages (${LONG_S * 50} packets), one at a time`,

@@ -4,6 +4,7 @@
 import { TaskThread, type TaskRunner } from '../runtime/task-thread.js';
 import { AudioInputError } from './audio.js';
 import type { SyncProbe } from '../sync/files.js';
+import { verdictOf, type SpeechCheckParams, type SpeechVerdict } from './speech-check.js';
 import type { FileDecodeAnswer, FileDecodeTask } from './file-decode-thread.js';
 import type { VoiceQuery } from './upload.js';
 
@@ -12,6 +13,8 @@ const HANDLER = new URL('./file-decode-thread.js', import.meta.url).href;
 export interface DecodedUpload {
   pcm: Int16Array;
   language: string | undefined;
+  /** The speech gate's verdict, when voice() was asked for it. */
+  speech?: SpeechVerdict;
 }
 
 /**
@@ -35,12 +38,13 @@ export class FileDecoder {
   }
 
   /**
-   * A voice-message request body as readVoiceUpload reads it. Throws AudioInputError with the rule the body broke;
-   * any other error (the thread died, the decoder is closed) is the service's, not the file's.
+   * A voice-message request body as readVoiceUpload reads it, and with `gate` the speech check of what it decoded.
+   * Throws AudioInputError with the rule the body broke; any other error (the thread died, the decoder is closed) is
+   * the service's, not the file's.
    */
-  async voice(contentType: string | undefined, query: VoiceQuery, body: Uint8Array | undefined, nowMs: number): Promise<DecodedUpload> {
+  async voice(contentType: string | undefined, query: VoiceQuery, body: Uint8Array | undefined, nowMs: number, gate?: SpeechCheckParams): Promise<DecodedUpload> {
     const own = body && crossing(body);
-    return this.#run({ kind: 'voice', contentType, query, body: own, nowMs }, own ? [own.buffer] : []);
+    return this.#run({ kind: 'voice', contentType, query, body: own, nowMs, ...(gate ? { gate } : {}) }, own ? [own.buffer] : []);
   }
 
   /** One offline sync file's audio (parseSyncFile(...).decode()); throws as voice() does. */
@@ -60,7 +64,7 @@ export class FileDecoder {
   async #run(task: FileDecodeTask, moved: ArrayBuffer[]): Promise<DecodedUpload> {
     const answer = await this.#answer(task, moved);
     if (!('pcm' in answer)) throw new Error('the file decoder answered out of turn');
-    return { pcm: answer.pcm, language: answer.language };
+    return { pcm: answer.pcm, language: answer.language, ...(answer.gate ? { speech: verdictOf(answer.gate) } : {}) };
   }
 
   async #answer(task: FileDecodeTask, moved: ArrayBuffer[]): Promise<Exclude<FileDecodeAnswer, { ok: false }>> {

@@ -21,6 +21,14 @@ export interface SpeechCheckOptions {
   filename?: string;
 }
 
+export type SpeechCheckParams = Omit<SpeechCheckTask, 'pcm'>;
+
+/** The verdict a detector's answer gives. */
+export function verdictOf(answer: SpeechCheckAnswer): SpeechVerdict {
+  if (!answer.ok) return 'failed';
+  return answer.speech ? 'speech' : 'silence';
+}
+
 export class SpeechCheck {
   readonly #modelPath: string;
   readonly #filename: string;
@@ -31,17 +39,19 @@ export class SpeechCheck {
     this.#filename = options.filename ?? new URL('../../workers/voice-gate.js', import.meta.url).href;
   }
 
+  /** What a check runs with, for a thread that checks audio it decoded itself (engine/voice/file-decoder.ts). */
+  get params(): SpeechCheckParams {
+    return { modelPath: this.#modelPath, threshold: SPEECH_THRESHOLD, minSpeechWindows: MIN_SPEECH_WINDOWS };
+  }
+
   /** `speech` or `silence`; `failed` when the detector could not say (the caller must not take that for silence). */
   async check(pcm: Int16Array): Promise<SpeechVerdict> {
     this.#thread ??= new TaskThread<SpeechCheckTask, SpeechCheckAnswer>(this.#filename);
-    let answer: SpeechCheckAnswer;
     try {
-      answer = await this.#thread.run({ pcm, modelPath: this.#modelPath, threshold: SPEECH_THRESHOLD, minSpeechWindows: MIN_SPEECH_WINDOWS });
+      return verdictOf(await this.#thread.run({ pcm, ...this.params }));
     } catch {
       return 'failed';
     }
-    if (!answer.ok) return 'failed';
-    return answer.speech ? 'speech' : 'silence';
   }
 
   async close(): Promise<void> {

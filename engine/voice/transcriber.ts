@@ -8,7 +8,7 @@ import type { VoiceMetrics } from '../node/metrics.js';
 import { AudioInputError, SAMPLE_RATE_HZ } from './audio.js';
 import type { VoiceEngine } from './engines.js';
 import { VoiceFailure, providerLabel, type FailureOutcome } from './outcome.js';
-import type { SpeechCheck } from './speech-check.js';
+import type { SpeechCheck, SpeechVerdict } from './speech-check.js';
 import { readVoiceUpload, type VoiceQuery, type VoiceUpload } from './upload.js';
 import type { FileDecoder } from './file-decoder.js';
 
@@ -78,37 +78,42 @@ export class VoiceTranscriber {
   ): Promise<VoiceResult> {
     let pcm: Int16Array;
     let language: string;
+    let speech: SpeechVerdict | undefined;
     try {
       const upload = await this.#read(request);
       pcm = upload.pcm;
+      speech = upload.speech;
       const asked = upload.language?.trim();
       language = this.language(asked, asked ? null : await preferred());
     } catch (err) {
       if (err instanceof VoiceFailure) this.#o.metrics.outcomes.inc({ provider: err.body.provider, outcome: err.outcome });
       throw err;
     }
-    return this.transcribe(pcm, language, signal);
+    return this.transcribe(pcm, language, signal, speech);
   }
 
-  async #read(request: { contentType: string | undefined; query: VoiceQuery; body: Uint8Array | undefined; nowMs: number }): Promise<VoiceUpload> {
+  async #read(request: { contentType: string | undefined; query: VoiceQuery; body: Uint8Array | undefined; nowMs: number }): Promise<VoiceUpload & { speech?: SpeechVerdict }> {
     const { decoder } = this.#o;
     if (decoder === undefined) return readVoiceUpload(request.contentType, request.query, request.body, request.nowMs);
     try {
-      return await decoder.voice(request.contentType, request.query, request.body, request.nowMs);
+      return await decoder.voice(request.contentType, request.query, request.body, request.nowMs, this.#o.check.params);
     } catch (err) {
       if (err instanceof AudioInputError) throw new VoiceFailure(Outcome.INVALID_INPUT, undefined, err.reason);
       throw err;
     }
   }
 
-  /** Transcribes a message; throws VoiceFailure. `signal` aborts it (the client left). */
-  async transcribe(pcm: Int16Array, language: string, signal?: AbortSignal): Promise<VoiceResult> {
+  /**
+   * Transcribes a message; throws VoiceFailure. `signal` aborts it (the client left). `speech`: the speech gate's
+   * verdict when the decoder's thread already ran it; otherwise the gate runs here.
+   */
+  async transcribe(pcm: Int16Array, language: string, signal?: AbortSignal, speech?: SpeechVerdict): Promise<VoiceResult> {
     const { metrics, logger } = this.#o;
     const engine = this.#o.engines.find((e) => e.supports(language));
     try {
       if (engine === undefined) throw new VoiceFailure(Outcome.CONFIG_ERROR, undefined, 'No transcription provider on this server serves this language.');
       if (pcm.length === 0) throw new VoiceFailure(Outcome.INVALID_INPUT, engine.name, 'The audio is empty.');
-      const verdict = await this.#o.check.check(pcm);
+      const verdict = speech ?? (await this.#o.check.check(pcm));
       const base = { language, stt_provider: providerLabel(engine.name), stt_model: engine.model };
       if (verdict === 'silence') {
         metrics.outcomes.inc({ provider: base.stt_provider, outcome: Outcome.EXPECTED_SILENCE });

@@ -9,7 +9,10 @@ import type { FileDecodeAnswer, FileDecodeTask } from '../../../engine/voice/fil
 import { readVoiceUpload } from '../../../engine/voice/upload.js';
 import { parseSyncFile, probeSyncFile } from '../../../engine/sync/files.js';
 import { OpusEncoderStream } from '../../../native/opus.js';
-import { sine } from '../../helpers/codec-fixtures.js';
+import { sine, writeWav } from '../../helpers/codec-fixtures.js';
+import { silence, speak } from '../../helpers/speech.js';
+import { SpeechCheck } from '../../../engine/voice/speech-check.js';
+import { readFileSync } from 'node:fs';
 
 const NOW_MS = Date.UTC(2026, 10, 23, 12);
 const TS = Math.floor(NOW_MS / 1000) - 3600;
@@ -55,6 +58,23 @@ t.test('voice messages and sync files decode on the thread to the same PCM as on
   const synced = await decoder.sync(a, `rec_${TS}_fs320.bin`, NOW_MS);
   const expected = parseSyncFile(a, `rec_${TS}_fs320.bin`, NOW_MS).decode();
   t.same([synced.length, Buffer.from(synced.buffer).equals(Buffer.from(expected.buffer, expected.byteOffset, expected.byteLength))], [expected.length, true], 'a sync file too');
+});
+
+t.test('with the gate asked for, a voice message is decoded and checked for speech in one crossing', async (t) => {
+  let thread: TaskThread<FileDecodeTask, FileDecodeAnswer> | undefined;
+  const decoder = new FileDecoder(() => (thread = new TaskThread<FileDecodeTask, FileDecodeAnswer>(HANDLER)));
+  t.teardown(() => decoder.close());
+  const dir = t.testdir();
+  const { params } = new SpeechCheck();
+  const wavForm = (pcm: Int16Array): Buffer => form([{ name: 'm.wav', bytes: readFileSync(writeWav(dir, `m${pcm.length}`, pcm, 16000)) }], 'b0');
+  const type = 'multipart/form-data; boundary=b0';
+  const spoken = await decoder.voice(type, {}, wavForm(speak(dir, 'Remind me to buy milk on the way home.')), NOW_MS, params);
+  t.equal(spoken.speech, 'speech');
+  const quiet = await decoder.voice(type, {}, wavForm(silence(3)), NOW_MS, params);
+  t.equal(quiet.speech, 'silence');
+  t.equal(quiet.pcm.length, 48000, 'and the PCM');
+  t.equal((await decoder.voice(type, {}, wavForm(silence(1)), NOW_MS)).speech, undefined, 'not asked: not checked');
+  t.equal(thread?.posted.tasks, 3, 'one task each');
 });
 
 t.test('a sync batch\'s files are probed on the thread: start, length and hash as on the calling thread', async (t) => {
