@@ -81,11 +81,21 @@ export class UploadStore {
     if (state) await this.#writeMeta(id, metaOf(state, nowMs));
   }
 
+  /** An upload's description; undefined when it is missing or cannot be read. */
+  async #readMeta(id: string): Promise<UploadMeta | undefined> {
+    try {
+      return JSON.parse(await readFile(this.#file(id, 'json'), 'utf8')) as UploadMeta;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** An upload and its offset; undefined when there is none by that id. */
   async get(id: string): Promise<UploadState | undefined> {
     if (!ID.test(id)) return undefined;
+    const meta = await this.#readMeta(id);
+    if (meta === undefined) return undefined;
     try {
-      const meta = JSON.parse(await readFile(this.#file(id, 'json'), 'utf8')) as UploadMeta;
       const { size } = await stat(this.#file(id, 'part'));
       return { id, offset: size, ...meta };
     } catch {
@@ -145,13 +155,8 @@ export class UploadStore {
     for (const name of names) {
       const id = name.slice(0, -'.json'.length);
       if (!name.endsWith('.json') || !ID.test(id)) continue;
-      let meta: UploadMeta;
-      try {
-        meta = JSON.parse(await readFile(this.#file(id, 'json'), 'utf8')) as UploadMeta;
-      } catch {
-        continue;
-      }
-      if (typeof meta.createdAtMs !== 'number' || uploadExpiresAtMs(meta) > nowMs) continue;
+      const meta = await this.#readMeta(id);
+      if (typeof meta?.createdAtMs !== 'number' || uploadExpiresAtMs(meta) > nowMs) continue;
       await this.remove(id);
       removed++;
     }
@@ -167,6 +172,7 @@ export class UploadStore {
   }
 }
 
-function metaOf(state: UploadState, touchedAtMs: number): UploadMeta {
-  return { uid: state.uid, filename: state.filename, size: state.size, createdAtMs: state.createdAtMs, touchedAtMs };
+/** The description an upload's state was read from, touched at `touchedAtMs`. */
+function metaOf({ id: _id, offset: _offset, ...meta }: UploadState, touchedAtMs: number): UploadMeta {
+  return { ...meta, touchedAtMs };
 }

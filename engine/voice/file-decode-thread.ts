@@ -18,25 +18,26 @@ export type FileDecodeAnswer =
   | { ok: true; probe: SyncProbe }
   | { ok: false; reason: string };
 
+/** What is wrong with a file, public-safe; undefined for an error that is not the file's. */
+function reasonOf(err: unknown): string | undefined {
+  if (err instanceof VoiceFailure) return err.message;
+  if (err instanceof AudioInputError) return err.reason;
+  return undefined;
+}
+
 export default function decodeUploadedFile(task: FileDecodeTask): FileDecodeAnswer | Promise<FileDecodeAnswer> {
-  if (task.kind === 'probe') {
-    try {
-      return { ok: true, probe: probeSyncFile(task.bytes, task.filename, task.nowMs) };
-    } catch (err) {
-      if (err instanceof AudioInputError) return { ok: false, reason: err.reason };
-      throw err;
-    }
-  }
-  let pcm: Int16Array;
-  let language: string | undefined;
   try {
-    if (task.kind === 'voice') ({ pcm, language } = readVoiceUpload(task.contentType, task.query, task.body, task.nowMs));
-    else pcm = parseSyncFile(task.bytes, task.filename, task.nowMs).decode();
+    return decode(task);
   } catch (err) {
-    if (err instanceof VoiceFailure) return { ok: false, reason: err.message };
-    if (err instanceof AudioInputError) return { ok: false, reason: err.reason };
-    throw err;
+    const reason = reasonOf(err);
+    if (reason === undefined) throw err;
+    return { ok: false, reason };
   }
+}
+
+function decode(task: FileDecodeTask): FileDecodeAnswer | Promise<FileDecodeAnswer> {
+  if (task.kind === 'probe') return { ok: true, probe: probeSyncFile(task.bytes, task.filename, task.nowMs) };
+  const { pcm, language } = task.kind === 'voice' ? readVoiceUpload(task.contentType, task.query, task.body, task.nowMs) : { pcm: parseSyncFile(task.bytes, task.filename, task.nowMs).decode(), language: undefined };
   // Only a buffer the PCM has to itself is moved (a view into a larger one, such as Node's Buffer pool, is copied).
   const own = pcm.byteOffset === 0 && pcm.byteLength === pcm.buffer.byteLength ? pcm : pcm.slice();
   const answer = (gate?: SpeechCheckAnswer): FileDecodeAnswer => moveAnswer({ ok: true, pcm: own, language, ...(gate ? { gate } : {}) }, [own.buffer as ArrayBuffer]);

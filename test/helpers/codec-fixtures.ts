@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { splitAdts } from '../../native/adts.js';
+import { OpusEncoderStream } from '../../native/opus.js';
 
 const SENTENCE = 'The quick brown fox jumps over the lazy dog. Wearables stream audio to the server.';
 
@@ -141,4 +142,17 @@ export async function drive(stream: StreamLike, messages: readonly Uint8Array[],
   }
   await stream.close();
   return out.map(concat);
+}
+
+/** A `.bin` file as devices write it: 16 kHz `pcm` as Opus packets of `frameSamples`, each behind its 4-byte little-endian length. */
+export function opusBinFile(pcm: Int16Array, frameSamples = 320): Buffer {
+  const enc = new OpusEncoderStream(16000);
+  const parts: Buffer[] = [];
+  for (let at = 0; at + frameSamples <= pcm.length; at += frameSamples) {
+    const packet = enc.encode(pcm.subarray(at, at + frameSamples));
+    const len = Buffer.alloc(4);
+    len.writeUInt32LE(packet.length);
+    parts.push(len, Buffer.from(packet));
+  }
+  return Buffer.concat(parts);
 }

@@ -9,11 +9,10 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { startService, type TestService } from '../helpers/service.js';
 import { speak, silence, concat } from '../helpers/speech.js';
-import { writeWav } from '../helpers/codec-fixtures.js';
+import { opusBinFile, writeWav } from '../helpers/codec-fixtures.js';
 import { until } from '../helpers/until.js';
 import { receiver, setUserHook, type Receiver } from '../helpers/webhooks.js';
 import { startFakeDeepgram, type FakeDeepgram } from '../fakes/deepgram-server.js';
-import { OpusEncoderStream } from '../../native/opus.js';
 import { SyncRepository } from '../../engine/db/sync-jobs.js';
 import { SYNC_MAX_FILES } from '../../engine/sync/batch.js';
 
@@ -24,13 +23,6 @@ function framed(frames: Uint8Array[]): Buffer {
     len.writeUInt32LE(f.byteLength);
     return [len, Buffer.from(f)];
   }));
-}
-
-function opusBin(pcm: Int16Array): Buffer {
-  const enc = new OpusEncoderStream(16000);
-  const frames: Uint8Array[] = [];
-  for (let at = 0; at + 320 <= pcm.length; at += 320) frames.push(Buffer.from(enc.encode(pcm.subarray(at, at + 320))));
-  return framed(frames);
 }
 
 function pcmBin(pcm: Int16Array): Buffer {
@@ -61,7 +53,7 @@ async function rig(t: Test): Promise<Rig> {
     fake,
     rx: await receiver(t),
     files: [
-      { name: `rec_${t0}_fs320.bin`, bytes: opusBin(voice) },
+      { name: `rec_${t0}_fs320.bin`, bytes: opusBinFile(voice) },
       { name: `rec_${t0 + seconds + 20}_pcm16.bin`, bytes: pcmBin(voice) },
       { name: `rec_${t0 + 2 * seconds + 20 + 180}.wav`, bytes: readFileSync(writeWav(dir, 'c', voice, 16000)) },
     ],

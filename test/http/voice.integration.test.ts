@@ -7,11 +7,10 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { startService, type TestService } from '../helpers/service.js';
 import { speak, silence } from '../helpers/speech.js';
-import { speech, writeWav } from '../helpers/codec-fixtures.js';
+import { opusBinFile, speech, writeWav } from '../helpers/codec-fixtures.js';
 import { until } from '../helpers/until.js';
 import { headOnly } from '../helpers/http.js';
 import { startFakeDeepgram, type FakeDeepgram } from '../fakes/deepgram-server.js';
-import { OpusEncoderStream } from '../../native/opus.js';
 import { VOICE_MAX_BODY_BYTES, VOICE_PER_MINUTE } from '../../http/routes/voice.js';
 
 const TRANSCRIBE = '/v2/voice-message/transcribe';
@@ -74,18 +73,6 @@ async function sseFrames(res: Response): Promise<[string, string][]> {
     });
 }
 
-/** A `.bin` file as devices write it: each Opus packet behind its 4-byte little-endian length. */
-function opusBin(pcm: Int16Array, frameSamples: number): Buffer {
-  const enc = new OpusEncoderStream(16000);
-  const parts: Buffer[] = [];
-  for (let at = 0; at + frameSamples <= pcm.length; at += frameSamples) {
-    const packet = enc.encode(pcm.subarray(at, at + frameSamples));
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(packet.length);
-    parts.push(len, Buffer.from(packet));
-  }
-  return Buffer.concat(parts);
-}
 
 /** Moves the service's clock past the provider deadline once the fake holds the request. */
 async function expire(r: Rig, requests: number): Promise<void> {
@@ -131,7 +118,7 @@ t.test('POST /v2/voice-message/transcribe', async (t) => {
   t.test('a .bin of real Opus packets is decoded and transcribed', async (t) => {
     r.fake.prerecorded.script({ kind: 'answer', transcript: 'Remind me to buy milk.' });
     const ts = Math.floor(r.ts.clock.now() / 1000) - 60;
-    const res = await post(r, TRANSCRIBE, form([{ name: `rec_${ts}_fs320.bin`, bytes: opusBin(r.voice, 320) }], 'en'));
+    const res = await post(r, TRANSCRIBE, form([{ name: `rec_${ts}_fs320.bin`, bytes: opusBinFile(r.voice, 320) }], 'en'));
     t.equal(res.status, 200);
     t.equal((await json(res)).transcript, 'Remind me to buy milk.');
     const seen = r.fake.prerecorded.requests.at(-1)!;
@@ -142,7 +129,7 @@ t.test('POST /v2/voice-message/transcribe', async (t) => {
   t.test('two files are transcribed as one message, in order', async (t) => {
     r.fake.prerecorded.script({ kind: 'answer', transcript: 'Two parts.' });
     const ts = Math.floor(r.ts.clock.now() / 1000) - 60;
-    const res = await post(r, TRANSCRIBE, form([{ name: 'a.wav', bytes: r.voiceWav }, { name: `b_${ts}.bin`, bytes: opusBin(r.voice, 160) }], 'en'));
+    const res = await post(r, TRANSCRIBE, form([{ name: 'a.wav', bytes: r.voiceWav }, { name: `b_${ts}.bin`, bytes: opusBinFile(r.voice, 160) }], 'en'));
     t.equal(res.status, 200);
     const seen = r.fake.prerecorded.requests.at(-1)!;
     t.equal(seen.samples!.length, r.voice.length + Math.floor(r.voice.length / 160) * 160);
@@ -164,7 +151,7 @@ t.test('POST /v2/voice-message/transcribe', async (t) => {
     const cases: [string, () => Promise<Response>][] = [
       ['bytes that are not a WAV', () => post(r, TRANSCRIBE, form([{ name: 'x.wav', bytes: Buffer.from('definitely not audio') }]))],
       ['a .bin whose length prefix runs past its end', () => post(r, TRANSCRIBE, form([{ name: `x_${Math.floor(r.ts.clock.now() / 1000)}.bin`, bytes: Buffer.from([200, 0, 0, 0, 1, 2, 3]) }]))],
-      ['a .bin without a timestamp', () => post(r, TRANSCRIBE, form([{ name: 'x.bin', bytes: opusBin(r.voice, 160) }]))],
+      ['a .bin without a timestamp', () => post(r, TRANSCRIBE, form([{ name: 'x.bin', bytes: opusBinFile(r.voice, 160) }]))],
       ['a .bin of packets libopus refuses', () => post(r, TRANSCRIBE, form([{ name: `x_${Math.floor(r.ts.clock.now() / 1000)}.bin`, bytes: Buffer.from([3, 0, 0, 0, 0xff, 0xff, 0xff]) }]))],
       ['a file type the route does not take', () => post(r, TRANSCRIBE, form([{ name: 'x.mp3', bytes: r.voiceWav }]))],
       ['a form without files', () => post(r, TRANSCRIBE, form([], 'en'))],

@@ -8,8 +8,7 @@ import { FileDecoder } from '../../../engine/voice/file-decoder.js';
 import type { FileDecodeAnswer, FileDecodeTask } from '../../../engine/voice/file-decode-thread.js';
 import { readVoiceUpload } from '../../../engine/voice/upload.js';
 import { parseSyncFile, probeSyncFile } from '../../../engine/sync/files.js';
-import { OpusEncoderStream } from '../../../native/opus.js';
-import { sine, writeWav } from '../../helpers/codec-fixtures.js';
+import { opusBinFile, sine, writeWav } from '../../helpers/codec-fixtures.js';
 import { silence, speak } from '../../helpers/speech.js';
 import { SpeechCheck } from '../../../engine/voice/speech-check.js';
 import { readFileSync } from 'node:fs';
@@ -18,19 +17,8 @@ const NOW_MS = Date.UTC(2026, 10, 23, 12);
 const TS = Math.floor(NOW_MS / 1000) - 3600;
 const HANDLER = new URL('../../../engine/voice/file-decode-thread.js', import.meta.url).href;
 
-/** Length-prefixed Opus packets of `seconds` of a tone, as a device writes them. */
-function opusBin(seconds: number): Buffer {
-  const enc = new OpusEncoderStream(16000);
-  const pcm = sine(330, 16000, seconds, 6000);
-  const parts: Buffer[] = [];
-  for (let at = 0; at + 320 <= pcm.length; at += 320) {
-    const p = enc.encode(pcm.subarray(at, at + 320));
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(p.length);
-    parts.push(len, Buffer.from(p));
-  }
-  return Buffer.concat(parts);
-}
+/** `seconds` of a tone as a device's `.bin` file. */
+const opusBin = (seconds: number): Buffer => opusBinFile(sine(330, 16000, seconds, 6000));
 
 function form(files: { name: string; bytes: Buffer }[], boundary: string): Buffer {
   return Buffer.concat([
