@@ -25,6 +25,11 @@ const SYNC_BACKOFF_MS = 10_000;
 /** Batches one jobs node runs at once: each streams one file at a time to a provider. */
 export const SYNC_CONCURRENCY = 4;
 
+/** Why the files still pending fail when the last attempt gives up: no engine took the audio… */
+export const NO_ENGINE = 'no speech engine could transcribe the file';
+/** …or the node's audio decoder could not run (not the file's fault: sending it again may work). */
+export const NO_DECODER = 'the server could not decode the file; send it again later';
+
 export interface SyncJobData {
   jobId: string;
   uid: string;
@@ -78,6 +83,8 @@ export async function runSync(d: SyncDeps, data: SyncJobData, signal: AbortSigna
   const language = await d.language(job.userId);
   const touched = new Set(files.flatMap((f) => f.conversationIds));
   let failure: unknown;
+  /** What a file still pending is failed with when the last attempt gives up: what stopped the job. */
+  let failedWith = NO_ENGINE;
   // In wall-clock order, so that a recording split over files builds one conversation forwards.
   for (const f of [...files].sort((a, b) => a.startedAtMs - b.startedAtMs)) {
     if (f.status !== SyncFileStatus.PENDING) continue;
@@ -91,6 +98,7 @@ export async function runSync(d: SyncDeps, data: SyncJobData, signal: AbortSigna
       // The decoder's own failure (its thread died, the node is stopping) is not the file's: the job runs again.
       if (!(err instanceof AudioInputError)) {
         failure = err;
+        failedWith = NO_DECODER;
         break;
       }
       await fail(d, job.userId, f, err.reason);
@@ -117,7 +125,7 @@ export async function runSync(d: SyncDeps, data: SyncJobData, signal: AbortSigna
   }
   if (failure !== undefined && !lastAttempt) throw failure;
   if (failure !== undefined) {
-    for (const f of files) if (f.status === SyncFileStatus.PENDING) await fail(d, job.userId, f, 'no speech engine could transcribe the file');
+    for (const f of files) if (f.status === SyncFileStatus.PENDING) await fail(d, job.userId, f, failedWith);
   }
   for (const id of touched) await processTouched(d, job.userId, id);
   const status = files.some((f) => f.status === SyncFileStatus.DONE || f.status === SyncFileStatus.DUPLICATE) || files.length === 0 ? SyncJobStatus.COMPLETED : SyncJobStatus.FAILED;
