@@ -49,7 +49,7 @@ export interface SyncDeps {
   ensureUser: (uid: string) => Promise<void>;
   /** The user's transcription language (their setting), else `en`. */
   language: (uid: string) => Promise<string>;
-  /** Decodes a file off the main thread (FileDecoder.sync); without it, on the calling thread. */
+  /** Decodes a file off the main thread (FileDecoder.sync), which may take its bytes; without it, on the calling thread. */
   decode?: (bytes: Uint8Array, filename: string, nowMs: number) => Promise<Int16Array>;
   metrics?: SyncJobMetrics;
 }

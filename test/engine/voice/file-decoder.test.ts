@@ -43,9 +43,20 @@ t.test('voice messages and sync files decode on the thread to the same PCM as on
   t.ok(Buffer.from(there.pcm.buffer, there.pcm.byteOffset, there.pcm.byteLength).equals(Buffer.from(here.pcm.buffer, here.pcm.byteOffset, here.pcm.byteLength)), 'sample for sample');
   t.equal(thread?.posted.tasks, 1, 'decoded on the thread');
 
-  const synced = await decoder.sync(a, `rec_${TS}_fs320.bin`, NOW_MS);
   const expected = parseSyncFile(a, `rec_${TS}_fs320.bin`, NOW_MS).decode();
-  t.same([synced.length, Buffer.from(synced.buffer).equals(Buffer.from(expected.buffer, expected.byteOffset, expected.byteLength))], [expected.length, true], 'a sync file too');
+  // A file in a buffer it shares (a view into a larger one) is copied across and left as it was.
+  const shared = new Uint8Array(a.byteLength + 16);
+  shared.set(a, 8);
+  const inShared = shared.subarray(8, 8 + a.byteLength);
+  const fromShared = await decoder.sync(inShared, `rec_${TS}_fs320.bin`, NOW_MS);
+  t.equal(inShared.byteLength, a.byteLength, 'a view into a shared buffer stays the caller\'s');
+  // A file filling its own buffer (as a file just read does) is moved: no copy, the caller's view is left empty.
+  const own = new Uint8Array(a);
+  const synced = await decoder.sync(own, `rec_${TS}_fs320.bin`, NOW_MS);
+  t.equal(own.byteLength, 0, 'a file in a buffer of its own is moved, not copied');
+  for (const pcm of [synced, fromShared]) {
+    t.same([pcm.length, Buffer.from(pcm.buffer).equals(Buffer.from(expected.buffer, expected.byteOffset, expected.byteLength))], [expected.length, true], 'a sync file too');
+  }
 });
 
 t.test('with the gate asked for, a voice message is decoded and checked for speech in one crossing', async (t) => {
