@@ -2,7 +2,7 @@
 // append must start at the stored length (the offset), and the bytes are fsync'd before the new offset is answered,
 // so an offset a client was told survives a crash. Nodes that take uploads and run sync jobs share DATA_DIR. An upload
 // left alone for a day is given up: a jobs node's sweep removes it, so abandoned parts do not fill the disk.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -41,6 +41,34 @@ export const UPLOAD_IDLE_MS = 24 * 3600_000;
 /** How often a jobs node looks for such uploads. */
 export const UPLOAD_SWEEP_INTERVAL_MS = 3600_000;
 
+/**
+ * A user's unfinished uploads (open, or named in a batch not yet done) are bounded, so one account cannot fill the
+ * disk: three batches' worth, two under way and one being uploaded.
+ */
+export const MAX_OPEN_UPLOADS = 60;
+/** …and their declared lengths together (three batches of 64 MiB). */
+export const MAX_OPEN_UPLOAD_BYTES = 192 * 1024 * 1024;
+
+/** A user's unfinished uploads: how many, and their declared lengths together. */
+export interface OpenUploads {
+  count: number;
+  bytes: number;
+}
+
+/**
+ * The start of every upload id of a user: a user's uploads are found by name, without reading everyone's
+ * descriptions. 48 bits of a hash of the uid, so two users sharing one is not a practical worry (each description
+ * still names its owner, which is checked).
+ */
+function ownerTag(uid: string): string {
+  return createHash('sha256').update(uid).digest('hex').slice(0, 12);
+}
+
+/** A new upload id of `uid`'s: the owner's tag, a dash, then 92 random bits in hex (36 characters, as a UUID). */
+function newUploadId(uid: string): string {
+  return `${ownerTag(uid)}-${randomBytes(12).toString('hex').slice(0, 23)}`;
+}
+
 /** When an upload is removed unless it is written to or named in a batch before, in epoch ms (`Upload-Expires`). */
 export function uploadExpiresAtMs(meta: UploadMeta): number {
   return (meta.touchedAtMs ?? meta.createdAtMs) + UPLOAD_IDLE_MS;
@@ -61,7 +89,7 @@ export class UploadStore {
   }
 
   async create(meta: UploadMeta): Promise<UploadState> {
-    const id = randomUUID();
+    const id = newUploadId(meta.uid);
     // The description first: bytes never lie on disk without one, so the sweep can tell whose they are and how old.
     await this.#writeMeta(id, meta);
     await writeFile(this.#file(id, 'part'), new Uint8Array(0));
@@ -73,6 +101,20 @@ export class UploadStore {
     const tmp = `${this.#file(id, 'json')}.tmp`;
     await writeFile(tmp, JSON.stringify(meta));
     await rename(tmp, this.#file(id, 'json'));
+  }
+
+  /** `uid`'s unfinished uploads (uploads made before ids carried their owner's tag are not counted; they age out). */
+  async openFor(uid: string): Promise<OpenUploads> {
+    const prefix = `${ownerTag(uid)}-`;
+    const ids = (await readdir(this.dir)).filter((n) => n.startsWith(prefix) && n.endsWith('.json')).map((n) => n.slice(0, -'.json'.length));
+    let count = 0;
+    let bytes = 0;
+    for (const meta of await Promise.all(ids.map((id) => this.#readMeta(id)))) {
+      if (meta?.uid !== uid) continue;
+      count++;
+      bytes += meta.size;
+    }
+    return { count, bytes };
   }
 
   /** Marks an upload as in use at `nowMs` (a batch named it): its idle time starts again. */

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { EngineError } from '../../engine/errors.js';
 import { boundaryOf, parseMultipart, MultipartError } from '../../engine/voice/multipart.js';
 import { SYNC_MAX_BYTES, SYNC_MAX_FILES, SYNC_POLL_S, syncJobView, type IncomingFile } from '../../engine/sync/batch.js';
-import { UploadConflict, uploadExpiresAtMs, UPLOAD_IDLE_MS } from '../../engine/sync/uploads.js';
+import { MAX_OPEN_UPLOAD_BYTES, MAX_OPEN_UPLOADS, UploadConflict, uploadExpiresAtMs, UPLOAD_IDLE_MS } from '../../engine/sync/uploads.js';
 import { notFound } from './common.js';
 import type { AppRoute, Services } from './types.js';
 
@@ -57,6 +57,9 @@ async function incoming(s: Services, uid: string, contentType: string | undefine
   }
   throw bad('Content-Type must be multipart/form-data or application/json.');
 }
+
+/** When a user with too many unfinished uploads may ask again: batches take minutes to finish. */
+const OPEN_UPLOADS_RETRY_S = 60;
 
 /** As tus: the stored offset, the declared length, and when the upload is removed if nothing more comes. */
 function uploadHeaders(offset: number, size: number, expiresAtMs: number): Record<string, string> {
@@ -113,14 +116,21 @@ export function syncRoutes(s: Services): AppRoute[] {
       operationId: 'createSyncUpload',
       tags: ['Sync'],
       summary: 'Start a resumable upload of one offline file',
-      description: `Declares the file's name and length; answers its id and offset 0. Append with PATCH, read the offset with GET. An upload with no append (and not named in a batch) for ${UPLOAD_IDLE_MS / 3600_000} hours is removed; \`Upload-Expires\` says when.`,
+      description:
+        `Declares the file's name and length; answers its id and offset 0. Append with PATCH, read the offset with GET. An upload with no append (and not named in a batch) for ${UPLOAD_IDLE_MS / 3600_000} hours is removed; \`Upload-Expires\` says when. ` +
+        `A user may have ${MAX_OPEN_UPLOADS} unfinished uploads of ${MAX_OPEN_UPLOAD_BYTES / 1024 / 1024} MiB in all (open, or in a batch not yet done): 429 with \`Retry-After\` beyond.`,
       auth: { kind: 'id_token' },
       body: Type.Object({ filename: Type.String({ minLength: 1, maxLength: 200 }), size: Type.Integer({ minimum: 1 }) }, { title: 'SyncUploadCreate', description: 'a file to upload in parts: its name (the naming scheme of offline sync) and its length in bytes' }),
-      responses: { 201: { description: 'created', schema: UploadView }, 413: { description: 'larger than a batch may be' } },
+      responses: { 201: { description: 'created', schema: UploadView }, 413: { description: 'larger than a batch may be' }, 429: { description: 'too many unfinished uploads: see `Retry-After`' } },
       async handler({ auth, body }) {
         const { filename, size } = body as { filename: string; size: number };
         if (size > SYNC_MAX_BYTES) throw new EngineError('ENG_ERR_SYNC_BATCH_TOO_LARGE', { limit: `${SYNC_MAX_BYTES} bytes` });
         if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/.test(filename)) throw bad('a file name may hold only letters, digits, dots, dashes and underscores');
+        const open = await s.sync.uploads.openFor(auth.uid);
+        if (open.count >= MAX_OPEN_UPLOADS || open.bytes + size > MAX_OPEN_UPLOAD_BYTES) {
+          const reason = `At most ${MAX_OPEN_UPLOADS} unfinished uploads of ${MAX_OPEN_UPLOAD_BYTES / 1024 / 1024} MiB in all: sync or finish those you have`;
+          throw new EngineError('ENG_ERR_SYNC_FAIR_USE', { reason, seconds: OPEN_UPLOADS_RETRY_S }, { headers: { 'retry-after': String(OPEN_UPLOADS_RETRY_S) } });
+        }
         const u = await s.sync.uploads.create({ uid: auth.uid, filename, size, createdAtMs: s.clock.now() });
         return { status: 201, body: { upload_id: u.id, filename, size, offset: 0 }, headers: { ...uploadHeaders(0, size, uploadExpiresAtMs(u)), location: `/v2/sync-local-files/uploads/${u.id}` } };
       },

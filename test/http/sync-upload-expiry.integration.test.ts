@@ -1,11 +1,13 @@
 // Resumable uploads a client gives up: removed with their bytes after a day with no append, announced by
-// Upload-Expires, counted in /metrics; an append or a batch naming the upload starts its day again.
+// Upload-Expires, counted in /metrics; an append or a batch naming the upload starts its day again. A user's
+// unfinished uploads are bounded, so one account cannot fill the disk.
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startService } from '../helpers/service.js';
-import { UPLOAD_IDLE_MS, UploadStore } from '../../engine/sync/uploads.js';
+import { MAX_OPEN_UPLOAD_BYTES, MAX_OPEN_UPLOADS, UPLOAD_IDLE_MS, UploadStore } from '../../engine/sync/uploads.js';
+import { SYNC_MAX_BYTES } from '../../engine/sync/batch.js';
 
 const HOUR = 3600_000;
 
@@ -68,4 +70,36 @@ t.test('a batch naming an upload starts its day again; unreadable descriptions a
   t.ok(await store.get(a.id), 'the touched upload stays');
   t.equal(await store.get(b.id), undefined, 'the untouched one is gone');
   t.equal(readdirSync(store.dir).filter((f) => f.endsWith('.json')).length, 2, 'the touched one and the unreadable one');
+});
+
+t.test('a user\'s unfinished uploads are bounded in number and bytes; others are not held back; a removal frees room', async (t) => {
+  const ts = await startService(t);
+  const name = `rec_${Math.floor(ts.clock.now() / 1000) - 3600}_fs320.bin`;
+  const create = async (uid: string, size: number): Promise<Response> =>
+    fetch(`${ts.url}/v2/sync-local-files/uploads`, { method: 'POST', headers: { authorization: `Bearer ${await ts.token(uid)}`, 'content-type': 'application/json' }, body: JSON.stringify({ filename: name, size }) });
+
+  // Declared bytes: three batches' worth of 64 MiB files, then not one byte more.
+  const big = [];
+  for (let i = 0; i < MAX_OPEN_UPLOAD_BYTES / SYNC_MAX_BYTES; i++) {
+    const res = await create('u-bytes', SYNC_MAX_BYTES);
+    t.equal(res.status, 201);
+    big.push(((await res.json()) as { upload_id: string }).upload_id);
+  }
+  const over = await create('u-bytes', 1);
+  t.equal(over.status, 429, 'past the bytes: refused');
+  t.equal(over.headers.get('retry-after'), '60');
+  t.equal(over.headers.get('x-error-code'), 'ENG_ERR_SYNC_FAIR_USE');
+  t.match(((await over.json()) as { detail: string }).detail, /At most 60 unfinished uploads of 192 MiB in all/);
+  t.equal((await create('u-other', SYNC_MAX_BYTES)).status, 201, 'another user is not held back');
+
+  // Count: 60 small uploads, then no more.
+  const small = await Promise.all(Array.from({ length: MAX_OPEN_UPLOADS }, () => create('u-count', 10)));
+  t.same([...new Set(small.map((r) => r.status))], [201]);
+  t.equal((await create('u-count', 10)).status, 429, 'past the count: refused');
+
+  // An upload given up (a day idle) is removed, and its room is free again.
+  ts.clock.advance(UPLOAD_IDLE_MS + HOUR);
+  await ts.service.scheduler.tick();
+  t.equal((await create('u-bytes', SYNC_MAX_BYTES)).status, 201, 'room again once the old uploads are gone');
+  t.equal((await create('u-count', 10)).status, 201);
 });
