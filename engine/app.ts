@@ -38,7 +38,8 @@ import { ConversationLifecycle } from './conversations/lifecycle.js';
 import { ActorRegistry } from './listen/actor-registry.js';
 import { CloseCode } from './protocol.js';
 import type { LoopPacer } from './runtime/loop-pacer.js';
-import { registerProcessMetrics, registerSyncMetrics, registerVoiceMetrics } from './node/metrics.js';
+import { registerProcessMetrics, registerRetentionMetrics, registerSyncMetrics, registerVoiceMetrics } from './node/metrics.js';
+import { Retention, RETENTION_INTERVAL_MS } from './db/retention.js';
 import type { NamedQueue } from './jobs/queue-metrics.js';
 import { VoiceTranscriber } from './voice/transcriber.js';
 import { FileDecoder } from './voice/file-decoder.js';
@@ -325,6 +326,15 @@ export class Service {
           if (removed === 0) return;
           syncMetrics.uploadsExpired.inc(removed);
           logger.info({ removed }, 'idle sync uploads removed');
+        });
+        // Logs past their retention; every jobs node prunes (a row deleted twice is deleted once).
+        const retention = new Retention(store.knex);
+        const pruned = registerRetentionMetrics(registry);
+        scheduler.every(RETENTION_INTERVAL_MS, async () => {
+          for (const [table, deleted] of await retention.sweep(clock.now())) {
+            pruned.inc({ table }, deleted);
+            logger.info({ table, deleted }, 'records past their retention deleted');
+          }
         });
       }
       // Kept audio is on this node's disk: a listen node consumes its own transcribe-kept-audio queue.

@@ -380,6 +380,16 @@ export function registerSyncMetrics(registry: client.Registry): SyncMetrics {
   };
 }
 
+/** Rows the retention sweep deleted, by table (engine/db/retention.ts). */
+export function registerRetentionMetrics(registry: client.Registry): client.Counter<'table'> {
+  return new client.Counter({
+    name: 'retention_deleted_total',
+    help: 'Log rows deleted once past their retention (delivery log, app replies, notifications, finished sync jobs), by table.',
+    labelNames: ['table'] as const,
+    registers: [registry],
+  });
+}
+
 /** Live speaker identification's counters (engine/listen/speaker-id.ts), as the sessions report them. */
 export function registerSpeakerIdMetrics(registry: client.Registry): SpeakerIdMetrics {
   const embeddings = new client.Counter({

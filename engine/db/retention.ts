@@ -1,0 +1,55 @@
+// Records that are logs rather than the user's data are kept for a bounded time: the webhook delivery log, what apps
+// answered live transcripts and what became of it, owners' notices, users' notifications and finished sync jobs.
+// Conversations, memories, action items, summaries and voice profiles are the user's and are never pruned here.
+import type { Knex } from 'knex';
+import { isoNow } from './store.js';
+
+const DAY_MS = 24 * 3600_000;
+
+/** What one rule prunes: rows of `table` whose `column` (an ISO time) is older than `keepMs`, and that `where` allows. */
+export interface RetentionRule {
+  table: string;
+  column: string;
+  keepMs: number;
+  where?: (q: Knex.QueryBuilder) => Knex.QueryBuilder;
+}
+
+/** How long each log is kept. Ended deliveries only: one still under way keeps its row however old. */
+export const RETENTION_RULES: readonly RetentionRule[] = [
+  { table: 'webhook_deliveries', column: 'updated_at', keepMs: 30 * DAY_MS, where: (q) => q.whereIn('state', ['delivered', 'failed', 'dropped', 'cancelled']) },
+  { table: 'app_replies', column: 'received_at', keepMs: 30 * DAY_MS },
+  { table: 'proactive_notifications', column: 'created_at', keepMs: 30 * DAY_MS },
+  { table: 'owner_notifications', column: 'created_at', keepMs: 30 * DAY_MS, where: (q) => q.whereNotNull('sent_at') },
+  { table: 'notifications', column: 'created_at', keepMs: 90 * DAY_MS },
+  { table: 'sync_jobs', column: 'updated_at', keepMs: 30 * DAY_MS, where: (q) => q.whereIn('status', ['completed', 'failed']) },
+];
+
+/** How often a jobs node prunes. */
+export const RETENTION_INTERVAL_MS = 3600_000;
+
+/** Rows deleted per statement: a large backlog is pruned in steps, so no one statement holds the store long. */
+export const RETENTION_CHUNK = 1000;
+
+export class Retention {
+  constructor(
+    private readonly knex: Knex,
+    private readonly rules: readonly RetentionRule[] = RETENTION_RULES,
+  ) {}
+
+  /** Deletes what every rule no longer keeps at `nowMs`; answers the rows deleted by table. */
+  async sweep(nowMs: number): Promise<Map<string, number>> {
+    const deleted = new Map<string, number>();
+    for (const rule of this.rules) {
+      const cutoff = isoNow(nowMs - rule.keepMs);
+      let total = 0;
+      for (;;) {
+        const old = this.knex(rule.table).select('id').where(rule.column, '<', cutoff).limit(RETENTION_CHUNK);
+        const n = await this.knex(rule.table).whereIn('id', rule.where ? rule.where(old) : old).del();
+        total += n;
+        if (n < RETENTION_CHUNK) break;
+      }
+      if (total > 0) deleted.set(rule.table, total);
+    }
+    return deleted;
+  }
+}
