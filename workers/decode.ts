@@ -5,6 +5,7 @@ import { createChannelDecoder, type ChannelDecoder } from './channel-decoders.js
 import { concatPcm, packAnswer, PcmBuffers, readRecords, type DecodedPart } from './packing.js';
 import { Uplinks } from './uplink.js';
 import { PcmWindow } from './pcm-window.js';
+import { FrameWindow } from './frame-window.js';
 import { tidyHeap } from '../native/memory.js';
 
 interface Session {
@@ -12,8 +13,20 @@ interface Session {
   channels: ChannelDecoder[];
   /** Samples of the first channel decoded so far: the stream position a window starts at. */
   decoded: number;
-  /** The last seconds of a mono stream's PCM, while speaker identification is on for the session (WindowTask). */
-  window?: PcmWindow | undefined;
+  /** How the stream is coded: what a clip's own decoder is made for. */
+  params: CodecParams;
+  /**
+   * The last seconds of a mono stream's audio, while speaker identification is on for the session (WindowTask): its
+   * Opus packets, decoded again for a clip, or its PCM for the codecs that are not worth keeping coded.
+   */
+  window?: PcmWindow | FrameWindow | undefined;
+}
+
+/** A window of `samples` for `session`: Opus keeps its packets (a tenth of the PCM or less), other codecs their PCM. */
+function windowFor(session: Session, samples: number): PcmWindow | FrameWindow {
+  const { params } = session;
+  if (params.codec === 'opus' || params.codec === 'opus_fs320') return new FrameWindow(samples, session.decoded, () => createChannelDecoder(params));
+  return new PcmWindow(samples, session.decoded);
 }
 
 const sessions = new Map<number, Session>();
@@ -46,7 +59,7 @@ function openSession(key: number, params: CodecParams): Session {
   sessions.get(key)?.channels.forEach((c) => c.dispose());
   const channels: ChannelDecoder[] = [];
   for (let i = 0; i < params.channels; i++) channels.push(createChannelDecoder(params, scratch));
-  const session: Session = { channels, decoded: 0 };
+  const session: Session = { channels, decoded: 0, params };
   sessions.set(key, session);
   return session;
 }
@@ -64,8 +77,12 @@ function decodeStream(key: number, params: () => CodecParams, messages: readonly
   const { channels } = session;
   if (channels.length === 1) {
     const r = channels[0]!.decode(messages);
-    for (const p of r.pcm) session.decoded += p.length;
-    if (session.window !== undefined) for (const p of r.pcm) session.window.append(p);
+    let samples = 0;
+    for (const p of r.pcm) samples += p.length;
+    const { window } = session;
+    if (window instanceof FrameWindow) window.append(messages, samples);
+    else if (window !== undefined) for (const p of r.pcm) window.append(p);
+    session.decoded += samples;
     return { pcm: [toUplink(key, 0, r.pcm)], frames: r.frames, corruptFrames: r.corruptFrames, recreated };
   }
   // Two channels: the first byte of each message names its channel.
@@ -159,7 +176,7 @@ export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnsw
       case 'window': {
         const session = sessions.get(task.key);
         // Mono streams only: a two-channel call already says which side is the wearer.
-        if (session !== undefined && session.channels.length === 1) session.window = task.samples > 0 ? new PcmWindow(task.samples, session.decoded) : undefined;
+        if (session !== undefined && session.channels.length === 1) session.window = task.samples > 0 ? windowFor(session, task.samples) : undefined;
         return { ok: true };
       }
       case 'clip': {
