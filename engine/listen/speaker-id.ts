@@ -13,7 +13,8 @@ import { selfIntroducedName } from '../speakers/name-cues.js';
 import { speakerIdOf } from '../audio/segment.js';
 
 /**
- * Seconds of a session's PCM its codec shard keeps while identification is on (640 KB): a clip (CLIP_MAX_S) plus the
+ * Seconds of a session's audio its codec shard keeps while identification is on (Opus as its packets, tens of KB;
+ * other codecs as 640 KB of PCM): a clip (CLIP_MAX_S) plus the
  * provider's and the step's delay before its segment is known. A sample the client confirms later than that is taken
  * from the speaker's next words instead.
  */
