@@ -14,9 +14,8 @@ import { speakerIdOf } from '../audio/segment.js';
 
 /**
  * Seconds of a session's audio its codec shard keeps while identification is on (Opus as its packets, tens of KB;
- * other codecs as 640 KB of PCM): a clip (CLIP_MAX_S) plus the
- * provider's and the step's delay before its segment is known. A sample the client confirms later than that is taken
- * from the speaker's next words instead.
+ * other codecs as 640 KB of PCM): a clip (CLIP_MAX_S) plus the provider's and the step's delay before its segment is
+ * known. A sample the client confirms later than that is taken from the speaker's next words instead.
  */
 export const WINDOW_S = 20;
 /** A new speaker is compared once it has this much audio in segments (the compatible system's minimum). */
