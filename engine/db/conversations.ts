@@ -595,18 +595,20 @@ export class ConversationsRepository {
   }
 
   /** Stores a processor result and marks the conversation completed. */
-  async saveResult(id: string, result: ProcessResult, now: number): Promise<void> {
+  /** Stores a processing result; false when the conversation is gone (deleted, or its account, while it was processed). */
+  async saveResult(id: string, result: ProcessResult, now: number): Promise<boolean> {
     const at = isoNow(now);
     const s = result.structured;
     const extra = {
       action_items: s.actionItems.map((a): ActionItemView => ({ description: a.description, completed: false, completed_at: null, conversation_id: id, created_at: at, due_at: a.dueAt, updated_at: at })),
       events: s.events.map((e): EventView => ({ title: e.title, start: e.start, description: e.description, duration: e.duration, created: false })),
     };
-    await execute(
+    const n = await execute(
       this.knex,
       'UPDATE conversations SET status = ?, title = ?, overview = ?, emoji = ?, category = ?, structured_extra = ?, produced_by = ?, discarded = ?, updated_at = ? WHERE id = ?',
       [ConversationStatus.COMPLETED, s.title, s.overview, s.emoji, s.category, JSON.stringify(extra), result.producedBy, result.discarded, at, id],
     );
+    return n > 0;
   }
 
   /**

@@ -87,7 +87,8 @@ export async function processConversation(s: Services, events: SessionEvents, da
       },
       o.signal,
     );
-    await s.conversations.saveResult(conversationId, result, s.clock.now());
+    // Deleted while it was processed: its memories, action items and webhooks must not outlive it.
+    if (!(await s.conversations.saveResult(conversationId, result, s.clock.now()))) return 'deleted';
     discarded = result.discarded;
     await afterProcessed(s, c.userId, conversationId, result);
   } catch (err) {

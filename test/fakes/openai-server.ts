@@ -10,7 +10,9 @@ export type Script =
   | { kind: 'compute'; answer: (body: any) => unknown }
   | { kind: 'status'; status: number; headers?: Record<string, string> }
   /** Never answers until the client gives up or the server closes. */
-  | { kind: 'hold' };
+  | { kind: 'hold' }
+  /** Answers `content` once `until` settles (the test does something while the model "thinks"). */
+  | { kind: 'later'; until: Promise<unknown>; content: unknown };
 
 export interface RecordedRequest {
   authorization: string | undefined;
@@ -73,28 +75,34 @@ export async function startFakeOpenAI(opts: { apiKey?: string } = {}): Promise<F
           held.add(res);
           res.on('close', () => held.delete(res));
           return;
+        case 'later':
+          void step.until.finally(() => {
+            if (!res.destroyed) answer(res, body.model, JSON.stringify(step.content));
+          });
+          return;
         case 'answer':
         case 'raw':
-        case 'compute': {
-          const content = step.kind === 'raw' ? step.content : JSON.stringify(step.kind === 'compute' ? step.answer(body) : step.content);
-          counter++;
-          res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': `req_${counter}` });
-          res.end(
-            JSON.stringify({
-              id: `chatcmpl-fake${counter}`,
-              object: 'chat.completion',
-              created: Math.floor(Date.now() / 1000),
-              model: body.model,
-              choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' }],
-              usage: { prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 },
-              system_fingerprint: 'fp_fake',
-            }),
-          );
-          return;
-        }
+        case 'compute':
+          return answer(res, body.model, step.kind === 'raw' ? step.content : JSON.stringify(step.kind === 'compute' ? step.answer(body) : step.content));
       }
     });
   });
+  /** A chat completion of `model` whose message is `content`. */
+  function answer(res: http.ServerResponse, model: unknown, content: string): void {
+    counter++;
+    res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': `req_${counter}` });
+    res.end(
+      JSON.stringify({
+        id: `chatcmpl-fake${counter}`,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model,
+        choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 },
+        system_fingerprint: 'fp_fake',
+      }),
+    );
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const fake: FakeOpenAI = {

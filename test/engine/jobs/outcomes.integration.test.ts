@@ -267,3 +267,20 @@ t.test('a completion is published before it is recorded as announced, and not re
   t.same(recordedAtPublish, [null], 'published while not yet recorded: a crash between the two announces it again');
   t.ok((await s.conversations.getById(id))!.firstProcessedAt, 'recorded once published');
 });
+
+t.test('a conversation deleted while the model works on it is not written back: no memories, action items or event', async (t) => {
+  const { ts, fake, queue, created } = await setup(t);
+  let answerNow!: () => void;
+  fake.script({ kind: 'later', until: new Promise<void>((r) => (answerNow = r)), content: { ...answer('Too Late').content, memories: [{ content: 'Goes to the dentist', category: 'core' }] } });
+  const id = await ended(ts, 'u-gone');
+  await until(() => fake.requests.length === 1, { what: 'the model asked' });
+  const key = await ts.devKey('u-gone', ['conversations:write']);
+  t.equal((await ts.req(`/v1/dev/user/conversations/${id}`, { method: 'DELETE', headers: bearer(key) })).status, 200, 'deleted by its owner meanwhile');
+  answerNow();
+  await waitFor(async () => ((await queue.getJobCounts('active', 'waiting', 'delayed')).active === 0 ? true : undefined), { what: 'the job to finish' });
+  const { memories, actionItems } = ts.service.services;
+  t.same(await memories.list('u-gone', { limit: 10, offset: 0 }), [], 'no memory of it');
+  t.same(await actionItems.list('u-gone', { limit: 10, offset: 0 }), [], 'no action item of it');
+  t.equal(await ts.service.services.conversations.getById(id), undefined, 'it stays deleted');
+  t.same(created, [], 'and no session is told it was created');
+});
