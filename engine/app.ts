@@ -40,6 +40,7 @@ import { CloseCode } from './protocol.js';
 import type { LoopPacer } from './runtime/loop-pacer.js';
 import { registerProcessMetrics, registerRetentionMetrics, registerSyncMetrics, registerVoiceMetrics } from './node/metrics.js';
 import { Retention, RETENTION_INTERVAL_MS } from './db/retention.js';
+import { Accounts } from './identity/accounts.js';
 import type { NamedQueue } from './jobs/queue-metrics.js';
 import { VoiceTranscriber } from './voice/transcriber.js';
 import { FileDecoder } from './voice/file-decoder.js';
@@ -284,11 +285,21 @@ export class Service {
         speakerEmbeddings,
         silenceTrimmer: speakerEmbeddings,
         voiceprints: new Voiceprints(store.knex, speakerEmbeddings, () => clock.now()),
+        accounts: new Accounts({ knex: store.knex, events, authenticator, uploads, versions, logger }),
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
       daySummaries(services);
       const sessions = createSessions(services, registry);
-      await events.attach((event) => void sessions.actors.deliver(event), (uid) => sessions.actors.endRecording(uid));
+      await events.attach(
+        (event) => void sessions.actors.deliver(event),
+        (uid) => sessions.actors.endRecording(uid),
+        // The closed sessions' usage is written before the answer, so the erasure that follows finds it.
+        async (uid) => {
+          const closed = await sessions.actors.closeUser(uid, CloseCode.ACCOUNT_DELETED, 'account deleted');
+          await services.usageRecorder.flush().catch(() => undefined);
+          return closed;
+        },
+      );
       const kept = new KeptAudioStore(config.dataDir);
       if (runsJobs) {
         webhookWorker = new WebhookWorker({

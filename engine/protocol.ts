@@ -36,6 +36,8 @@ export const CloseCode = {
    * past its retention).
    */
   UNKNOWN_SESSION: 4404,
+  /** The account was deleted: its sessions are closed and a device should stop streaming for it. */
+  ACCOUNT_DELETED: 4410,
   /** ack=enabled: another connection resumed this session; this one takes no more audio. */
   SESSION_RESUMED: 4409,
   /** ack=enabled: the session's audio log reached its bound (AUDIO_LOG_MAX_SESSION_BYTES). */

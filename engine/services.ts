@@ -25,6 +25,7 @@ import type { SyncBatches } from './sync/batch.js';
 import type { UploadStore } from './sync/uploads.js';
 import type { EmbeddingService, SilenceTrimmer } from './speakers/embedding-service.js';
 import type { Voiceprints } from './db/voiceprints.js';
+import type { Accounts } from './identity/accounts.js';
 
 export interface Services {
   readonly config: Config;
@@ -65,4 +66,6 @@ export interface Services {
   readonly silenceTrimmer: SilenceTrimmer;
   /** Speech profiles, people and their voice samples, with the audio their embeddings came from. */
   readonly voiceprints: Voiceprints;
+  /** Account deletion: sessions closed on every node, the user's rows erased, keys and uploads gone. */
+  readonly accounts: Accounts;
 }

@@ -1,5 +1,6 @@
 // Conversation events for live sessions over Redis pub/sub, so a job on any node reaches the user's session on this one;
-// and the manual end of recording, asked of every node's sessions of a user and answered by each node.
+// and the manual end of recording (or the closing of every session, when the account goes), asked of every node's
+// sessions of a user and answered by each node.
 import { randomUUID } from 'node:crypto';
 import { subscribersReached, type RedisClient } from '../redis.js';
 
@@ -27,6 +28,7 @@ export interface EndAnswer {
 }
 
 const END_REQUESTED = 'end_requested';
+const CLOSE_REQUESTED = 'close_requested';
 const END_ANSWERED = 'end_answered';
 
 interface EndRequestMessage {
@@ -35,12 +37,21 @@ interface EndRequestMessage {
   requestId: string;
 }
 
+interface CloseRequestMessage {
+  type: typeof CLOSE_REQUESTED;
+  uid: string;
+  requestId: string;
+}
+
+/** What a node does with its sessions of a user when asked. */
+type UserSessionsAction = (uid: string) => Promise<EndAnswer>;
+
 interface EndAnswerMessage extends EndAnswer {
   type: typeof END_ANSWERED;
   requestId: string;
 }
 
-type Message = SessionEvent | EndRequestMessage | EndAnswerMessage;
+type Message = SessionEvent | EndRequestMessage | CloseRequestMessage | EndAnswerMessage;
 
 export class SessionEvents {
   readonly #publisher: RedisClient;
@@ -59,9 +70,10 @@ export class SessionEvents {
 
   /**
    * `handler` takes the conversation events; `endRecording` ends this node's sessions of a user when any node asks
-   * (requestEnd()), and its answer goes back to the asking node. Without it this node answers that it has none.
+   * (requestEnd()), `closeSessions` closes them (requestClose()), and the answer goes back to the asking node. Without
+   * them this node answers that it has none.
    */
-  async attach(handler: (event: SessionEvent) => void, endRecording?: (uid: string) => Promise<EndAnswer>): Promise<void> {
+  async attach(handler: (event: SessionEvent) => void, endRecording?: UserSessionsAction, closeSessions?: UserSessionsAction): Promise<void> {
     this.#listener = (channel, message) => {
       if (channel !== this.#channel) return;
       let msg: Message;
@@ -72,6 +84,7 @@ export class SessionEvents {
       }
       if (msg.type === END_ANSWERED) this.#asked.get(msg.requestId)?.(msg);
       else if (msg.type === END_REQUESTED) void this.#answer(msg, endRecording);
+      else if (msg.type === CLOSE_REQUESTED) void this.#answer(msg, closeSessions);
       else handler(msg);
     };
     this.#subscriber.on('message', this.#listener);
@@ -86,7 +99,16 @@ export class SessionEvents {
    * Asks every node to end `uid`'s live recording and collects the answers: one per node listening on the channel
    * (counted at publish, on a cluster by every node), or those that came within `timeoutMs`. Empty when Redis is unreachable.
    */
-  async requestEnd(uid: string, timeoutMs: number): Promise<EndAnswer[]> {
+  requestEnd(uid: string, timeoutMs: number): Promise<EndAnswer[]> {
+    return this.#ask(END_REQUESTED, uid, timeoutMs);
+  }
+
+  /** Asks every node to close `uid`'s live sessions (each finishes its audio first) and collects the answers as requestEnd(). */
+  requestClose(uid: string, timeoutMs: number): Promise<EndAnswer[]> {
+    return this.#ask(CLOSE_REQUESTED, uid, timeoutMs);
+  }
+
+  async #ask(type: typeof END_REQUESTED | typeof CLOSE_REQUESTED, uid: string, timeoutMs: number): Promise<EndAnswer[]> {
     const requestId = randomUUID();
     const answers: EndAnswer[] = [];
     let expected = Infinity;
@@ -97,7 +119,7 @@ export class SessionEvents {
       answers.push({ sessions: a.sessions, ended: a.ended });
       if (answers.length >= expected) done();
     });
-    const request: EndRequestMessage = { type: END_REQUESTED, uid, requestId };
+    const request: EndRequestMessage | CloseRequestMessage = { type, uid, requestId };
     // Redis away: no node can be asked, and the caller ends what the store holds.
     this.#publisher.publish(this.#channel, JSON.stringify(request)).then((n) => subscribersReached(this.#publisher, this.#channel, n)).then(
       (receivers) => {
@@ -115,8 +137,8 @@ export class SessionEvents {
     return answers;
   }
 
-  async #answer(req: EndRequestMessage, endRecording: ((uid: string) => Promise<EndAnswer>) | undefined): Promise<void> {
-    const answer = endRecording ? await endRecording(req.uid).catch((): EndAnswer => ({ sessions: 0, ended: [] })) : { sessions: 0, ended: [] };
+  async #answer(req: EndRequestMessage | CloseRequestMessage, act: UserSessionsAction | undefined): Promise<void> {
+    const answer = act ? await act(req.uid).catch((): EndAnswer => ({ sessions: 0, ended: [] })) : { sessions: 0, ended: [] };
     const msg: EndAnswerMessage = { type: END_ANSWERED, requestId: req.requestId, ...answer };
     await this.#publisher.publish(this.#channel, JSON.stringify(msg)).catch(() => undefined);
   }

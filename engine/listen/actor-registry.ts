@@ -112,6 +112,13 @@ export class ActorRegistry {
     return { sessions: actors.length, ended: ended.filter((e) => e !== undefined) };
   }
 
+  /** Closes each of this node's sessions of `uid` with `code` once it has finished its audio (the account goes). */
+  async closeUser(uid: string, code: number, reason: string): Promise<EndAnswer> {
+    const actors = this.sessionsOf(uid);
+    await Promise.allSettled(actors.map((a) => a.drain(code, reason)));
+    return { sessions: actors.length, ended: [] };
+  }
+
   /** Refuses every new session from now on (1013); the live ones go on until drainAll(). */
   stopAdmitting(): void {
     this.#accepting = false;

@@ -103,18 +103,30 @@ export class UploadStore {
     await rename(tmp, this.#file(id, 'json'));
   }
 
-  /** `uid`'s unfinished uploads (uploads made before ids carried their owner's tag are not counted; they age out). */
-  async openFor(uid: string): Promise<OpenUploads> {
+  /** `uid`'s uploads with their descriptions (uploads made before ids carried their owner's tag are not found). */
+  async #ownedBy(uid: string): Promise<{ id: string; meta: UploadMeta }[]> {
     const prefix = `${ownerTag(uid)}-`;
     const ids = (await readdir(this.dir)).filter((n) => n.startsWith(prefix) && n.endsWith('.json')).map((n) => n.slice(0, -'.json'.length));
-    let count = 0;
-    let bytes = 0;
-    for (const meta of await Promise.all(ids.map((id) => this.#readMeta(id)))) {
-      if (meta?.uid !== uid) continue;
-      count++;
-      bytes += meta.size;
-    }
-    return { count, bytes };
+    const metas = await Promise.all(ids.map((id) => this.#readMeta(id)));
+    const owned: { id: string; meta: UploadMeta }[] = [];
+    ids.forEach((id, i) => {
+      const meta = metas[i];
+      if (meta?.uid === uid) owned.push({ id, meta });
+    });
+    return owned;
+  }
+
+  /** `uid`'s unfinished uploads (those from before ids carried their owner's tag are not counted; they age out). */
+  async openFor(uid: string): Promise<OpenUploads> {
+    const owned = await this.#ownedBy(uid);
+    return { count: owned.length, bytes: owned.reduce((n, o) => n + o.meta.size, 0) };
+  }
+
+  /** Removes every upload of `uid`'s (the account goes); answers how many. */
+  async removeAllFor(uid: string): Promise<number> {
+    const owned = await this.#ownedBy(uid);
+    for (const { id } of owned) await this.remove(id);
+    return owned.length;
   }
 
   /** Marks an upload as in use at `nowMs` (a batch named it): its idle time starts again. */

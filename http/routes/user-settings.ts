@@ -1,4 +1,5 @@
-// A signed-in user's settings (display name, time zone, language, day summary) and the push tokens of their devices.
+// A signed-in user's settings (display name, time zone, language, day summary), the push tokens of their devices, and
+// the deletion of their account.
 import { Type } from '@sinclair/typebox';
 import { valueError } from '../../engine/errors.js';
 import type { UserSettings } from '../../engine/db/user-settings.js';
@@ -132,6 +133,26 @@ export function userSettingsRoutes(s: Services): AppRoute[] {
       async handler({ auth, body }) {
         if (!(await s.userSettings.deleteToken(auth.uid, (body as { fcm_token: string }).fcm_token))) throw notFound('Push token');
         return { status: 204 };
+      },
+    },
+    {
+      method: 'delete',
+      path: '/v1/users/delete-account',
+      operationId: 'deleteAccount',
+      summary: 'Delete your account and everything the service holds of you',
+      description:
+        'Closes your live sessions on every node (close code 4410, once each has finished its audio), then erases your ' +
+        'conversations with their transcripts and photos, memories, action items, goals, day summaries, speech profile, ' +
+        'people and voice samples, settings, push tokens, notifications, usage, webhooks and their delivery log, offline ' +
+        'sync jobs and uploads, your developer and MCP keys (refused at once on every node), and the apps you own with ' +
+        'their installs. Cannot be undone. Signing in again starts an empty account. Answers once everything is erased; ' +
+        'if it fails part way (503), asking again finishes it.',
+      tags,
+      auth: { kind: 'id_token' },
+      responses: { 200: { description: 'deleted', schema: OkSchema } },
+      async handler({ auth }) {
+        await s.accounts.delete(auth.uid);
+        return { body: { status: 'Ok' } };
       },
     },
   ];
