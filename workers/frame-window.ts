@@ -27,8 +27,8 @@ export class FrameWindow {
   #data = new Uint8Array(INITIAL_BYTES);
   #byteHead = 0;
   #byteTail = 0;
-  /** Packet lengths, live in [#packetHead, #packetTail). */
-  #lengths = new Uint16Array(INITIAL_BATCHES * 8);
+  /** Packet lengths (a message may be up to 64 KiB), live in [#packetHead, #packetTail). */
+  #lengths = new Uint32Array(INITIAL_BATCHES * 8);
   #packetHead = 0;
   #packetTail = 0;
   /** Per batch: its first stream position, its packets and samples; live in [#batchHead, #batchTail). */
@@ -52,7 +52,7 @@ export class FrameWindow {
     this.#end = position;
   }
 
-  /** Stream position of the oldest sample a clip may take (older packets of its batch only warm a clip's decoder up). */
+  /** Stream position of the oldest sample a clip may take (older packets only warm a clip's decoder up). */
   get start(): number {
     return Math.max(this.#end - this.#samples, this.#batchHead < this.#batchTail ? this.#starts[this.#batchHead]! : this.#end);
   }
@@ -82,8 +82,9 @@ export class FrameWindow {
     this.#decoded[this.#batchTail] = samples;
     this.#batchTail++;
     this.#end += samples;
-    // Batches wholly older than the window go.
-    while (this.#batchHead < this.#batchTail - 1 && this.#starts[this.#batchHead]! + this.#decoded[this.#batchHead]! <= this.#end - this.#samples) this.#dropOldest();
+    // Batches wholly older than the window and a warm-up before it go.
+    const keepFrom = this.#end - this.#samples - WARMUP_SAMPLES;
+    while (this.#batchHead < this.#batchTail - 1 && this.#starts[this.#batchHead]! + this.#decoded[this.#batchHead]! <= keepFrom) this.#dropOldest();
   }
 
   /**
@@ -191,7 +192,7 @@ export class FrameWindow {
 }
 
 /** `a`'s live elements [head, tail) moved to its start, or into a larger array when `need` would fill over 3/4 of it. */
-function fifoRoom<T extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(a: T, head: number, tail: number, need: number): T {
+function fifoRoom<T extends Uint8Array | Uint32Array | Float64Array>(a: T, head: number, tail: number, need: number): T {
   if (need * 4 <= a.length * 3) {
     a.copyWithin(0, head, tail);
     return a;
