@@ -11,6 +11,7 @@ import type { EmbeddingService } from '../speakers/embedding-service.js';
 import type { Voiceprints } from '../db/voiceprints.js';
 import { selfIntroducedName } from '../speakers/name-cues.js';
 import { speakerIdOf } from '../audio/segment.js';
+import { Slots } from '../runtime/slots.js';
 
 /**
  * Seconds of a session's audio its codec shard keeps while identification is on (Opus as its packets, tens of KB;
@@ -35,11 +36,20 @@ const MAX_SUGGESTED = 1000;
 /** What the owner is called in a self-match suggestion (the developer view's name for the owner). */
 export const USER_PERSON_NAME = 'User';
 
+/**
+ * Clips cut and being embedded at once on a node, whatever the number of sessions: each is up to 10 s of PCM
+ * (320 KB), and sessions that start together (a node's devices reconnecting) would otherwise each hold one while
+ * they wait for the embedding thread. Two keep the thread busy: one embedded while the next is cut.
+ */
+export const CLIPS_AT_ONCE = 2;
+
 /** What the session gives identification: the voiceprint store and the embedding service of the node. */
 export interface SpeakerIdDeps {
   voiceprints: Pick<Voiceprints, 'getProfile' | 'listPeopleEmbeddings' | 'findPersonByName' | 'createPerson' | 'addPersonSample'>;
   /** The node's embedding service, asked for only when a session first needs it (it starts a thread). */
   embeddings: () => EmbeddingService;
+  /** The node's clip slots (CLIPS_AT_ONCE), shared by its sessions. @defaultValue slots of this session's own */
+  clipSlots?: Slots;
   metrics?: SpeakerIdMetrics;
 }
 
@@ -104,9 +114,11 @@ export class SpeakerIdentification {
   readonly #suggested = new Set<string>();
   /** Names being looked up or created, per speaker (a second cue for the same speaker waits for nothing). */
   readonly #naming = new Set<number>();
+  readonly #clipSlots: Slots;
 
   constructor(o: SpeakerIdOptions) {
     this.#o = o;
+    this.#clipSlots = o.clipSlots ?? new Slots(CLIPS_AT_ONCE);
   }
 
   /** 'on' while the session keeps a window and compares voices; 'off' with nothing to compare (names still count). */
@@ -253,17 +265,9 @@ export class SpeakerIdentification {
       if (clip.length >= MIN_AUDIO_S * 16000 && this.#state === 'on') await this.#addSample(sp, clip);
     }
     if (!this.#wantsVoice(speakerId, sp) || this.#state !== 'on') return;
-    // Each clip is new audio: re-embedding what an earlier clip held would cost CPU and tell nothing new.
-    const from = sp.embeddedTo;
-    const upTo = sp.spans.at(-1)?.[1] ?? from;
-    const fresh = sp.spans.filter(([, b]) => b > from).map(([a, b]): [number, number] => [Math.max(a, from), b]);
-    const clip = await this.#o.codec.clip(clipRanges(fresh));
-    if (clip.length < MIN_AUDIO_S * 16000 || this.#state !== 'on') return;
-    sp.embeddedTo = upTo;
     const service = this.#o.embeddings();
-    const e = await service.embed(clip);
-    this.#o.metrics?.embedded();
-    if (this.#state !== 'on' || service.model !== this.#model) return;
+    const e = await this.#embedFresh(sp, service);
+    if (e === undefined || this.#state !== 'on' || service.model !== this.#model) return;
     sp.sum ??= new Float32Array(e.length);
     if (sp.sum.length !== e.length) return;
     for (let i = 0; i < e.length; i++) sp.sum[i]! += e[i]!;
@@ -271,6 +275,31 @@ export class SpeakerIdentification {
     // The client may have assigned the speaker (or it named itself) while the clip was embedded: that stands.
     if (sp.settled || this.#o.speakers.forSpeaker(speakerId) !== undefined) return;
     this.#compare(speakerId, sp, normalise(sp.sum.slice()));
+  }
+
+  /**
+   * The speaker's audio not yet embedded, cut from the window once one of the node's clip slots is free and embedded;
+   * undefined when there is too little of it. Each clip is new audio: re-embedding what an earlier clip held would cost
+   * CPU and tell nothing new.
+   */
+  async #embedFresh(sp: Speaker, service: EmbeddingService): Promise<Float32Array | undefined> {
+    const slots = this.#clipSlots;
+    // Taken at once when free, so a quiet node asks for the clip in the same turn.
+    if (!slots.tryTake()) await slots.take();
+    try {
+      if (this.#state !== 'on') return undefined;
+      const from = sp.embeddedTo;
+      const upTo = sp.spans.at(-1)?.[1] ?? from;
+      const fresh = sp.spans.filter(([, b]) => b > from).map(([a, b]): [number, number] => [Math.max(a, from), b]);
+      const clip = await this.#o.codec.clip(clipRanges(fresh));
+      if (clip.length < MIN_AUDIO_S * 16000 || this.#state !== 'on') return undefined;
+      sp.embeddedTo = upTo;
+      const e = await service.embed(clip);
+      this.#o.metrics?.embedded();
+      return e;
+    } finally {
+      slots.give();
+    }
   }
 
   /** The speaker's voice against the profile and the people: the best must pass the threshold and beat the runner-up by the margin. */

@@ -27,6 +27,8 @@ import type { AppReplyHandler } from '../webhooks/live-send.js';
 import type { LiveDeliveryLog } from '../webhooks/types.js';
 import { AppRepliesRepository } from '../db/app-replies.js';
 import { startAudioLogs, type AudioLogs } from './audio-logs.js';
+import { Slots } from '../runtime/slots.js';
+import { CLIPS_AT_ONCE } from '../listen/speaker-id.js';
 
 /** The largest backlog a session's socket may hold towards its client before it is closed. */
 const MAX_OUTBOUND_BYTES = 4 * 1024 * 1024;
@@ -152,7 +154,7 @@ export function startListenNode(o: ListenNodeOptions): ListenNode {
     ...(mainLoad ? { inline: (sessions: number) => mainLoad.admit(sessions) } : {}),
   });
   registerCodecMetrics(registry, pool);
-  const speakerId = { voiceprints: s.voiceprints, embeddings: () => s.speakerEmbeddings, metrics: registerSpeakerIdMetrics(registry) };
+  const speakerId = { voiceprints: s.voiceprints, embeddings: () => s.speakerEmbeddings, clipSlots: new Slots(CLIPS_AT_ONCE), metrics: registerSpeakerIdMetrics(registry) };
   const actors = o.sessions.actors;
   const parts = webhookParts(s);
   const liveWebhooks = new LiveWebhooks({

@@ -4,6 +4,7 @@ import { LazyOpenAI, requestFailure } from '../openai-client.js';
 import type { Logger } from '../logger.js';
 import type { Scheduler } from '../scheduler.js';
 import { primaryLanguage } from './detect.js';
+import { Slots } from '../runtime/slots.js';
 
 /** Translation outcomes counted by the node's metrics (engine/node/metrics.ts). */
 export interface TranslationCounters {
@@ -88,17 +89,16 @@ export class Translator {
   readonly #o: TranslatorOptions;
   readonly #client: LazyOpenAI;
   readonly #timeoutMs: number;
-  readonly #maxInFlight: number;
+  /** Model requests in flight, at most maxInFlight. */
+  readonly #requests: Slots;
   readonly #cacheMax: number;
   /** `target\nsentence` → answer; a Map's order makes it an LRU (a hit moves to the end). */
   readonly #cache = new Map<string, SentenceAnswer>();
-  #inFlight = 0;
-  readonly #waiting: (() => void)[] = [];
 
   constructor(o: TranslatorOptions) {
     this.#o = o;
     this.#timeoutMs = o.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
-    this.#maxInFlight = o.maxInFlight ?? MAX_IN_FLIGHT;
+    this.#requests = new Slots(o.maxInFlight ?? MAX_IN_FLIGHT);
     this.#cacheMax = o.cacheSentences ?? CACHE_SENTENCES;
     // Retries are the session's (on the scheduler, with a bound); the client's own would back off in real time.
     this.#client = new LazyOpenAI({ baseURL: o.baseUrl, apiKey: o.apiKey ?? 'unused', timeout: o.clientTimeoutMs, maxRetries: 0 });
@@ -110,7 +110,8 @@ export class Translator {
 
   /** Requests waiting for a free slot, and in flight (tests, metrics). */
   get load(): { inFlight: number; waiting: number } {
-    return { inFlight: this.#inFlight, waiting: this.#waiting.length };
+    const { taken, waiting } = this.#requests.load;
+    return { inFlight: taken, waiting };
   }
 
   /** The cached answer for `sentence` into `target`, or undefined when it was never asked. */
@@ -128,7 +129,7 @@ export class Translator {
    * a refused or failed request, or an answer that does not fit the schema; `signal` abandons the request.
    */
   async translate(sentences: readonly string[], target: string, signal: AbortSignal): Promise<SentenceAnswer[]> {
-    await this.#acquire();
+    await this.#requests.take();
     const ac = new AbortController();
     let timedOut = false;
     const timer = this.#o.scheduler.after(this.#timeoutMs, () => {
@@ -165,7 +166,7 @@ export class Translator {
     } finally {
       this.#o.scheduler.cancel(timer);
       signal.removeEventListener('abort', onAbort);
-      this.#release();
+      this.#requests.give();
     }
     const answers = readAnswers(content, sentences.length, target);
     if (!answers) {
@@ -182,21 +183,6 @@ export class Translator {
     this.#cache.delete(key);
     this.#cache.set(key, answer);
     if (this.#cache.size > this.#cacheMax) this.#cache.delete(this.#cache.keys().next().value!);
-  }
-
-  async #acquire(): Promise<void> {
-    if (this.#inFlight < this.#maxInFlight) {
-      this.#inFlight++;
-      return;
-    }
-    // The slot passes straight from the releasing request to this one: the count stays as it is.
-    await new Promise<void>((resolve) => this.#waiting.push(resolve));
-  }
-
-  #release(): void {
-    const next = this.#waiting.shift();
-    if (next) next();
-    else this.#inFlight--;
   }
 }
 

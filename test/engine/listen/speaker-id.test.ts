@@ -1,7 +1,8 @@
 // A session's speaker identification on its own, with a codec window that answers when told: which audio a clip
 // takes, the bound on speakers waiting, and the clip a confirmed person's sample is made of.
 import t from 'tap';
-import { SpeakerIdentification, MAX_PENDING, clipRanges, type SpeakerIdOptions } from '../../../engine/listen/speaker-id.js';
+import { SpeakerIdentification, MAX_PENDING, CLIPS_AT_ONCE, clipRanges, type SpeakerIdOptions } from '../../../engine/listen/speaker-id.js';
+import { Slots } from '../../../engine/runtime/slots.js';
 import { SpeakerAssignments } from '../../../engine/audio/speakers.js';
 import { createLogger } from '../../../engine/logger.js';
 import type { RawSegment } from '../../../engine/audio/buffer-loop.js';
@@ -14,7 +15,7 @@ t.test('a clip is the speaker’s latest audio up to 10 s, or the centre of a lo
 });
 
 /** A session's parts as fakes: clips wait until released; every call is recorded. */
-function harness(): { ident: SpeakerIdentification; clips: number[][]; release: () => void; samples: unknown[]; drops: () => number; embedded: () => number } {
+function harness(clipSlots?: Slots): { ident: SpeakerIdentification; clips: number[][]; release: () => void; samples: unknown[]; drops: () => number; embedded: () => number } {
   const clips: number[][] = [];
   const waiting: (() => void)[] = [];
   const samples: unknown[] = [];
@@ -34,6 +35,7 @@ function harness(): { ident: SpeakerIdentification; clips: number[][]; release: 
     },
     embeddings: () => ({ model: 'm', dimension: 3, embed: async () => (embedded++, unit), close: async () => undefined }),
     metrics: { embedded: () => undefined, matched: () => undefined, dropped: () => drops++, sampled: () => undefined },
+    ...(clipSlots ? { clipSlots } : {}),
     codec: {
       window: async () => undefined,
       clip: (ranges) => {
@@ -94,4 +96,23 @@ t.test('a confirmed person: the speaker’s clip becomes a sample; "user" adds n
   await settle();
   await settle();
   t.same(h.samples, [{ personId: 'p-ana', samples: 48000, segmentId: 'b' }]);
+});
+
+t.test('sessions that start together cut their clips a few at a time: the node holds at most CLIPS_AT_ONCE', async (t) => {
+  const slots = new Slots(CLIPS_AT_ONCE);
+  const sessions = [harness(slots), harness(slots), harness(slots), harness(slots)];
+  for (const h of sessions) await h.ident.load();
+  for (const h of sessions) h.ident.segments([seg(0, 0, 2.5)]);
+  await settle();
+  const asked = (): number => sessions.reduce((n, h) => n + h.clips.length, 0);
+  t.equal(asked(), CLIPS_AT_ONCE, `${CLIPS_AT_ONCE} clips cut, the other sessions wait for a slot`);
+  sessions[0]!.release();
+  await settle();
+  t.equal(asked(), CLIPS_AT_ONCE + 1, 'one embedded: the next session cuts its clip');
+  for (const h of sessions) h.release();
+  await settle();
+  for (const h of sessions) h.release();
+  await settle();
+  t.equal(asked(), sessions.length, 'every session had its clip');
+  t.same(sessions.map((h) => h.embedded()), [1, 1, 1, 1], 'and every one was embedded');
 });
