@@ -191,15 +191,17 @@ export class FrameWindow {
   }
 }
 
-/** `a`'s live elements [head, tail) moved to its start, or into a larger array when `need` would fill over 3/4 of it. */
+/**
+ * `a`'s live elements [head, tail) moved to its start, or into an array a quarter larger than `need` when `need` would
+ * fill more than 4/5 of it: each element is moved about four times over its life, and the arrays stay close to what
+ * the window holds (the window's size changes little once the stream's bitrate is known).
+ */
 function fifoRoom<T extends Uint8Array | Uint32Array | Float64Array>(a: T, head: number, tail: number, need: number): T {
-  if (need * 4 <= a.length * 3) {
+  if (need * 5 <= a.length * 4) {
     a.copyWithin(0, head, tail);
     return a;
   }
-  let size = a.length * 2;
-  while (need * 4 > size * 3) size *= 2;
-  const b = new (a.constructor as new (n: number) => T)(size);
+  const b = new (a.constructor as new (n: number) => T)(Math.ceil(need * 1.25));
   b.set(a.subarray(head, tail));
   return b;
 }
