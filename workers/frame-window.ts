@@ -2,6 +2,7 @@
 // speech in Opus is some tens of kilobytes where its 16 kHz PCM is 640 KB, so the window keeps the packets and a clip
 // is decoded when it is asked for, with a decoder of its own started a little before it.
 import type { ChannelDecoder } from './channel-decoders.js';
+import { clampedSpans } from './pcm-window.js';
 
 /**
  * Audio decoded before a clip and thrown away (16 kHz samples), so that a fresh decoder has settled by the clip's
@@ -92,22 +93,11 @@ export class FrameWindow {
    * concatenated in one new array (ranges wholly out of the window add nothing).
    */
   read(ranges: readonly number[]): Int16Array {
-    const start = this.start;
-    const spans: [number, number][] = [];
-    let total = 0;
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (let i = 0; i + 1 < ranges.length; i += 2) {
-      const from = Math.max(start, Math.floor(ranges[i]!));
-      const to = Math.min(this.#end, Math.floor(ranges[i + 1]!));
-      if (to <= from) continue;
-      spans.push([from, to]);
-      total += to - from;
-      lo = Math.min(lo, from);
-      hi = Math.max(hi, to);
-    }
+    const { spans, total } = clampedSpans(ranges, this.start, this.#end);
     const out = new Int16Array(total);
     if (total === 0) return out;
+    const lo = Math.min(...spans.map(([from]) => from));
+    const hi = Math.max(...spans.map(([, to]) => to));
     // The batches from a warm-up before the first sample asked for to the last one, decoded in one run.
     let first = this.#batchHead;
     while (first + 1 < this.#batchTail && this.#starts[first + 1]! <= lo - WARMUP_SAMPLES) first++;

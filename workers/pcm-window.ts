@@ -1,6 +1,20 @@
 // The last seconds of one session's decoded PCM, kept in the codec thread that decoded it, for speaker identification:
 // clips are copied out on request, so the session's audio does not cross to the main thread for every batch.
 
+/** The stream ranges [from, to) given as pairs, each clamped to [start, end) (empty ones left out), and their samples in all. */
+export function clampedSpans(ranges: readonly number[], start: number, end: number): { spans: [number, number][]; total: number } {
+  const spans: [number, number][] = [];
+  let total = 0;
+  for (let i = 0; i + 1 < ranges.length; i += 2) {
+    const from = Math.max(start, Math.floor(ranges[i]!));
+    const to = Math.min(end, Math.floor(ranges[i + 1]!));
+    if (to <= from) continue;
+    spans.push([from, to]);
+    total += to - from;
+  }
+  return { spans, total };
+}
+
 /** A ring of 16 kHz samples addressed by stream position (samples since the session's first audio). */
 export class PcmWindow {
   readonly #ring: Int16Array;
@@ -51,16 +65,7 @@ export class PcmWindow {
    * one new array (ranges wholly out of the window add nothing).
    */
   read(ranges: readonly number[]): Int16Array {
-    const start = this.start;
-    const spans: [number, number][] = [];
-    let total = 0;
-    for (let i = 0; i + 1 < ranges.length; i += 2) {
-      const from = Math.max(start, Math.floor(ranges[i]!));
-      const to = Math.min(this.#end, Math.floor(ranges[i + 1]!));
-      if (to <= from) continue;
-      spans.push([from, to]);
-      total += to - from;
-    }
+    const { spans, total } = clampedSpans(ranges, this.start, this.#end);
     const out = new Int16Array(total);
     const ring = this.#ring;
     const size = ring.length;
