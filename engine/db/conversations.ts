@@ -594,8 +594,10 @@ export class ConversationsRepository {
       .update({ status, updated_at: isoNow(now), ...(extra.finishedAt ? { finished_at: extra.finishedAt } : {}) });
   }
 
-  /** Stores a processor result and marks the conversation completed. */
-  /** Stores a processing result; false when the conversation is gone (deleted, or its account, while it was processed). */
+  /**
+   * Stores a processor result and marks the conversation completed; false when the conversation is gone (deleted, or
+   * its account, while it was processed).
+   */
   async saveResult(id: string, result: ProcessResult, now: number): Promise<boolean> {
     const at = isoNow(now);
     const s = result.structured;

@@ -37,10 +37,8 @@ interface EndRequestMessage {
   requestId: string;
 }
 
-interface CloseRequestMessage {
+interface CloseRequestMessage extends Omit<EndRequestMessage, 'type'> {
   type: typeof CLOSE_REQUESTED;
-  uid: string;
-  requestId: string;
 }
 
 /** What a node does with its sessions of a user when asked. */

@@ -132,7 +132,12 @@ export class UploadStore {
   /** Marks an upload as in use at `nowMs` (a batch named it): its idle time starts again. */
   async touch(id: string, nowMs: number): Promise<void> {
     const state = await this.get(id);
-    if (state) await this.#writeMeta(id, metaOf(state, nowMs));
+    if (state) await this.#touchMeta(state, nowMs);
+  }
+
+  /** Rewrites the description when its idle time moves (a form upload's append at its creation time leaves it be). */
+  async #touchMeta(state: UploadState, nowMs: number): Promise<void> {
+    if (nowMs !== (state.touchedAtMs ?? state.createdAtMs)) await this.#writeMeta(state.id, metaOf(state, nowMs));
   }
 
   /** An upload's description; undefined when it is missing or cannot be read. */
@@ -172,7 +177,7 @@ export class UploadStore {
       } finally {
         await fh.close();
       }
-      await this.#writeMeta(id, metaOf(state, nowMs));
+      await this.#touchMeta(state, nowMs);
       return offset + bytes.byteLength;
     });
     this.#locks.set(id, run);
