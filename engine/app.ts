@@ -41,6 +41,7 @@ import type { LoopPacer } from './runtime/loop-pacer.js';
 import { registerProcessMetrics, registerRetentionMetrics, registerSyncMetrics, registerVoiceMetrics } from './node/metrics.js';
 import { Retention, RETENTION_INTERVAL_MS } from './db/retention.js';
 import { Accounts } from './identity/accounts.js';
+import { DeletedAccounts } from './db/accounts.js';
 import type { NamedQueue } from './jobs/queue-metrics.js';
 import { VoiceTranscriber } from './voice/transcriber.js';
 import { FileDecoder } from './voice/file-decoder.js';
@@ -235,6 +236,7 @@ export class Service {
       const conversations = new ConversationsRepository(store.knex, () => clock.now());
       const keptIndex = new KeptAudioIndex(redis, config.redisPrefix);
       const lifecycle = new ConversationLifecycle({ conversations, users, clock, logger, queue, events, memoryAccessDefault: config.memoryAccessDefault === 'enabled', keptAudio: keptIndex });
+      const deletedAccounts = new DeletedAccounts(store.knex);
       const authenticator = new Authenticator({
         verifier: await createVerifier(config, clock),
         keys: apiKeys,
@@ -244,6 +246,7 @@ export class Service {
         cacheTtlMs: config.keyCacheTtlS * 1000,
         idTokenCacheMs: config.idTokenCacheS * 1000,
         revocationChannel: `${config.redisPrefix}:api-keys:revoked`,
+        deletedAccounts,
       });
       await authenticator.attach(redis, subscriber);
       const usage = new UsageRepository(store.knex);
@@ -285,7 +288,7 @@ export class Service {
         speakerEmbeddings,
         silenceTrimmer: speakerEmbeddings,
         voiceprints: new Voiceprints(store.knex, speakerEmbeddings, () => clock.now()),
-        accounts: new Accounts({ knex: store.knex, events, authenticator, uploads, versions, logger }),
+        accounts: new Accounts({ knex: store.knex, events, authenticator, uploads, versions, logger, deleted: deletedAccounts, now: () => clock.now() }),
       };
       webhookParts(services, opts.webhookResolver ? { resolve: opts.webhookResolver } : {});
       daySummaries(services);

@@ -34,6 +34,7 @@ export const ERRORS = {
   ENG_ERR_AUTH_SCOPE_MISSING: def(403, 'Insufficient permissions. Required scope: {scope}'),
   ENG_ERR_AUTH_NOT_AUTHENTICATED: def(401, 'Not authenticated'),
   ENG_ERR_AUTH_TOKEN_INVALID: def(401, 'Invalid or expired token'),
+  ENG_ERR_AUTH_ACCOUNT_DELETED: def(401, 'This account was deleted; sign in again'),
 
   // Developer data API.
   ENG_ERR_RESOURCE_NOT_FOUND: def(404, '{resource} not found'),

@@ -1,6 +1,8 @@
 // Erasing an account from the store: every row that is the user's, or about them, and the apps they own with what
 // hangs off those apps. Idempotent: a run cut short is finished by the next one.
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
+import { isoNow } from './store.js';
 
 /** Conversations whose segments and photos are deleted per step, so no one statement holds the store long. */
 const CONVERSATIONS_PER_STEP = 50;
@@ -63,3 +65,24 @@ export async function eraseAccount(knex: Knex, uid: string): Promise<ErasedAccou
   rows += await knex('users').where({ id: uid }).del();
   return { keyHashes, rows };
 }
+
+/**
+ * When accounts were deleted, by the SHA-256 of the user id (the row does not name the user). ID tokens issued before
+ * a deletion are refused while its row lasts (the retention sweep prunes it).
+ */
+export class DeletedAccounts {
+  constructor(private readonly knex: Knex) {}
+
+  /** Records `uid`'s account as deleted at `atMs`; a later deletion of the same id moves the time on. */
+  async record(uid: string, atMs: number): Promise<void> {
+    await this.knex('deleted_accounts').insert({ id: uidHash(uid), deleted_at: isoNow(atMs) }).onConflict('id').merge(['deleted_at']);
+  }
+
+  /** When `uid`'s account was last deleted, in epoch ms; undefined when it never was (or the row was pruned). */
+  async deletedAt(uid: string): Promise<number | undefined> {
+    const row = (await this.knex('deleted_accounts').where({ id: uidHash(uid) }).first('deleted_at')) as { deleted_at: string } | undefined;
+    return row === undefined ? undefined : Date.parse(row.deleted_at);
+  }
+}
+
+const uidHash = (uid: string): string => createHash('sha256').update(uid).digest('hex');

@@ -1,5 +1,6 @@
 // Records that are logs rather than the user's data are kept for a bounded time: the webhook delivery log, what apps
-// answered live transcripts and what became of it, owners' notices, users' notifications and finished sync jobs.
+// answered live transcripts and what became of it, owners' notices, users' notifications, finished sync jobs, and the
+// record of deleted accounts.
 // Conversations, memories, action items, summaries and voice profiles are the user's and are never pruned here.
 import type { Knex } from 'knex';
 import { isoNow } from './store.js';
@@ -22,6 +23,8 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
   { table: 'owner_notifications', column: 'created_at', keepMs: 30 * DAY_MS, where: (q) => q.whereNotNull('sent_at') },
   { table: 'notifications', column: 'created_at', keepMs: 90 * DAY_MS },
   { table: 'sync_jobs', column: 'updated_at', keepMs: 30 * DAY_MS, where: (q) => q.whereIn('status', ['completed', 'failed']) },
+  // Past this, an ID token issued before its account was deleted is accepted again (Firebase's live for an hour).
+  { table: 'deleted_accounts', column: 'deleted_at', keepMs: 30 * DAY_MS },
 ];
 
 /** How often a jobs node prunes. */

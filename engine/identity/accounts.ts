@@ -7,7 +7,7 @@ import type { VersionedWrites } from '../cache/data-versions.js';
 import type { SessionEvents } from '../jobs/session-events.js';
 import type { Authenticator } from './authenticator.js';
 import type { UploadStore } from '../sync/uploads.js';
-import { eraseAccount } from '../db/accounts.js';
+import { eraseAccount, type DeletedAccounts } from '../db/accounts.js';
 
 /** How long the nodes get to finish and close the user's live sessions before the rows go regardless. */
 export const CLOSE_SESSIONS_MS = 15_000;
@@ -15,7 +15,9 @@ export const CLOSE_SESSIONS_MS = 15_000;
 export interface AccountsOptions {
   knex: Knex;
   events: SessionEvents;
-  authenticator: Pick<Authenticator, 'revoked'>;
+  authenticator: Pick<Authenticator, 'revoked' | 'accountDeleted'>;
+  deleted: Pick<DeletedAccounts, 'record'>;
+  now: () => number;
   uploads: Pick<UploadStore, 'removeAllFor'>;
   versions: VersionedWrites;
   logger: Logger;
@@ -35,11 +37,14 @@ export class Accounts {
   constructor(private readonly o: AccountsOptions) {}
 
   /**
-   * Deletes `uid`'s account. The sessions close first (each finishes its audio), so nothing they write comes after
-   * the erasure; a deletion cut short (the store or Redis away) is finished by asking again.
+   * Deletes `uid`'s account. Its ID tokens are refused first, so a device told to go does not come back and start a
+   * new account with the token it holds; then the sessions close (each finishes its audio), so nothing they write
+   * comes after the erasure. A deletion cut short (the store or Redis away) is finished by asking again.
    */
   async delete(uid: string): Promise<DeletedAccount> {
     const { knex, events, authenticator, uploads, versions, logger } = this.o;
+    await this.o.deleted.record(uid, this.o.now());
+    await authenticator.accountDeleted(uid);
     const answers = await events.requestClose(uid, CLOSE_SESSIONS_MS);
     // A write of the user's data: every node's cached answers about them are stale after it.
     const erased = await versions.write(uid, () => eraseAccount(knex, uid));

@@ -7,7 +7,8 @@ import { EngineError, isEngineError } from '../errors.js';
 /** What a route needs from the caller; the app's authenticate hook interprets it. */
 export type AuthSpec =
   | { readonly kind: 'none' }
-  | { readonly kind: 'id_token' }
+  /** `ofDeletedAccount`: a token issued before its account was deleted is taken too (to finish the deletion). */
+  | { readonly kind: 'id_token'; readonly ofDeletedAccount?: boolean }
   | { readonly kind: 'api_key'; readonly scope: string; readonly alsoIdToken?: boolean }
   /** An assistant-protocol (svc_mcp_) key; each MCP tool checks its own scope. */
   | { readonly kind: 'mcp_key' };
@@ -56,7 +57,7 @@ export async function authenticate(
       case 'none':
         return { principal: ANONYMOUS };
       case 'id_token':
-        principal = await a.idToken(headers.authorization);
+        principal = await a.idToken(headers.authorization, spec.ofDeletedAccount);
         break;
       case 'api_key':
         // Under the limits, the scope is checked after counting, so its 403 carries the key's headers.

@@ -68,6 +68,11 @@ class VerifiedTokens {
     return this.#entries.size;
   }
 
+  /** Forgets every token of `uid`'s. */
+  forgetUser(uid: string): void {
+    for (const [key, entry] of this.#entries) if (entry.uid === uid) this.#entries.delete(key);
+  }
+
   clear(): void {
     this.#entries.clear();
   }
@@ -97,12 +102,19 @@ export interface AuthenticatorOptions {
   readonly idTokenCacheMs: number;
   /** Redis channel on which revocations are announced to every node. */
   readonly revocationChannel: string;
+  /** When accounts were deleted: their ID tokens issued before it are refused. */
+  readonly deletedAccounts?: { deletedAt(uid: string): Promise<number | undefined> };
 }
+
+/** A revocation message naming a user (every token of theirs) rather than a key hash (hex). */
+const USER_REVOKED = 'user:';
 
 export class Authenticator {
   readonly #o: AuthenticatorOptions;
   readonly #cache = new Map<string, CacheEntry>();
   readonly #tokens: VerifiedTokens;
+  /** Users forgotten so far: a verification that saw it change reads the deletion record again. */
+  #forgets = 0;
   #publisher: RedisClient | undefined;
   #subscriber: RedisClient | undefined;
 
@@ -115,17 +127,22 @@ export class Authenticator {
   async attach(publisher: RedisClient, subscriber: RedisClient): Promise<void> {
     this.#publisher = publisher;
     this.#subscriber = subscriber;
-    subscriber.on('message', (channel: string, hash: string) => {
-      if (channel === this.#o.revocationChannel) this.#cache.delete(hash);
+    subscriber.on('message', (channel: string, message: string) => {
+      if (channel !== this.#o.revocationChannel) return;
+      if (message.startsWith(USER_REVOKED)) this.#forgetUser(message.slice(USER_REVOKED.length));
+      else this.#cache.delete(message);
     });
     await subscriber.subscribe(this.#o.revocationChannel);
   }
 
-  /** Verifies an ID token from the Authorization header; 401 "Not authenticated" when there is none. */
-  async idToken(header: string | undefined): Promise<Principal> {
+  /**
+   * Verifies an ID token from the Authorization header; 401 "Not authenticated" when there is none, and when it was
+   * issued before its account was deleted, unless `ofDeletedAccount` (finishing that deletion).
+   */
+  async idToken(header: string | undefined, ofDeletedAccount = false): Promise<Principal> {
     const token = bearer(header);
     if (!token) throw new EngineError('ENG_ERR_AUTH_NOT_AUTHENTICATED', {}, { headers: { 'www-authenticate': 'Bearer' } });
-    return { uid: await this.#verify(token), via: 'id_token' };
+    return { uid: await this.#verify(token, ofDeletedAccount), via: 'id_token' };
   }
 
   /**
@@ -143,12 +160,34 @@ export class Authenticator {
     return this.#tokens.size;
   }
 
-  async #verify(token: string): Promise<string> {
+  async #verify(token: string, ofDeletedAccount = false): Promise<string> {
     const known = this.#tokens.get(token, this.#o.clock.now());
     if (known !== undefined) return known;
     const verified = await this.#o.verifier.verify(token);
+    let deletedAt: number | undefined;
+    // An account deleted while its record was read (forgotten meanwhile) is read again: the record is written
+    // before the nodes are told, so the second read sees it.
+    for (let forgets = -1; forgets !== this.#forgets; ) {
+      forgets = this.#forgets;
+      deletedAt = await this.#o.deletedAccounts?.deletedAt(verified.uid);
+    }
+    if (deletedAt !== undefined && verified.issuedAtMs <= deletedAt) {
+      if (ofDeletedAccount) return verified.uid;
+      throw new EngineError('ENG_ERR_AUTH_ACCOUNT_DELETED', {}, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+    }
     this.#tokens.put(token, verified, this.#o.clock.now());
     return verified.uid;
+  }
+
+  /** Forgets every remembered ID token of `uid`'s here and on every other node: their account was deleted. */
+  async accountDeleted(uid: string): Promise<void> {
+    this.#forgetUser(uid);
+    if (this.#publisher) await this.#publisher.publish(this.#o.revocationChannel, `${USER_REVOKED}${uid}`);
+  }
+
+  #forgetUser(uid: string): void {
+    this.#forgets++;
+    this.#tokens.forgetUser(uid);
   }
 
   /**

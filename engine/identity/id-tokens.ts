@@ -12,6 +12,8 @@ export interface VerifiedIdToken {
   readonly uid: string;
   /** The token's `exp`, in epoch milliseconds. */
   readonly expiresAtMs: number;
+  /** The token's `iat`, in epoch milliseconds; 0 when it has none. */
+  readonly issuedAtMs: number;
 }
 
 export interface IdTokenVerifier {
@@ -53,8 +55,8 @@ async function verifyWith(
   if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_UID_LENGTH) {
     throw new EngineError('ENG_ERR_AUTH_TOKEN_INVALID', {}, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
   }
-  // requiredClaims made jose check that exp is there and a number.
-  return { uid: sub, expiresAtMs: (payload.exp as number) * 1000 };
+  // requiredClaims made jose check that exp is there and a number; jose checks iat's type when it is there.
+  return { uid: sub, expiresAtMs: (payload.exp as number) * 1000, issuedAtMs: typeof payload.iat === 'number' ? payload.iat * 1000 : 0 };
 }
 
 /** Verifies against a provider's JWKS endpoint; keys are fetched and cached by jose (refetched on unknown `kid`). */

@@ -194,7 +194,9 @@ export function attachListen(app: uWS.TemplatedApp, o: ListenServerOptions): voi
         (err: unknown) => {
           if (aborted) return;
           const status = isEngineError(err) && err.status === 401 ? '401 Unauthorized' : '503 Service Unavailable';
-          reject(res, status, status.startsWith('401') ? 'Invalid or expired token' : 'Service temporarily unavailable', { 'www-authenticate': 'Bearer' });
+          // A device whose account was deleted is told so: signing in again, not retrying, is what helps.
+          const why = !status.startsWith('401') ? 'Service temporarily unavailable' : isEngineError(err) && err.code === 'ENG_ERR_AUTH_ACCOUNT_DELETED' ? err.message : 'Invalid or expired token';
+          reject(res, status, why, { 'www-authenticate': 'Bearer' });
         },
       );
     },

@@ -145,10 +145,11 @@ export function userSettingsRoutes(s: Services): AppRoute[] {
         'conversations with their transcripts and photos, memories, action items, goals, day summaries, speech profile, ' +
         'people and voice samples, settings, push tokens, notifications, usage, webhooks and their delivery log, offline ' +
         'sync jobs and uploads, your developer and MCP keys (refused at once on every node), and the apps you own with ' +
-        'their installs. Cannot be undone. Signing in again starts an empty account. Answers once everything is erased; ' +
-        'if it fails part way (503), asking again finishes it.',
+        'their installs. Cannot be undone. ID tokens issued before the deletion are refused from its start (401), except ' +
+        'here: if it fails part way (503), asking again with the same token finishes it. Signing in again afterwards ' +
+        'starts an empty account. Answers once everything is erased.',
       tags,
-      auth: { kind: 'id_token' },
+      auth: { kind: 'id_token', ofDeletedAccount: true },
       responses: { 200: { description: 'deleted', schema: OkSchema } },
       async handler({ auth }) {
         await s.accounts.delete(auth.uid);

@@ -1,7 +1,8 @@
 // Deleting an account over the API, on sqlite and PostgreSQL: two users with data of every kind (keys, conversations,
 // memories, goals, people and voice samples, apps, webhooks and deliveries, notifications, day summaries, sync jobs and
 // uploads); one deletes their account while a live session of theirs is open on another node. It closes with 4410,
-// no row of any table holds anything of theirs, their keys stop working at once, and the other user keeps everything.
+// no row of any table holds anything of theirs, their keys and the ID token they held stop working at once on every
+// node, and the other user keeps everything.
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { ManualClock } from '../../engine/clock.js';
 import { Client, seed } from '../helpers/isolation.js';
 import { receiver } from '../helpers/webhooks.js';
 import { voice, SENTENCES } from '../helpers/voices.js';
-import { open } from '../helpers/listen.js';
+import { connect, open } from '../helpers/listen.js';
 import { CloseCode } from '../../engine/protocol.js';
 
 t.setTimeout(300_000);
@@ -65,10 +66,24 @@ for (const store of STORES) {
     t.same(left, [], 'no row of any table holds anything of the deleted user');
     t.ok(bRows > 20, `the other user's ${bRows} rows are all there`);
 
-    // A's keys are refused at once; A's ID token signs into an empty account.
+    // A's keys are refused at once, and so is the ID token A held, on either node: a device told to go that
+    // reconnects with it does not start a new account.
     for (const key of [a.devKey, a.mcpKey]) t.equal((await c.send({ method: 'GET', path: '/v1/dev/user/memories', headers: bearer(key) })).status, 401, 'a deleted account\'s key is refused');
-    t.equal((await c.send({ method: 'GET', path: `/v2/sync-local-files/uploads/${a.upload_id}`, headers: bearer(a.token) })).status, 404, 'the unfinished upload is gone');
-    const settings = await c.send({ method: 'GET', path: '/v1/users/settings', headers: bearer(a.token) });
+    const stale = await c.send({ method: 'GET', path: '/v1/users/settings', headers: bearer(a.token) });
+    t.equal(stale.status, 401, 'the ID token from before the deletion is refused');
+    t.same(stale.json, { detail: 'This account was deleted; sign in again' });
+    for (const node of [ts, other]) {
+      const again = await connect(node, { uid: a.uid, language: 'en', sample_rate: '16000', codec: 'pcm16' }, a.token);
+      t.equal(again.status, 401, 'a device reconnecting with it is refused');
+      t.match(again.client === undefined ? again.body : '', /account was deleted/);
+    }
+    t.notOk(await k('users').where({ id: a.uid }).first(), 'and no account was made by trying');
+
+    // Signing in again (a token issued after the deletion) starts an empty account.
+    clock.advance(1000);
+    const token = await ts.token(a.uid);
+    t.equal((await c.send({ method: 'GET', path: `/v2/sync-local-files/uploads/${a.upload_id}`, headers: bearer(token) })).status, 404, 'the unfinished upload is gone');
+    const settings = await c.send({ method: 'GET', path: '/v1/users/settings', headers: bearer(token) });
     t.equal(settings.json?.name, null, 'signing in again finds an empty account');
     const fresh = await ts.devKey(a.uid);
     t.same((await c.send({ method: 'GET', path: '/v1/dev/user/conversations', headers: bearer(fresh) })).json, [], 'with no conversations');
@@ -85,7 +100,8 @@ for (const store of STORES) {
     t.ok(bOpen, "B's live session is still open");
     otherSession.close();
 
-    t.equal((await c.send({ method: 'DELETE', path: '/v1/users/delete-account', headers: bearer(a.token) })).status, 200, 'deleting again is harmless');
+    t.equal((await c.send({ method: 'DELETE', path: '/v1/users/delete-account', headers: bearer(a.token) })).status, 200, 'deleting again, with the token from before, is harmless (a deletion cut short is finished so)');
+    t.equal((await c.send({ method: 'GET', path: '/v1/dev/user/conversations', headers: bearer(fresh) })).status, 401, 'and it deleted the new account too');
     t.equal((await c.send({ method: 'DELETE', path: '/v1/users/delete-account', headers: bearer(a.devKey) })).status, 401, 'never with a developer key');
   });
 }

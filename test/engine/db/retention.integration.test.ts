@@ -6,6 +6,7 @@ import { startService } from '../../helpers/service.js';
 import { bearer } from '../../helpers/http.js';
 import { isoNow } from '../../../engine/db/store.js';
 import { Retention, RETENTION_CHUNK } from '../../../engine/db/retention.js';
+import { DeletedAccounts } from '../../../engine/db/accounts.js';
 
 const DAY = 24 * 3600_000;
 const NOW = Date.UTC(2026, 11, 1, 12);
@@ -43,6 +44,9 @@ for (const kind of STORES) {
       { id: 'j-done', user_id: 'u1', status: 'completed', files: '[]', created_at: at(31), updated_at: at(31) },
       { id: 'j-queued', user_id: 'u1', status: 'queued', files: '[]', created_at: at(31), updated_at: at(31) },
     ]);
+    const deletions = new DeletedAccounts(k);
+    await deletions.record('gone-long-ago', NOW - 31 * DAY);
+    await deletions.record('gone-lately', NOW - 29 * DAY);
 
     const deleted = await new Retention(k).sweep(NOW);
     t.same(Object.fromEntries(deleted), {
@@ -52,6 +56,7 @@ for (const kind of STORES) {
       owner_notifications: 1,
       notifications: 1,
       sync_jobs: 1,
+      deleted_accounts: 1,
     });
     const ids = async (table: string, col = 'id'): Promise<unknown[]> => (await k(table).select(col).orderBy(col)).map((r: Record<string, unknown>) => r[col]);
     t.same(await ids('webhook_deliveries'), ['old-retrying', 'recent'], 'a delivery still under way stays however old; a recent one stays');
@@ -60,6 +65,8 @@ for (const kind of STORES) {
     t.same(await ids('owner_notifications', 'detail'), ['{"unsent":true}'], 'a notice its owner was not yet sent stays');
     t.same(await ids('notifications', 'title'), ['kept'], 'notifications are kept 90 days');
     t.same(await ids('sync_jobs'), ['j-queued'], 'a job not finished stays');
+    t.equal(await deletions.deletedAt('gone-long-ago'), undefined, 'an account deleted 31 days ago is forgotten');
+    t.equal(await deletions.deletedAt('gone-lately'), NOW - 29 * DAY, 'one deleted 29 days ago is remembered');
     t.same(Object.fromEntries(await new Retention(k).sweep(NOW)), {}, 'a second sweep finds nothing');
   });
 }

@@ -1,5 +1,6 @@
 // Remembered ID tokens: a token verified once is admitted again without a signature check, never past its exp or the
-// cache's lifetime, and a token that failed is checked again every time.
+// cache's lifetime, and a token that failed is checked again every time. Tokens issued before their account was
+// deleted are refused, and forgotten at the deletion.
 import t from 'tap';
 import { Authenticator } from '../../../engine/identity/authenticator.js';
 import type { IdTokenVerifier, VerifiedIdToken } from '../../../engine/identity/id-tokens.js';
@@ -8,18 +9,30 @@ import { ManualClock } from '../../../engine/clock.js';
 import { createLogger } from '../../../engine/logger.js';
 import { EngineError } from '../../../engine/errors.js';
 
-/** Tokens are "uid:expSeconds"; "bad" fails. Counts the signature checks it was asked for. */
+/** Tokens are "uid:expSeconds[:iatSeconds]"; "bad" fails. Counts the signature checks it was asked for. */
 class CountingVerifier implements IdTokenVerifier {
   calls = 0;
   async verify(token: string): Promise<VerifiedIdToken> {
     this.calls++;
-    const [uid, exp] = token.split(':');
+    const [uid, exp, iat] = token.split(':');
     if (uid === 'bad' || exp === undefined) throw new EngineError('ENG_ERR_AUTH_TOKEN_INVALID');
-    return { uid: uid!, expiresAtMs: Number(exp) * 1000 };
+    return { uid: uid!, expiresAtMs: Number(exp) * 1000, issuedAtMs: iat === undefined ? 0 : Number(iat) * 1000 };
   }
 }
 
-function setup(idTokenCacheMs: number) {
+/** Deletion times by uid; `lookups` counts the reads, `gate` holds the next read until released. */
+class Deletions {
+  readonly at = new Map<string, number>();
+  lookups = 0;
+  gate: Promise<void> | undefined;
+  async deletedAt(uid: string): Promise<number | undefined> {
+    this.lookups++;
+    await this.gate;
+    return this.at.get(uid);
+  }
+}
+
+function setup(idTokenCacheMs: number, deletions?: Deletions) {
   const clock = new ManualClock(Date.UTC(2026, 10, 26, 12, 0, 0));
   const verifier = new CountingVerifier();
   const auth = new Authenticator({
@@ -31,6 +44,7 @@ function setup(idTokenCacheMs: number) {
     cacheTtlMs: 60_000,
     idTokenCacheMs,
     revocationChannel: 'unused',
+    ...(deletions && { deletedAccounts: deletions }),
   });
   const nowS = clock.now() / 1000;
   return { clock, verifier, auth, nowS };
@@ -91,4 +105,43 @@ t.test('the cache holds no more than the tokens of its lifetime', async (t) => {
   t.ok(auth.knownIdToken(`Bearer u59:${nowS + 3600}`), 'the newest is known');
   await auth.close();
   t.equal(auth.knownIdTokens, 0, 'close() forgets them');
+});
+
+t.test('a token issued before its account was deleted is refused, except to finish the deletion', async (t) => {
+  const deletions = new Deletions();
+  const { clock, auth, nowS } = setup(300_000, deletions);
+  const before = `Bearer gone:${nowS + 3600}:${nowS}`;
+  const other = `Bearer stays:${nowS + 3600}:${nowS}`;
+  t.same(await auth.idToken(before), { uid: 'gone', via: 'id_token' }, 'accepted while the account lives');
+  await auth.idToken(other);
+  deletions.at.set('gone', clock.now());
+  await auth.accountDeleted('gone');
+  t.equal(auth.knownIdToken(before), undefined, 'forgotten at the deletion');
+  t.ok(auth.knownIdToken(other), "another user's token is still known");
+  await t.rejects(auth.idToken(before), { code: 'ENG_ERR_AUTH_ACCOUNT_DELETED', status: 401 });
+  await t.rejects(auth.apiKey(before, 'dev', undefined, true), { code: 'ENG_ERR_AUTH_ACCOUNT_DELETED' }, 'on routes that also take keys too');
+  await t.rejects(auth.idToken(`Bearer gone:${nowS + 3600}`), { code: 'ENG_ERR_AUTH_ACCOUNT_DELETED' }, 'a token without iat counts as issued before');
+  t.same(await auth.idToken(before, true), { uid: 'gone', via: 'id_token' }, 'taken to finish the deletion');
+  t.equal(auth.knownIdToken(before), undefined, 'and not remembered for anything else');
+  clock.advance(1000);
+  const after = `Bearer gone:${nowS + 7200}:${nowS + 1}`;
+  t.same(await auth.idToken(after), { uid: 'gone', via: 'id_token' }, 'a token issued after the deletion signs in');
+  t.ok(auth.knownIdToken(after));
+});
+
+t.test('a token being checked while its account is deleted is refused', async (t) => {
+  const deletions = new Deletions();
+  const { clock, auth, nowS } = setup(300_000, deletions);
+  const header = `Bearer racing:${nowS + 3600}:${nowS}`;
+  let release!: () => void;
+  deletions.gate = new Promise((r) => (release = r));
+  const checked = auth.idToken(header);
+  await new Promise((r) => setImmediate(r));
+  t.equal(deletions.lookups, 1, 'the deletion record is being read');
+  deletions.at.set('racing', clock.now());
+  await auth.accountDeleted('racing');
+  release();
+  await t.rejects(checked, { code: 'ENG_ERR_AUTH_ACCOUNT_DELETED' }, 'the record is read again and refuses it');
+  t.equal(deletions.lookups, 2);
+  t.equal(auth.knownIdToken(header), undefined, 'and it is not remembered');
 });
