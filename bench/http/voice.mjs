@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { figuresOf, finish, machine } from '../lib/report.mjs';
+import { ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
 import { cleanRedis, serviceEnv, startChild } from '../lib/processes.mjs';
 import { signTokens, startFakeProvider } from '../listen/stack.mjs';
 
@@ -23,7 +23,7 @@ const LONG_S = 900;
 /** Users the requests rotate through: each may send 20 a minute (VOICE_PER_MINUTE). */
 const USERS = 400;
 
-/** 10 s of speech as a 16 kHz mono WAV file's bytes: espeak-ng, padded or cut by sox. */
+/** 10 s of speech as a 16 kHz mono WAV file's bytes: espeak-ng, padded or cut by sox. @param {string} dir */
 function message(dir) {
   const spoken = path.join(dir, 'spoken.wav');
   const wav = path.join(dir, 'message.wav');
@@ -32,9 +32,9 @@ function message(dir) {
   return readFileSync(wav);
 }
 
-/** `seconds` of a noisy tone as a device's `.bin` file: length-prefixed 20 ms Opus packets at 16 kHz. */
+/** `seconds` of a noisy tone as a device's `.bin` file: length-prefixed 20 ms Opus packets at 16 kHz. @param {number} seconds */
 async function opusBin(seconds) {
-  const { OpusEncoderStream } = await import('../../dist/native/opus.js');
+  const { OpusEncoderStream } = await import(path.join(ROOT_DIR, 'dist/native/opus.js'));
   const enc = new OpusEncoderStream(16000);
   const frame = new Int16Array(320);
   const parts = [];
@@ -79,7 +79,7 @@ export async function run(options) {
       form.append('language', 'en');
       const started = performance.now();
       const res = await fetch(`${service?.url}/v2/voice-message/transcribe`, { method: 'POST', body: form, headers: { authorization: `Bearer ${tokens[next++ % USERS]}` } });
-      const body = await res.json();
+      const body = /** @type {{ outcome?: string }} */ (await res.json());
       if (res.status !== 200 || body.outcome !== 'success') failed++;
       return performance.now() - started;
     };
@@ -113,7 +113,7 @@ export async function run(options) {
     rmSync(dataDir, { recursive: true, force: true });
   }
   latencies.sort((a, b) => a - b);
-  const q = (p) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0);
+  const q = (/** @type {number} */ p) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0);
   const perSec = Number(((latencies.length * 1000) / elapsedMs).toFixed(1));
   const meanMs = Math.round(latencies.reduce((a, b) => a + b, 0) / Math.max(1, latencies.length));
   const result = {

@@ -168,6 +168,7 @@ export function fleetResult(a) {
       ['segment latency p50 / p95 / p99 / max, ms', pct(w.segLatency), '-', '', ''],
       ['engine decode delay p50 / p99, event-loop delay p99, ms', engineDelayCell(w.engine), '-', '', ''],
       ['frames lost (sent − received after drain)', v(d.lostFrames), v(f.bareDrain?.lostFrames), '', '0'],
+      ['  frames received twice (sent again after provider failures)', v(d.resentFrames), '-', '', ''],
       ['  frames kept for later transcription after provider failures (not lost)', v(d.keptFrames), '-', '', ''],
       ['server CPU µs per session-second', v(w.serverCpuUsPerSessionS), v(b?.serverCpuUsPerSessionS), v(cpuRatio), `≤ ${GOALS.cpuRatioMax}× bare`],
       ['  the same beyond the idle service’s own CPU', v(beyondIdle), v(b?.serverCpuUsPerSessionS), v(beyondIdleRatio), ''],

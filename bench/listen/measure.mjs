@@ -327,7 +327,9 @@ export async function observe(ctx, o) {
 
 /**
  * Closes every session and waits until the PCM stops arriving: then frames lost = audio sent − PCM received − the
- * codec's own delay (AAC's priming frame, once per stream).
+ * codec's own delay (AAC's priming frame, once per stream). Audio a session sent again to a new provider stream after
+ * a provider failed arrives twice: when more arrived than was sent, the surplus is counted as re-sent, not as a
+ * negative loss (a loss it hides is not seen).
  * @param {Ctx} ctx
  * @param {{ frameMs: number, primingFrames: number }} codec
  */
@@ -361,7 +363,8 @@ export async function drain(ctx, codec) {
   }
   const keptS = engine?.keptS;
   const keptFrames = keptS === undefined || Number.isNaN(keptS) ? null : Math.round((keptS * 1000) / frameMs);
-  return { totals, receivedMs: round(receivedMs, 1), codecDelayMs: round(codecDelayMs, 1), lostMs: round(lostMs, 1), lostFrames: Math.round(lostMs / frameMs), keptFrames, streamsLeftOpen: s.streamsOpen };
+  const netFrames = Math.round(lostMs / frameMs);
+  return { totals, receivedMs: round(receivedMs, 1), codecDelayMs: round(codecDelayMs, 1), lostMs: round(lostMs, 1), lostFrames: Math.max(0, netFrames), resentFrames: Math.max(0, -netFrames), keptFrames, streamsLeftOpen: s.streamsOpen };
 }
 
 /**

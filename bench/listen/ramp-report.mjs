@@ -146,6 +146,7 @@ function roundsSummary(a) {
       ['server RSS idle; with the sessions by round (median), MiB', `${v(Math.round(r.rssMiB.idle * 10) / 10)}; ${r.rssMiB.svc.map(v).join(', ')}`, `-; ${r.rssMiB.bare.map(v).join(', ')}`, '', ''],
       ['RSS per streaming session beyond idle (median of the rounds), KiB', v(r.rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
       ['frames lost over all rounds', v(a.svcDrain.lostFrames), v(a.bareDrain.lostFrames), '', '0'],
+      ['  of the service: frames received twice (sent again after provider failures)', v(a.svcDrain.resentFrames), '-', '', ''],
       ['  of the service: frames kept for later transcription after provider failures (not lost)', v(a.svcDrain.keptFrames), '-', '', ''],
     ],
   };
@@ -205,6 +206,7 @@ export function rampResult(a) {
       [`the box at capacity: server + generator + fake, cores of ${a.m?.cpus ?? '?'}`, v(boxCores(top)), v(boxCores(lp.get(limit.capacity))), '', ''],
       [`RSS per streaming session beyond idle (at ${up?.sessions ?? '-'}${up === top ? '' : ', the last pass before a failure'}), KiB`, v(rssPerSession), '-', '', `≤ ${GOALS.rssPerSessionKiBMax}`],
       ['frames lost over the whole ramp (failing steps included)', v(a.svcDrain.lostFrames), v(a.bareDrain.lostFrames), '', ''],
+      ['  of the service: frames received twice (sent again after provider failures)', v(a.svcDrain.resentFrames), '-', '', ''],
       ['  of the service: frames kept for later transcription after provider failures (not lost)', v(a.svcDrain.keptFrames), '-', '', ''],
     ],
   };

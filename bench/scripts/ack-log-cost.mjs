@@ -13,7 +13,7 @@ const { values } = parseArgs({ options: { sessions: { type: 'string', default: '
 const root = values.root ?? fileURLToPath(new URL('../../', import.meta.url));
 const sessions = Number(values.sessions);
 const seconds = Number(values.seconds);
-const load = (p) => import(path.join(root, 'dist/engine', p));
+const load = (/** @type {string} */ p) => import(path.join(root, 'dist/engine', p));
 const { DurableAudio } = await load('listen/durable-audio.js');
 const { LocalAudioLogStore } = await load('listen/audio-log.js');
 const { Scheduler } = await load('scheduler.js');
@@ -24,6 +24,7 @@ const dir = mkdtempSync(path.join(tmpdir(), 'ack-log-cost-'));
 const scheduler = new Scheduler({ clock: systemClock });
 const d = new DurableAudio({ store: new LocalAudioLogStore(dir), clock: systemClock, scheduler, logger: createLogger('silent'), writer: 'bench', maxSessionBytes: 1e12, maxNodeBytes: 1e12 });
 let acks = 0;
+/** @type {any[]} */
 const connections = [];
 for (let i = 0; i < sessions; i++) {
   const c = d.connection({ sessionId: `s${i}-${process.pid}`, uid: 'u', codec: 'opus', sampleRate: 16000, channels: 1, language: 'en', source: 'omi' });
@@ -45,7 +46,7 @@ const feed = setInterval(() => {
 await new Promise((r) => setTimeout(r, seconds * 1000));
 clearInterval(feed);
 const cpu = process.cpuUsage(cpu0);
-const per = (us) => Math.round(us / (sessions * seconds));
+const per = (/** @type {number} */ us) => Math.round(us / (sessions * seconds));
 console.log(JSON.stringify({ root, sessions, seconds, cpuUsPerSessionSecond: per(cpu.user + cpu.system), userUs: per(cpu.user), systemUs: per(cpu.system), acksPerSessionSecond: Math.round((acks / (sessions * seconds)) * 100) / 100 }));
 await d.close();
 scheduler.close?.();

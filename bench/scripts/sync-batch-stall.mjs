@@ -18,7 +18,7 @@ process.chdir(root);
 const { cleanRedis, serviceEnv, startChild } = await import(path.join(root, 'bench/lib/processes.mjs'));
 const { signTokens, startFakeProvider } = await import(path.join(root, 'bench/listen/stack.mjs'));
 
-/** `seconds` of quiet noise as 20 ms pcm16 frames, each behind its 4-byte length. */
+/** `seconds` of quiet noise as 20 ms pcm16 frames, each behind its 4-byte length. @param {number} seconds @param {number} seed */
 function pcm16Frames(seconds, seed) {
   const out = Buffer.alloc(seconds * 50 * 644);
   for (let i = 0, at = 0; i < seconds * 50; i++) {
