@@ -39,7 +39,7 @@ import { ActorRegistry } from './listen/actor-registry.js';
 import { CloseCode } from './protocol.js';
 import type { LoopPacer } from './runtime/loop-pacer.js';
 import { registerProcessMetrics, registerRetentionMetrics, registerSyncMetrics, registerVoiceMetrics } from './node/metrics.js';
-import { Retention, RETENTION_INTERVAL_MS } from './db/retention.js';
+import { Retention, RETENTION_INTERVAL_MS, retentionRules } from './db/retention.js';
 import { Accounts } from './identity/accounts.js';
 import { DeletedAccounts } from './db/accounts.js';
 import type { NamedQueue } from './jobs/queue-metrics.js';
@@ -342,7 +342,7 @@ export class Service {
           logger.info({ removed }, 'idle sync uploads removed');
         });
         // Logs past their retention; every jobs node prunes (a row deleted twice is deleted once).
-        const retention = new Retention(store.knex);
+        const retention = new Retention(store.knex, retentionRules({ logs: config.logRetentionDays, notifications: config.notificationRetentionDays }));
         const pruned = registerRetentionMetrics(registry);
         scheduler.every(RETENTION_INTERVAL_MS, async () => {
           for (const [table, deleted] of await retention.sweep(clock.now())) {

@@ -110,6 +110,13 @@ export interface Config {
   readonly audioLogRetentionS: number;
   /** Bytes one session's audio log may hold; past it the session closes with 4413. @defaultValue 134217728 (128 MiB) */
   readonly audioLogMaxSessionBytes: number;
+  /**
+   * Days the logs are kept (ended webhook deliveries, app replies and what became of them, owners' notices, finished
+   * sync jobs) before the hourly sweep deletes them; 0 keeps them. @defaultValue 30
+   */
+  readonly logRetentionDays: number;
+  /** Days users' notifications are kept; 0 keeps them. @defaultValue 90 */
+  readonly notificationRetentionDays: number;
   /** Bytes of audio logs one node's DATA_DIR may hold; past it a session closes with 1013. @defaultValue 4294967296 (4 GiB) */
   readonly audioLogMaxNodeBytes: number;
   /** Codec shard threads; 0 means one fewer than the CPUs, at least 2. @defaultValue 0 */
@@ -183,7 +190,7 @@ export const CONFIG_VARIABLES = [
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'ID_TOKEN_CACHE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
   'LLM_TIMEOUT_MS', 'LLM_MAX_RETRIES', 'VAD_GATE', 'MAX_SESSIONS', 'MAX_SESSIONS_PER_USER', 'LISTEN_MAX_INBOUND_BYTES',
-  'AUDIO_LOG_RETENTION_S', 'AUDIO_LOG_MAX_SESSION_BYTES', 'AUDIO_LOG_MAX_NODE_BYTES', 'CODEC_THREADS', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS',
+  'AUDIO_LOG_RETENTION_S', 'AUDIO_LOG_MAX_SESSION_BYTES', 'LOG_RETENTION_DAYS', 'NOTIFICATION_RETENTION_DAYS', 'AUDIO_LOG_MAX_NODE_BYTES', 'CODEC_THREADS', 'LISTEN_SHED_DECODE_DELAY_MS', 'LISTEN_SHED_STORE_DELAY_MS',
   'JOB_CONCURRENCY', 'STT_PROVIDERS', 'PROVIDER_A_URL', 'PROVIDER_A_API_KEY', 'PROVIDER_B_URL', 'PROVIDER_B_API_KEY',
   'CUSTOM_STT_URL', 'WEBHOOK_ALLOW_PRIVATE', 'FCM_SERVICE_ACCOUNT_FILE', 'FCM_TOKEN_URL', 'FCM_BASE_URL',
   'SPEAKER_MODEL_PATH',
@@ -323,6 +330,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxSessionsPerUser: int(env, 'MAX_SESSIONS_PER_USER', 4, 1, 1000),
     listenMaxInboundBytes: int(env, 'LISTEN_MAX_INBOUND_BYTES', 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
     audioLogRetentionS: int(env, 'AUDIO_LOG_RETENTION_S', 3600, 0, 30 * 86400),
+    logRetentionDays: int(env, 'LOG_RETENTION_DAYS', 30, 0, 3650),
+    notificationRetentionDays: int(env, 'NOTIFICATION_RETENTION_DAYS', 90, 0, 3650),
     audioLogMaxSessionBytes: int(env, 'AUDIO_LOG_MAX_SESSION_BYTES', 128 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024 * 1024),
     audioLogMaxNodeBytes: int(env, 'AUDIO_LOG_MAX_NODE_BYTES', 4 * 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
     codecThreads: int(env, 'CODEC_THREADS', 0, 0, 256),

@@ -15,17 +15,30 @@ export interface RetentionRule {
   where?: (q: Knex.QueryBuilder) => Knex.QueryBuilder;
 }
 
+/** The operator's retention periods, in days (LOG_RETENTION_DAYS, NOTIFICATION_RETENTION_DAYS); 0 keeps those rows. */
+export interface RetentionDays {
+  logs: number;
+  notifications: number;
+}
+
+/** How long a deleted account's record lasts: past it, an ID token issued before the deletion is accepted again. */
+const DELETED_ACCOUNT_KEEP_MS = 30 * DAY_MS;
+
 /** How long each log is kept. Ended deliveries only: one still under way keeps its row however old. */
-export const RETENTION_RULES: readonly RetentionRule[] = [
-  { table: 'webhook_deliveries', column: 'updated_at', keepMs: 30 * DAY_MS, where: (q) => q.whereIn('state', ['delivered', 'failed', 'dropped', 'cancelled']) },
-  { table: 'app_replies', column: 'received_at', keepMs: 30 * DAY_MS },
-  { table: 'proactive_notifications', column: 'created_at', keepMs: 30 * DAY_MS },
-  { table: 'owner_notifications', column: 'created_at', keepMs: 30 * DAY_MS, where: (q) => q.whereNotNull('sent_at') },
-  { table: 'notifications', column: 'created_at', keepMs: 90 * DAY_MS },
-  { table: 'sync_jobs', column: 'updated_at', keepMs: 30 * DAY_MS, where: (q) => q.whereIn('status', ['completed', 'failed']) },
-  // Past this, an ID token issued before its account was deleted is accepted again (Firebase's live for an hour).
-  { table: 'deleted_accounts', column: 'deleted_at', keepMs: 30 * DAY_MS },
-];
+export function retentionRules(days: RetentionDays = { logs: 30, notifications: 90 }): RetentionRule[] {
+  const logs = days.logs * DAY_MS;
+  const rules: RetentionRule[] = [
+    { table: 'webhook_deliveries', column: 'updated_at', keepMs: logs, where: (q) => q.whereIn('state', ['delivered', 'failed', 'dropped', 'cancelled']) },
+    { table: 'app_replies', column: 'received_at', keepMs: logs },
+    { table: 'proactive_notifications', column: 'created_at', keepMs: logs },
+    { table: 'owner_notifications', column: 'created_at', keepMs: logs, where: (q) => q.whereNotNull('sent_at') },
+    { table: 'notifications', column: 'created_at', keepMs: days.notifications * DAY_MS },
+    { table: 'sync_jobs', column: 'updated_at', keepMs: logs, where: (q) => q.whereIn('status', ['completed', 'failed']) },
+    // Not the operator's to keep longer: it refuses tokens (Firebase's live for an hour), it holds nothing else.
+    { table: 'deleted_accounts', column: 'deleted_at', keepMs: DELETED_ACCOUNT_KEEP_MS },
+  ];
+  return rules.filter((r) => r.keepMs > 0);
+}
 
 /** How often a jobs node prunes. */
 export const RETENTION_INTERVAL_MS = 3600_000;
@@ -36,7 +49,7 @@ export const RETENTION_CHUNK = 1000;
 export class Retention {
   constructor(
     private readonly knex: Knex,
-    private readonly rules: readonly RetentionRule[] = RETENTION_RULES,
+    private readonly rules: readonly RetentionRule[] = retentionRules(),
   ) {}
 
   /** Deletes what every rule no longer keeps at `nowMs`; answers the rows deleted by table. */

@@ -71,6 +71,8 @@ const SETTINGS = {
   MAX_SESSIONS_PER_USER: { field: 'maxSessionsPerUser', default: 4, set: ['1', 1], bad: ['0', '1001'] },
   LISTEN_MAX_INBOUND_BYTES: { field: 'listenMaxInboundBytes', default: MiB, set: ['65536', 65536], bad: ['65535'] },
   AUDIO_LOG_RETENTION_S: { field: 'audioLogRetentionS', default: 3600, set: ['60', 60], bad: ['-1', '1h'] },
+  LOG_RETENTION_DAYS: { field: 'logRetentionDays', default: 30, set: ['0', 0], bad: ['-1', '3651', '30d'] },
+  NOTIFICATION_RETENTION_DAYS: { field: 'notificationRetentionDays', default: 90, set: ['7', 7], bad: ['3651', 'x'] },
   AUDIO_LOG_MAX_SESSION_BYTES: { field: 'audioLogMaxSessionBytes', default: 128 * MiB, set: ['1048576', MiB], bad: ['1000'] },
   AUDIO_LOG_MAX_NODE_BYTES: { field: 'audioLogMaxNodeBytes', default: 4096 * MiB, set: ['1048576', MiB], bad: ['1000', 'lots'] },
   CODEC_THREADS: { field: 'codecThreads', default: 0, set: ['2', 2], bad: ['257', 'all'] },

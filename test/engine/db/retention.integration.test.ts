@@ -1,11 +1,12 @@
 // The retention sweep on both stores: logs older than their retention go, newer ones and records still in use stay,
-// and a backlog larger than one step is pruned whole; and the hourly sweep of a jobs node seen through the API.
+// and a backlog larger than one step is pruned whole; the operator's periods, 0 keeping rows; and the hourly sweep of
+// a jobs node seen through the API.
 import t from 'tap';
 import { openTestStore, STORES } from '../../helpers/stores.js';
 import { startService } from '../../helpers/service.js';
 import { bearer } from '../../helpers/http.js';
 import { isoNow } from '../../../engine/db/store.js';
-import { Retention, RETENTION_CHUNK } from '../../../engine/db/retention.js';
+import { Retention, RETENTION_CHUNK, retentionRules } from '../../../engine/db/retention.js';
 import { DeletedAccounts } from '../../../engine/db/accounts.js';
 
 const DAY = 24 * 3600_000;
@@ -85,4 +86,33 @@ t.test('a jobs node prunes every hour: a notification past 90 days leaves the ou
   t.same(await titles(), ['recent'], 'past 90 days: gone at the next hourly sweep');
   const line = (await (await fetch(`${ts.url}/metrics`)).text()).split('\n').find((l) => l.startsWith('retention_deleted_total{table="notifications"}'));
   t.equal(Number(line?.split(' ')[1]), 1, 'counted in /metrics');
+});
+
+t.test("the operator's periods: 0 keeps the logs, a shorter one prunes sooner", async (t) => {
+  const store = openTestStore(t, 'sqlite');
+  await store.migrate();
+  const k = store.knex;
+  const at = (daysAgo: number): string => isoNow(NOW - daysAgo * DAY);
+  await k('webhook_deliveries').insert({ id: 'ancient', owner_kind: 'user', owner_id: 'u1', uid: 'u1', event_type: 'memory_created', subject_id: 'c1', state: 'delivered', created_at: at(400), updated_at: at(400) });
+  await k('notifications').insert([
+    { uid: 'u1', source: 'system', title: 'eight days', body: 'b', data: '{}', created_at: at(8) },
+    { uid: 'u1', source: 'system', title: 'six days', body: 'b', data: '{}', created_at: at(6) },
+  ]);
+  const deleted = await new Retention(k, retentionRules({ logs: 0, notifications: 7 })).sweep(NOW);
+  t.same(Object.fromEntries(deleted), { notifications: 1 });
+  t.same((await k('webhook_deliveries').select('id')).map((r: { id: string }) => r.id), ['ancient'], 'LOG_RETENTION_DAYS=0 keeps the delivery log');
+  t.same((await k('notifications').select('title')).map((r: { title: string }) => r.title), ['six days']);
+  t.ok(retentionRules({ logs: 0, notifications: 0 }).every((r) => r.table === 'deleted_accounts'), 'the record of deleted accounts is pruned whatever the settings');
+});
+
+t.test('NOTIFICATION_RETENTION_DAYS set on a jobs node', async (t) => {
+  const ts = await startService(t, { env: { NOTIFICATION_RETENTION_DAYS: '7' } });
+  await ts.service.services.notifier.notify('u-week', { title: 'last week', body: 'b', data: {}, source: 'system' });
+  const titles = async (): Promise<string[]> => ((await ts.req('/v1/notifications', { headers: bearer(await ts.token('u-week')) })).json as { title: string }[]).map((n) => n.title);
+  ts.clock.advance(6 * DAY);
+  await ts.service.scheduler.tick();
+  t.same(await titles(), ['last week'], 'kept for 7 days');
+  ts.clock.advance(2 * DAY);
+  await ts.service.scheduler.tick();
+  t.same(await titles(), [], 'gone at the first sweep after');
 });
