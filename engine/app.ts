@@ -192,7 +192,8 @@ export class Service {
     const { url: redisUrl, embedded } = await resolveRedis(config, logger);
     const store: Store = openStore(storeOptions(config));
     const redis = createRedis(redisUrl);
-    const subscriber = createRedis(redisUrl);
+    // A subscriber's connection waits for messages, not answers: no command timeout.
+    const subscriber = createRedis(redisUrl, { commandTimeout: undefined });
     redis.on('error', () => undefined);
     subscriber.on('error', () => undefined);
     const scheduler = new Scheduler({ clock, resolutionMs: opts.schedulerResolutionMs ?? 50, onError: (err) => logger.error({ err: { name: (err as Error)?.name } }, 'scheduled task failed') });

@@ -15,7 +15,24 @@ export { isClusterUrl } from './redis-url.js';
 export type RedisClient = Redis | Cluster;
 
 /**
- * A client for commands: fails fast rather than queueing forever while Redis is away. `url` is one server's URL or a
+ * Longest a command waits for its answer. A Redis that stops answering without closing its connections (a frozen
+ * process, a network that drops packets) would otherwise hold every request that needs it for ever; past this the
+ * command fails as on a lost connection. Far above what any of the service's commands takes on a loaded Redis.
+ */
+export const COMMAND_TIMEOUT_MS = 5000;
+
+/** Whether `err` (or its cause) is Redis being away: a lost connection, retries spent, or a command left unanswered. */
+export function isRedisUnavailable(err: unknown): boolean {
+  for (let e = err as { name?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError') return true;
+    if (typeof e.message === 'string' && /^(Command timed out|Connection is closed|Stream isn't writeable)/.test(e.message)) return true;
+  }
+  return false;
+}
+
+/**
+ * A client for commands: fails fast rather than queueing forever while Redis is away, and gives up on a command left
+ * unanswered after COMMAND_TIMEOUT_MS (blocking readers and subscribers pass `commandTimeout: undefined`). `url` is one server's URL or a
  * cluster's (`redis+cluster://host1:port1,host2:port2/`); on a cluster, `extra` applies to the connection to each node,
  * except the options that belong to the cluster as a whole (pipelining, offline queue, ready check, lazy connect,
  * reconnecting).
@@ -29,6 +46,7 @@ export function createRedis(url: string, extra: RedisOptions = {}): RedisClient 
     enableAutoPipelining: true,
     // Reconnect with capped backoff; commands issued meanwhile fail after maxRetriesPerRequest.
     retryStrategy: (times) => Math.min(times * 200, 2000),
+    commandTimeout: COMMAND_TIMEOUT_MS,
     ...extra,
   };
   if (!isClusterUrl(url)) return new Redis(url, options);

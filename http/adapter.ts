@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import client from 'prom-client';
 import { EngineError, isEngineError } from '../engine/errors.js';
 import { isStoreUnavailable } from '../engine/db/store-errors.js';
+import { isRedisUnavailable } from '../engine/redis.js';
 import { ResponseCache, type Ticket } from './response-cache.js';
 import { compile, type Validator } from './validation.js';
 
@@ -419,9 +420,10 @@ export class HttpAdapter<P> {
     if (isEngineError(err)) {
       return { status: err.status, body: { detail: err.detail }, headers: { 'x-error-code': err.code, ...err.headers } };
     }
-    if (isStoreUnavailable(err)) {
-      const unavailable = new EngineError('ENG_ERR_DEPENDENCY_UNAVAILABLE', { dependency: 'the store' });
-      this.#opts.logger.warn({ err: { name: (err as Error)?.name, code: (err as { code?: unknown })?.code } }, 'store unavailable: request refused');
+    const away = isStoreUnavailable(err) ? 'the store' : isRedisUnavailable(err) ? 'Redis' : undefined;
+    if (away !== undefined) {
+      const unavailable = new EngineError('ENG_ERR_DEPENDENCY_UNAVAILABLE', { dependency: away });
+      this.#opts.logger.warn({ err: { name: (err as Error)?.name, code: (err as { code?: unknown })?.code } }, away === 'Redis' ? 'Redis unavailable: request refused' : 'store unavailable: request refused');
       return { status: unavailable.status, body: { detail: unavailable.detail }, headers: { 'x-error-code': unavailable.code } };
     }
     // Log the error class and stack only: messages of library errors may quote user input.

@@ -30,6 +30,8 @@ export interface ProcessingQueueOptions {
 export function bullConnection(url: string, role: 'worker' | 'producer', closing: () => boolean = () => false): RedisClient {
   const r = createRedis(url, {
     maxRetriesPerRequest: role === 'worker' ? null : 2,
+    // A worker's blocking reads wait longer than any command timeout, by design.
+    ...(role === 'worker' ? { commandTimeout: undefined } : {}),
     enableAutoPipelining: false,
     // Once closing, stop reconnecting: BullMQ duplicates this connection (blocking reads), and a duplicate left
     // reconnecting to a lost Redis would keep the process alive.

@@ -47,6 +47,10 @@ export interface PersistentRedis {
   kill(): Promise<void>;
   /** Starts it again on the same file; resolves once it accepts connections. */
   start(): Promise<void>;
+  /** SIGSTOP: its connections stay open and nothing answers, as with a hung process or a network dropping packets. */
+  freeze(): void;
+  /** SIGCONT after freeze(). */
+  thaw(): void;
 }
 
 /** Starts a {@link PersistentRedis}; the test's teardown kills it and removes its directory. */
@@ -71,6 +75,12 @@ export async function persistentRedis(t: Test): Promise<PersistentRedis> {
     async start() {
       redis = startRedisServer(port, dir);
       await until(() => portAnswers(port), { what: 'redis-server listening on its append-only file' });
+    },
+    freeze() {
+      redis?.kill('SIGSTOP');
+    },
+    thaw() {
+      redis?.kill('SIGCONT');
     },
   };
   await r.start();
