@@ -44,6 +44,12 @@ export interface Config {
    */
   readonly sqliteBusyTimeoutMs: number;
   /**
+   * PostgreSQL only: how long a query waits for its answer before it fails (503 to a request, the next step for a
+   * live session's write), so a database that stops answering holds nothing for ever; 0 waits. Migrations have no
+   * limit. @defaultValue 30000
+   */
+  readonly databaseQueryTimeoutMs: number;
+  /**
    * Redis URL for queues, rate limits, caches and locks: one server, or a Redis Cluster as
    * `redis+cluster://host1:port1,host2:port2/`. @defaultValue 'redis://127.0.0.1:6379'
    */
@@ -185,7 +191,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 /** Every variable this service reads; anything else is ignored. */
 export const CONFIG_VARIABLES = [
-  'HOST', 'PORT', 'ROLE', 'DATA_DIR', 'DATABASE_URL', 'DATABASE_SCHEMA', 'SQLITE_BUSY_TIMEOUT_MS', 'REDIS_URL', 'REDIS_PREFIX', 'REDIS_EMBEDDED',
+  'HOST', 'PORT', 'ROLE', 'DATA_DIR', 'DATABASE_URL', 'DATABASE_SCHEMA', 'DATABASE_QUERY_TIMEOUT_MS', 'SQLITE_BUSY_TIMEOUT_MS', 'REDIS_URL', 'REDIS_PREFIX', 'REDIS_EMBEDDED',
   'LOG_LEVEL', 'MAX_BODY_BYTES', 'ID_TOKEN_JWKS_URL', 'ID_TOKEN_ISSUER', 'ID_TOKEN_AUDIENCE', 'ID_TOKEN_TTL_S',
   'ID_TOKEN_CLOCK_TOLERANCE_S', 'ID_TOKEN_CACHE_S', 'KEY_LAST_USED_INTERVAL_S', 'KEY_CACHE_TTL_S', 'SHUTDOWN_TIMEOUT_MS',
   'MEMORY_ACCESS_DEFAULT', 'RATE_LIMIT_PER_MINUTE', 'RATE_LIMIT_PER_DAY', 'RESPONSE_CACHE_BYTES', 'LLM_BASE_URL', 'LLM_API_KEY', 'LLM_MODEL',
@@ -302,6 +308,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseSchema: schema,
     sqliteBusyTimeoutMs: int(env, 'SQLITE_BUSY_TIMEOUT_MS', 5000, 1, 600_000),
+    databaseQueryTimeoutMs: int(env, 'DATABASE_QUERY_TIMEOUT_MS', 30_000, 0, 3_600_000),
     redisUrl: redisUrl(env),
     redisPrefix: prefix,
     redisEmbedded: oneOf(env, 'REDIS_EMBEDDED', ['auto', 'never'] as const, 'auto'),

@@ -15,7 +15,9 @@ export function isStoreUnavailable(err: unknown): boolean {
     if (SQLITE_UNAVAILABLE.test(code) || NET_UNAVAILABLE.has(code) || PG_UNAVAILABLE.test(code)) return true;
     // knex's pool gave up waiting for a connection; node-postgres lost the one it had.
     if (e.name === 'KnexTimeoutError') return true;
-    if (typeof e.message === 'string' && /^Connection terminated/.test(e.message)) return true;
+    // node-postgres: a connection that ended or never came; a query left unanswered past its timeout (knex puts the
+    // query's SQL before that message).
+    if (typeof e.message === 'string' && (/^(Connection terminated|timeout expired)/.test(e.message) || / - Query read timeout$|^Query read timeout$/.test(e.message))) return true;
   }
   return false;
 }

@@ -84,23 +84,48 @@ export interface StoreOptions {
   readonly databaseSchema: string;
   /** sqlite only: PRAGMA busy_timeout. @defaultValue 5000 */
   readonly sqliteBusyTimeoutMs?: number;
+  /** PostgreSQL only: client-side limit on one query's wait for its answer; 0 waits. @defaultValue 30000 */
+  readonly queryTimeoutMs?: number;
 }
 
+/** How the service's PostgreSQL connections show in pg_stat_activity. */
+export const PG_APPLICATION_NAME = 'wearable-backend';
+/** A connection attempt that takes longer fails (503 to the request that needed it). */
+const PG_CONNECT_TIMEOUT_MS = 10_000;
+
 export function storeOptions(config: Config): StoreOptions {
-  return { dataDir: config.dataDir, databaseUrl: config.databaseUrl, databaseSchema: config.databaseSchema, sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs };
+  return { dataDir: config.dataDir, databaseUrl: config.databaseUrl, databaseSchema: config.databaseSchema, sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs, queryTimeoutMs: config.databaseQueryTimeoutMs };
 }
 
 export function openStore(opts: StoreOptions): Store {
   let knex: Knex;
   let dialect: Dialect;
+  /** PostgreSQL: a knex without the query timeout, for migrations (an index built on a large table takes its time). */
+  let unlimited: (() => Knex) | undefined;
   if (opts.databaseUrl) {
     dialect = 'pg';
-    knex = knexFactory({
+    const pg = (queryTimeoutMs: number): Knex.Config => ({
       client: 'pg',
-      connection: opts.databaseUrl,
+      connection: {
+        connectionString: opts.databaseUrl,
+        // The URL's (or PGAPPNAME's) application_name wins: operators tell their nodes apart by it.
+        fallback_application_name: PG_APPLICATION_NAME,
+        keepAlive: true,
+        connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+        ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
+      } as Knex.PgConnectionConfig,
       searchPath: [opts.databaseSchema],
-      pool: { min: 0, max: 10 },
+      pool: {
+        min: 0,
+        max: 10,
+        // A connection whose query timed out is still waiting for the server's answer: it is closed when next
+        // taken, and a new one serves instead, so a server that stopped answering on some connections (a hung
+        // backend, a network path lost) does not keep failing requests through them.
+        validate: (conn: { readyForQuery?: boolean }) => conn.readyForQuery === true,
+      },
     });
+    knex = knexFactory(pg(opts.queryTimeoutMs ?? 30_000));
+    unlimited = () => knexFactory(pg(0));
   } else {
     dialect = 'sqlite';
     const busyMs = Math.trunc(opts.sqliteBusyTimeoutMs ?? 5000);
@@ -119,6 +144,15 @@ export function openStore(opts: StoreOptions): Store {
     });
   }
   const migrator = { migrationSource, tableName: 'knex_migrations', ...(dialect === 'pg' ? { schemaName: opts.databaseSchema } : {}) };
+  const withUnlimited = async <T>(work: (k: Knex) => Promise<T>): Promise<T> => {
+    if (unlimited === undefined) return work(knex);
+    const k = unlimited();
+    try {
+      return await work(k);
+    } finally {
+      await k.destroy();
+    }
+  };
 
   return {
     knex,
@@ -127,13 +161,17 @@ export function openStore(opts: StoreOptions): Store {
       await knex.raw('select 1');
     },
     async migrate() {
-      if (dialect === 'pg') await knex.raw('create schema if not exists ??', [opts.databaseSchema]);
-      const [, applied] = (await knex.migrate.latest(migrator)) as [number, string[]];
-      return applied;
+      return withUnlimited(async (k) => {
+        if (dialect === 'pg') await k.raw('create schema if not exists ??', [opts.databaseSchema]);
+        const [, applied] = (await k.migrate.latest(migrator)) as [number, string[]];
+        return applied;
+      });
     },
     async rollbackAll() {
-      const [, reverted] = (await knex.migrate.rollback(migrator, true)) as [number, string[]];
-      return reverted;
+      return withUnlimited(async (k) => {
+        const [, reverted] = (await k.migrate.rollback(migrator, true)) as [number, string[]];
+        return reverted;
+      });
     },
     async close() {
       await knex.destroy();

@@ -36,6 +36,7 @@ const SETTINGS = {
   DATA_DIR: { field: 'dataDir', default: path.resolve('./data'), set: ['/srv/wearable', '/srv/wearable'], bad: [' ./data'] },
   DATABASE_URL: { field: 'databaseUrl', default: undefined, set: ['postgres://u@h/db', 'postgres://u@h/db'], bad: ['mysql://x/y', 'not a url'] },
   DATABASE_SCHEMA: { field: 'databaseSchema', default: 'public', set: ['tenant_1', 'tenant_1'], bad: ['Robert"); drop', 'Public', '1st'] },
+  DATABASE_QUERY_TIMEOUT_MS: { field: 'databaseQueryTimeoutMs', default: 30_000, set: ['0', 0], bad: ['-1', '3600001', '30s'] },
   SQLITE_BUSY_TIMEOUT_MS: { field: 'sqliteBusyTimeoutMs', default: 5000, set: ['250', 250], bad: ['0', '600001'] },
   REDIS_URL: { field: 'redisUrl', default: 'redis://127.0.0.1:6379', set: ['rediss://cache:6380', 'rediss://cache:6380'], bad: ['http://127.0.0.1:6379', 'not a url'] },
   REDIS_PREFIX: { field: 'redisPrefix', default: 'svc', set: ['prod:eu-1', 'prod:eu-1'], bad: ['has space', 'x'.repeat(65)] },
