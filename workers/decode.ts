@@ -103,9 +103,16 @@ function decodeStream(key: number, params: () => CodecParams, messages: readonly
   return { pcm: results.map((r, ch) => toUplink(key, ch, r.pcm)), frames, corruptFrames, recreated };
 }
 
+/** A session's window goes: an Opus window's chunks back to the thread's pool. */
+function dropWindow(session: Session | undefined): void {
+  if (session?.window instanceof FrameWindow) session.window.dispose();
+  if (session !== undefined) session.window = undefined;
+}
+
 /** A decoder that threw on something other than a frame is not trusted further: drop it; the next task re-creates it. */
 function dropAfterError(key: number, err: unknown): FailAnswer {
   sessions.get(key)?.channels.forEach((c) => c.dispose());
+  dropWindow(sessions.get(key));
   sessions.delete(key);
   return fail('ENG_ERR_CODEC_FAILED', err instanceof Error ? err.message : String(err));
 }
@@ -148,6 +155,7 @@ function decodePacked(task: DecodePackedTask): PackedAnswer {
 function close(key: number, flush: boolean): CodecAnswer {
   const session = sessions.get(key);
   if (session === undefined) return pcmAnswer([]);
+  dropWindow(session);
   sessions.delete(key);
   if (!flush) {
     session.channels.forEach((c) => c.dispose());
@@ -176,7 +184,10 @@ export default function handle(task: CodecTask): CodecAnswer | Promise<CodecAnsw
       case 'window': {
         const session = sessions.get(task.key);
         // Mono streams only: a two-channel call already says which side is the wearer.
-        if (session !== undefined && session.channels.length === 1) session.window = task.samples > 0 ? windowFor(session, task.samples) : undefined;
+        if (session !== undefined && session.channels.length === 1) {
+          dropWindow(session);
+          if (task.samples > 0) session.window = windowFor(session, task.samples);
+        }
         return { ok: true };
       }
       case 'clip': {

@@ -1,9 +1,10 @@
 // The window of an Opus session's packets kept in its codec thread for speaker identification: clips decoded from it
-// match the PCM the stream decoded to (after a short warm-up), at a fraction of the PCM's memory; old batches go.
+// match the PCM the stream decoded to (after a short warm-up), at a fraction of the PCM's memory; old batches go;
+// packets lie across pooled chunks of one size that windows give back and take again.
 import t from 'tap';
-import { FrameWindow, WARMUP_SAMPLES } from '../../workers/frame-window.js';
+import { CHUNK_BYTES, FrameWindow, WARMUP_SAMPLES, pooledChunks } from '../../workers/frame-window.js';
 import { PcmWindow } from '../../workers/pcm-window.js';
-import { createChannelDecoder } from '../../workers/channel-decoders.js';
+import { createChannelDecoder, type ChannelDecoder } from '../../workers/channel-decoders.js';
 import { OpusEncoderStream } from '../../native/opus.js';
 import { speak } from '../helpers/speech.js';
 
@@ -75,4 +76,50 @@ t.test('past its byte bound the window lets its oldest packets go, even within i
   const all = frames.read([0, frames.end]);
   t.equal(all.length, frames.end - frames.start, 'what is held reads back whole');
   t.ok(frames.bytes < 64 * 1024, `${frames.bytes} bytes`);
+});
+
+/** A decoder whose every packet decodes to one sample per byte, the byte's value: the bytes read back show as PCM. */
+const byteDecoder = (): ChannelDecoder => ({
+  decode: (messages) => ({ pcm: messages.map((m) => Int16Array.from(m)), frames: messages.length, corruptFrames: 0 }),
+  end: () => new Int16Array(0),
+  dispose: () => undefined,
+});
+
+t.test('packets lie across pooled chunks, whatever their sizes, and read back whole; chunks are reused', async (t) => {
+  // Packets of uneven sizes, one of them longer than a chunk, each filled with its own byte.
+  const sizes = Array.from({ length: 400 }, (_, i) => (i === 150 ? CHUNK_BYTES + 333 : 40 + ((i * 37) % 260)));
+  const packets = sizes.map((n, i) => new Uint8Array(n).fill(i % 251));
+  const total = sizes.reduce((a, b) => a + b, 0);
+  const frames = new FrameWindow(total + WARMUP_SAMPLES, 0, byteDecoder, Infinity);
+  const pooled = pooledChunks();
+  for (let i = 0; i < packets.length; i += 3) {
+    const batch = packets.slice(i, i + 3);
+    frames.append(batch, batch.reduce((a, p) => a + p.length, 0));
+  }
+  const all = frames.read([0, total]);
+  t.equal(all.length, total);
+  let at = 0;
+  const wrong = packets.findIndex((p, i) => {
+    const ok = all.subarray(at, at + p.length).every((v) => v === i % 251);
+    at += p.length;
+    return !ok;
+  });
+  t.equal(wrong, -1, 'every packet read back as written, across chunk boundaries and the long one');
+  const spans = frames.read([1000, 2000, total - 500, total - 100]);
+  t.same([spans.length, spans[0], spans[1000]], [1400, all[1000], all[total - 500]], 'spans inside the run');
+  t.ok(frames.bytes < total + 2 * CHUNK_BYTES + 8192, `${frames.bytes} bytes held for ${total} bytes of packets`);
+
+  // A window that slides gives its oldest chunks back; one started after takes them instead of allocating.
+  const sliding = new FrameWindow(CHUNK_BYTES, 0, byteDecoder, Infinity);
+  for (const p of packets) sliding.append([p], p.length);
+  t.ok(pooledChunks() > pooled, `the sliding window gave chunks back (${pooledChunks() - pooled})`);
+  const before = pooledChunks();
+  const next = new FrameWindow(20 * 16000, 0, byteDecoder);
+  next.append(packets.slice(0, 20), packets.slice(0, 20).reduce((a, p) => a + p.length, 0));
+  t.equal(pooledChunks(), before - 1, 'a new window takes a pooled chunk');
+  t.ok(sliding.read([sliding.start, sliding.end]).length > 0, 'what the sliding window holds still reads');
+  frames.dispose();
+  next.dispose();
+  t.ok(pooledChunks() >= before, 'disposed windows give their chunks back');
+  t.equal(frames.read([0, total]).length, 0, 'a disposed window holds nothing');
 });
