@@ -32,10 +32,10 @@ export function isRedisUnavailable(err: unknown): boolean {
 
 /**
  * A client for commands: fails fast rather than queueing forever while Redis is away, and gives up on a command left
- * unanswered after COMMAND_TIMEOUT_MS (blocking readers and subscribers pass `commandTimeout: undefined`). `url` is one server's URL or a
- * cluster's (`redis+cluster://host1:port1,host2:port2/`); on a cluster, `extra` applies to the connection to each node,
- * except the options that belong to the cluster as a whole (pipelining, offline queue, ready check, lazy connect,
- * reconnecting).
+ * unanswered after COMMAND_TIMEOUT_MS (blocking readers and subscribers pass `commandTimeout: undefined`). `url` is
+ * one server's URL or a cluster's (`redis+cluster://host1:port1,host2:port2/`); on a cluster, `extra` applies to the
+ * connection to each node, except the options that belong to the cluster as a whole (pipelining, offline queue,
+ * ready check, lazy connect, reconnecting).
  */
 export function createRedis(url: string, extra: RedisOptions = {}): RedisClient {
   const options: RedisOptions = {
