@@ -137,14 +137,20 @@ export class ConversationLifecycle {
     const now = clock.now();
     const moved = await conversations.transition(conversationId, ConversationStatus.IN_PROGRESS, ConversationStatus.PROCESSING, now, { finishedAt: isoNow(now) });
     if (!moved) {
-      // Already processing: ended elsewhere, or by an earlier end() whose enqueue failed (Redis away) and which its
-      // caller now tries again. The job is enqueued either way: its id is the conversation's, so a job already
-      // waiting or running is not added twice, and a processed conversation is not processed again.
+      // Already processing: ended elsewhere. The job is enqueued either way: its id is the conversation's, so a job
+      // already waiting or running is not added twice, and a processed conversation is not processed again.
       if ((await conversations.getById(conversationId))?.status !== ConversationStatus.PROCESSING) return 'gone';
       await queue.process(conversationId, uid);
       return 'processing';
     }
-    await queue.process(conversationId, uid);
+    try {
+      await queue.process(conversationId, uid);
+    } catch (err) {
+      // Not queued (Redis away): back in progress, so that asking again (the user, or the session's next step) ends
+      // it then. Had the job reached Redis after all, it finds the conversation in progress and leaves it.
+      await conversations.transition(conversationId, ConversationStatus.PROCESSING, ConversationStatus.IN_PROGRESS, clock.now()).catch(() => undefined);
+      throw err;
+    }
     await events.publish({ type: SessionEventType.PROCESSING_STARTED, uid, conversationId }).catch(() => undefined);
     this.#o.logger.debug({ conversationId }, 'conversation handed to processing');
     return 'processing';

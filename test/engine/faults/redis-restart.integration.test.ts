@@ -64,6 +64,12 @@ t.test('Redis restarted mid-load: sessions stream on, dev requests fail closed t
   await until(() => stream.samples >= before + 16000 * 0.98, { what: 'audio decoded during the outage', timeoutMs: 20_000 });
   t.match(await say(ts, c, stream, 'During the restart.', 'SPEAKER_00', 1.1), [{ text: 'During the restart.' }], 'the device gets its words');
   t.match(await sendAndStep(ts, custom, customActor, suggestedLine('Suggested during the restart.', 0)), [{ text: 'Suggested during the restart.' }]);
+  // The user ends that conversation by hand: its job cannot be queued, so the end is refused and undone.
+  const u4Conversation = customActor.conversationId!;
+  const u4 = bearer(await ts.token('u4'));
+  const endRefused = await ts.req('/v1/conversations', { method: 'POST', headers: u4, body: {} });
+  t.equal(endRefused.status, 503, 'ending a conversation is refused while its job cannot be queued');
+  t.equal((await ts.service.services.conversations.getById(u4Conversation))?.status, ConversationStatus.IN_PROGRESS, 'and the conversation is left in progress, not stuck in processing');
 
   const restartedAt = Date.now();
   await redis.start();
@@ -74,6 +80,10 @@ t.test('Redis restarted mid-load: sessions stream on, dev requests fail closed t
   }, { what: 'developer requests answered again', timeoutMs: 30_000, everyMs: 50 });
   t.comment(`developer requests answered again ${Date.now() - restartedAt} ms after redis-server was started`);
   await until(async () => (await ts.req('/health')).status === 200, { what: 'health ok again', timeoutMs: 30_000 });
+  const endAgain = await ts.req('/v1/conversations', { method: 'POST', headers: u4, body: {} });
+  t.equal(endAgain.status, 200, 'asked again once Redis is back, the end succeeds');
+  t.match(endAgain.json, { memory: { id: u4Conversation } });
+  queued.push(u4Conversation);
 
   // A jobs node of the same deployment takes the jobs enqueued before the kill.
   await startService(t, { sameDeploymentAs: ts, clock, env: { ROLE: 'jobs' } });
@@ -85,10 +95,10 @@ t.test('Redis restarted mid-load: sessions stream on, dev requests fail closed t
 
   t.match(await say(ts, c, stream, 'After the restart.', 'SPEAKER_00', 2.1), [{ text: 'After the restart.' }]);
   t.equal(c.ws.readyState, c.ws.OPEN, 'the streaming session was never closed');
-  t.equal(custom.ws.readyState, custom.ws.OPEN, 'nor the other one');
+  t.equal(custom.ws.readyState, custom.ws.OPEN, 'nor the other one, whose conversation was ended and processed');
   const segments = await ts.service.services.conversations.segments(actor.conversationId!);
   t.equal(segments.map((s) => s.text).join(' '), 'Before the restart. During the restart. After the restart.', 'the stored transcript is complete');
-  const other = await ts.service.services.conversations.segments(customActor.conversationId!);
+  const other = await ts.service.services.conversations.segments(u4Conversation);
   t.same(other.map((s) => s.text), ['Suggested during the restart.']);
   c.close();
   custom.close();

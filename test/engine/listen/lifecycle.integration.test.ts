@@ -168,7 +168,7 @@ t.test('a live conversation deleted through the developer API stays deleted: the
   await c.closed;
 });
 
-t.test('an end whose enqueue failed after the status moved is tried again: the job is enqueued then', async (t) => {
+t.test('a conversation left in processing without a job is queued when ended again', async (t) => {
   const ts = await startService(t);
   const c = await open(ts, { uid: 'u1', custom_stt: 'enabled' });
   await c.ready();
@@ -178,7 +178,8 @@ t.test('an end whose enqueue failed after the status moved is tried again: the j
   c.close();
   await c.closed;
   const { conversations, lifecycle } = ts.service.services;
-  // What end() leaves when Redis refuses the job after the status moved: processing, and no job.
+  // What a node that died between moving the status and queueing the job leaves: processing, and no job. (An
+  // enqueue that fails undoes the move instead.)
   t.ok(await conversations.transition(id, ConversationStatus.IN_PROGRESS, ConversationStatus.PROCESSING, ts.clock.now()));
   t.equal(await lifecycle.end(id, 'u1'), 'processing', 'the caller tries again: the job is enqueued');
   t.equal(await lifecycle.end(id, 'u1'), 'processing', 'and again (the job id is the conversation id: not added twice)');

@@ -28,8 +28,8 @@ t.test('Redis away at the silence timeout: the conversation is ended again once 
   const exited = new Promise((r) => redis.once('exit', r));
   redis.kill('SIGKILL');
   await exited;
-  await advance(ts, 30_000); // the silence timeout: the status moves, the job cannot be enqueued
-  t.equal(await status(), ConversationStatus.PROCESSING, 'the status moved');
+  await advance(ts, 30_000); // the silence timeout: the job cannot be enqueued, so the end is undone
+  t.equal(await status(), ConversationStatus.IN_PROGRESS, 'the conversation is left in progress, not in processing without a job');
   t.equal(actor.conversationId, id, 'the session keeps the conversation, to end it again');
   t.match(/^listen_transcript_write_failures_total (\S+)/m.exec((await ts.req('/metrics')).text)?.[1], /^[1-9]/, 'the failed step is counted');
 
