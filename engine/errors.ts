@@ -137,6 +137,20 @@ export function valueError(loc: (string | number)[], reason: string): EngineErro
   return validationError([{ loc, msg: `Value error, ${reason}`, type: 'value_error' }]);
 }
 
+/** What a library's error may carry, as the dependency checks read it. */
+export interface ErrorFields {
+  code?: unknown;
+  name?: unknown;
+  message?: unknown;
+  cause?: unknown;
+}
+
+/** Whether `test` holds for `err` or one of its first causes (a wrapper's cause, and that one's). */
+export function anyCause(err: unknown, test: (e: ErrorFields) => boolean): boolean {
+  for (let e = err as ErrorFields | undefined, depth = 0; e && depth < 4; e = e.cause as ErrorFields | undefined, depth++) if (test(e)) return true;
+  return false;
+}
+
 export function isEngineError(err: unknown): err is EngineError {
   const code = (err as { code?: unknown } | null)?.code;
   return err instanceof Error && typeof code === 'string' && code in ERRORS && typeof (err as { status?: unknown }).status === 'number';

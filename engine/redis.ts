@@ -6,7 +6,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Logger } from './logger.js';
-import { EngineError } from './errors.js';
+import { anyCause, EngineError } from './errors.js';
 import { isClusterUrl, parseClusterUrl } from './redis-url.js';
 
 export { isClusterUrl } from './redis-url.js';
@@ -23,11 +23,9 @@ export const COMMAND_TIMEOUT_MS = 5000;
 
 /** Whether `err` (or its cause) is Redis being away: a lost connection, retries spent, or a command left unanswered. */
 export function isRedisUnavailable(err: unknown): boolean {
-  for (let e = err as { name?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
-    if (e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError') return true;
-    if (typeof e.message === 'string' && /^(Command timed out|Connection is closed|Stream isn't writeable)/.test(e.message)) return true;
-  }
-  return false;
+  return anyCause(err, (e) =>
+    e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError' ||
+    (typeof e.message === 'string' && /^(Command timed out|Connection is closed|Stream isn't writeable)/.test(e.message)));
 }
 
 /**

@@ -56,7 +56,7 @@ function fail(code: FailAnswer['code'], message: string): FailAnswer {
 }
 
 function openSession(key: number, params: CodecParams): Session {
-  sessions.get(key)?.channels.forEach((c) => c.dispose());
+  release(sessions.get(key));
   const channels: ChannelDecoder[] = [];
   for (let i = 0; i < params.channels; i++) channels.push(createChannelDecoder(params, scratch));
   const session: Session = { channels, decoded: 0, params };
@@ -109,10 +109,15 @@ function dropWindow(session: Session | undefined): void {
   if (session !== undefined) session.window = undefined;
 }
 
+/** Frees what a session holds without flushing: its decoders and its window. */
+function release(session: Session | undefined): void {
+  session?.channels.forEach((c) => c.dispose());
+  dropWindow(session);
+}
+
 /** A decoder that threw on something other than a frame is not trusted further: drop it; the next task re-creates it. */
 function dropAfterError(key: number, err: unknown): FailAnswer {
-  sessions.get(key)?.channels.forEach((c) => c.dispose());
-  dropWindow(sessions.get(key));
+  release(sessions.get(key));
   sessions.delete(key);
   return fail('ENG_ERR_CODEC_FAILED', err instanceof Error ? err.message : String(err));
 }

@@ -1,5 +1,6 @@
 // Store failures a client should retry rather than report: the store is unreachable, out of space or busy. The HTTP
 // layer answers them 503 ENG_ERR_DEPENDENCY_UNAVAILABLE instead of 500 ENG_ERR_INTERNAL.
+import { anyCause } from '../errors.js';
 
 /** sqlite result codes of a store that cannot take the write now (disk full, I/O error, locked past the timeout). */
 const SQLITE_UNAVAILABLE = /^SQLITE_(FULL|IOERR|BUSY|LOCKED|CANTOPEN|READONLY)/;
@@ -10,14 +11,13 @@ const PG_UNAVAILABLE = /^(08|53|57P0)/;
 
 /** Whether `err` (or its cause) says the store cannot serve now, as opposed to a bug or a bad request. */
 export function isStoreUnavailable(err: unknown): boolean {
-  for (let e = err as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+  return anyCause(err, (e) => {
     const code = typeof e.code === 'string' ? e.code : '';
     if (SQLITE_UNAVAILABLE.test(code) || NET_UNAVAILABLE.has(code) || PG_UNAVAILABLE.test(code)) return true;
     // knex's pool gave up waiting for a connection; node-postgres lost the one it had.
     if (e.name === 'KnexTimeoutError') return true;
     // node-postgres: a connection that ended or never came; a query left unanswered past its timeout (knex puts the
     // query's SQL before that message).
-    if (typeof e.message === 'string' && (/^(Connection terminated|timeout expired)/.test(e.message) || / - Query read timeout$|^Query read timeout$/.test(e.message))) return true;
-  }
-  return false;
+    return typeof e.message === 'string' && /^(Connection terminated|timeout expired)|(^| - )Query read timeout$/.test(e.message);
+  });
 }
