@@ -56,7 +56,8 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
   --burst K           frames a device sends together, as a phone forwarding BLE packets (default 1)
   --keepalive S       keep-alive interval of every device (default 10)
   --idle-settle S     least seconds the idle service's RSS is watched before it counts as idle (default 20: an idle
-                      service still shrinks in its first seconds); per-session memory is measured from it
+                      service still shrinks in its first seconds; at most 5 S, and 45 s); per-session memory is
+                      measured from it
   --webhook TYPE      every device's user has a realtime_transcript (or audio_bytes, 5 s) developer webhook pointed at a
                       local receiver in its own process; compare with the same run without it
   --speaker-id        two fixed-size runs, one after the other: no user has a speech profile (sessions find nothing
@@ -93,7 +94,8 @@ export function num(options, name, fallback) {
  */
 export function idleRss(pid, options, progress, onSample, busy) {
   const minS = num(options, 'idle-settle', 20);
-  const maxS = Math.max(minS, 45);
+  // A short settling asked for (a smoke run) is bounded in proportion, not by the 45 s a measuring run allows.
+  const maxS = Math.max(minS, Math.min(45, 5 * minS));
   /** The bar's 100%: seconds up to the settling's bound, from its first sample that counts. */
   let total = 0;
   return settledRss(pid, {

@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import t from 'tap';
 
 // dist/test/helpers/ -> the repository root.
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -13,7 +14,11 @@ export interface BenchRun {
   stderr: string;
 }
 
-export function runBench(args: string[], timeoutMs = 90_000): Promise<BenchRun> {
+// A bench run shares the box with the rest of the suite and can take several times its quiet duration: the file
+// that runs benches gets more than the suite's per-file limit, and each run a bound well above its own length.
+t.setTimeout(360_000);
+
+export function runBench(args: string[], timeoutMs = 200_000): Promise<BenchRun> {
   return new Promise((resolve) => {
     execFile(process.execPath, [RUN, ...args], { cwd: ROOT, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });

@@ -63,7 +63,8 @@ async function endsWithTheWords(t: Test, listenNode: TestService, httpNode: Test
   const res = await httpNode.req('/v1/conversations', { method: 'POST', headers: auth, body: {} });
   t.equal(res.status, 200, 'the conversation being recorded is ended');
   t.equal(res.json.memory.id, conversationId, 'the one the session records into');
-  t.equal(res.json.memory.status, 'processing');
+  // The in-process worker may already have finished it by the time the answer is read.
+  t.ok(['processing', 'completed'].includes(res.json.memory.status), `no longer in progress (${res.json.memory.status})`);
   t.same(res.json.messages, []);
   t.equal(await transcript(listenNode, conversationId), 'call the dentist tomorrow', 'the words said before the end are in it');
   t.ok(fake.streams[0]!.controls.includes('Finalize'), 'the provider was asked for its answer');
