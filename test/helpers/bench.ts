@@ -21,7 +21,9 @@ t.setTimeout(360_000);
 export function runBench(args: string[], timeoutMs = 200_000): Promise<BenchRun> {
   return new Promise((resolve) => {
     execFile(process.execPath, [RUN, ...args], { cwd: ROOT, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+      // A run stopped at its bound says so: its output alone would not tell a hang from a failure.
+      const killed = err?.killed ? `\nbench run stopped after ${timeoutMs} ms (${err.signal})` : '';
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr: stderr + killed });
     });
   });
 }
