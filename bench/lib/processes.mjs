@@ -3,7 +3,7 @@ import { spawn, execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -77,12 +77,83 @@ export async function freePort() {
  * @property {() => Promise<number | null>} stop SIGTERM, then SIGKILL after 10 s; resolves to the exit code.
  */
 
+/** The port asked for was taken by another process meanwhile (freePort() released it before the child bound it). */
+class PortTaken extends Error {}
+
 /**
- * Starts `node <args>` and waits until `GET <probePath>` answers 200.
+ * Inodes of the sockets listening on `port` (any address), from /proc/net; undefined where /proc cannot say (not Linux).
+ * @param {number} port
+ * @returns {Set<string> | undefined}
+ */
+function listeners(port) {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  const found = new Set();
+  try {
+    for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+      for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+        const f = line.trim().split(/\s+/);
+        // local_address is ADDR:PORT in hex; state 0A is LISTEN; the inode is the tenth field.
+        if (f.length > 9 && f[1]?.endsWith(`:${hex}`) && f[3] === '0A') found.add(f[9]);
+      }
+    }
+  } catch {
+    return undefined;
+  }
+  return found;
+}
+
+/**
+ * Who listens on `port`: `pid` alone, `pid` and another process (a service started with SO_REUSEPORT shares a port
+ * another one holds, and the bench would then measure both), only others, or unknown where /proc cannot say.
+ * @param {number} pid
+ * @param {number} port
+ * @returns {'alone' | 'shared' | 'others' | 'unknown'}
+ */
+function portOwners(pid, port) {
+  const inodes = listeners(port);
+  if (inodes === undefined) return 'unknown';
+  const own = new Set();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m) own.add(m[1]);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  } catch {
+    return 'unknown';
+  }
+  const mine = [...inodes].filter((i) => own.has(i)).length;
+  if (mine === 0) return 'others';
+  return mine === inodes.size ? 'alone' : 'shared';
+}
+
+/**
+ * Starts `node <args>` and waits until `GET <probePath>` answers 200 from it. When the port turns out to be taken by
+ * another process (a test or bench running beside this one got it from the kernel after freePort() released it) and
+ * `env.PORT` names it, the child is started again on a new port (`o.port` and `o.env.PORT` then say which).
  * @param {{ args: string[], env: Record<string, string>, port: number, probePath: string, name: string, timeoutMs?: number }} o
  * @returns {Promise<Child>}
  */
 export async function startChild(o) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(o);
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt >= 3 || o.env.PORT !== String(o.port)) throw err;
+      o.port = await freePort();
+      o.env.PORT = String(o.port);
+    }
+  }
+}
+
+/**
+ * @param {{ args: string[], env: Record<string, string>, port: number, probePath: string, name: string, timeoutMs?: number }} o
+ * @returns {Promise<Child>}
+ */
+async function startOnce(o) {
   const proc = track(spawn(process.execPath, o.args, { cwd: ROOT_DIR, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   const keep = (/** @type {Buffer} */ b) => {
@@ -100,12 +171,26 @@ export async function startChild(o) {
   const url = `http://127.0.0.1:${o.port}`;
   const deadline = Date.now() + (o.timeoutMs ?? 30_000);
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`${o.name} exited with ${proc.exitCode} before answering:\n${out}`);
+    if (proc.exitCode !== null) {
+      const taken = /could not listen|EADDRINUSE|address already in use/i.test(out) || (listeners(o.port)?.size ?? 0) > 0;
+      const message = `${o.name} exited with ${proc.exitCode} before answering:\n${out}`;
+      throw taken ? new PortTaken(message) : new Error(message);
+    }
     try {
       const res = await fetch(url + o.probePath);
       await res.arrayBuffer();
-      if (res.status === 200) break;
-    } catch {
+      // An answer from another process on the port does not count: the child then fails to bind it, or shares it.
+      if (res.status === 200 && proc.pid !== undefined) {
+        const owners = portOwners(proc.pid, o.port);
+        if (owners === 'alone' || owners === 'unknown') break;
+        if (owners === 'shared') {
+          proc.kill('SIGKILL');
+          await once(proc, 'exit');
+          throw new PortTaken(`${o.name}: port ${o.port} is shared with another process`);
+        }
+      }
+    } catch (err) {
+      if (err instanceof PortTaken) throw err;
       // not listening yet
     }
     if (Date.now() > deadline) {
