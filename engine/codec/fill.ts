@@ -5,7 +5,7 @@
 // frames, one provider write more audio), so spreading a few hundred sessions evenly over every thread pays each
 // thread's fixed costs twice for nothing. Past the fill mark, sessions go to the thread with the fewest, as before.
 
-import type { LoopTimes } from '../runtime/main-load.js';
+import { busyShare, type LoopTimes } from '../runtime/main-load.js';
 
 /** Share of a core a codec thread may be busy before new sessions go to the next one. */
 export const FILL_BUSY = 0.5;
@@ -69,10 +69,7 @@ export class ShardFill {
     this.#measuredAt = now;
     this.#measures.forEach((m, i) => {
       const t = this.#read(i) ?? { active: 0, idle: 0 };
-      const active = t.active - m.active;
-      const idle = t.idle - m.idle;
-      // A thread that replaced a crashed one counts from zero again.
-      m.busy = active >= 0 && idle >= 0 && active + idle > 0 ? active / (active + idle) : 0;
+      m.busy = busyShare(m, t) ?? 0;
       m.active = t.active;
       m.idle = t.idle;
       m.placedBefore = m.placedSince;

@@ -9,6 +9,16 @@ export interface LoopTimes {
   active: number;
 }
 
+/**
+ * The share (0-1) of the time between two readings of a loop's times that it was active; undefined when no time
+ * passed between them, or when they went back (a thread that replaced a crashed one counts from zero again).
+ */
+export function busyShare(before: LoopTimes, after: LoopTimes): number | undefined {
+  const active = after.active - before.active;
+  const idle = after.idle - before.idle;
+  return active >= 0 && idle >= 0 && active + idle > 0 ? active / (active + idle) : undefined;
+}
+
 export interface MainLoadOptions {
   /** Share of the main thread's time (0-1) below which it takes new sessions. 0: it takes none. */
   limit: number;
@@ -69,9 +79,7 @@ export class MainLoad {
     const now = this.#clock.now();
     if (now - this.#lastAt >= this.#periodMs) {
       const t = this.#read();
-      const active = t.active - this.#last.active;
-      const total = active + (t.idle - this.#last.idle);
-      if (total > 0) this.#busy = active / total;
+      this.#busy = busyShare(this.#last, t) ?? this.#busy;
       this.#last = t;
       this.#lastAt = now;
       this.#taken = 0;

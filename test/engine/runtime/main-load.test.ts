@@ -1,7 +1,7 @@
 // MainLoad: the main thread's busy share decides whether it takes one more session's decoding.
 import t from 'tap';
 import { ManualClock } from '../../../engine/clock.js';
-import { MainLoad, type LoopTimes } from '../../../engine/runtime/main-load.js';
+import { MainLoad, busyShare, type LoopTimes } from '../../../engine/runtime/main-load.js';
 
 /** A main thread whose loop was busy `share` of each period the test moves the clock by. */
 function loop(clock: ManualClock): { times: LoopTimes; run: (ms: number, share: number) => void } {
@@ -65,4 +65,10 @@ t.test('reads the real event loop by default', async (t) => {
   load.admit(0);
   t.ok(load.busy > 0.5, `work that never yields reads as busy (${load.busy.toFixed(2)})`);
   t.ok(sum > 0);
+});
+
+t.test('busyShare: the active part of the time between two readings', async (t) => {
+  t.equal(busyShare({ active: 10, idle: 10 }, { active: 40, idle: 100 }), 0.25);
+  t.equal(busyShare({ active: 10, idle: 10 }, { active: 10, idle: 10 }), undefined, 'no time passed');
+  t.equal(busyShare({ active: 500, idle: 900 }, { active: 3, idle: 7 }), undefined, 'a replaced thread counts from zero');
 });
