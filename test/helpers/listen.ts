@@ -24,7 +24,7 @@ export class ListenClient {
   }
 
   /** The next frame (after those already taken) matching `pred`; earlier non-matching frames are skipped. */
-  async next(pred: (frame: string) => boolean = () => true, timeoutMs = 10_000): Promise<string> {
+  async next(pred: (frame: string) => boolean = () => true, timeoutMs = 30_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       while (this.#cursor < this.frames.length) {

@@ -4,7 +4,7 @@
 export interface UntilOptions {
   /** What is awaited, for the timeout's message. */
   what?: string;
-  /** Real-time bound, in milliseconds. @defaultValue 10000 */
+  /** Real-time bound, in milliseconds: long enough for a box loaded by the suite itself. @defaultValue 30000 */
   timeoutMs?: number;
   /** Pause between two polls, in milliseconds. @defaultValue 5 */
   everyMs?: number;
@@ -17,7 +17,7 @@ export async function until(cond: () => boolean | Promise<boolean>, opts: UntilO
 
 /** Resolves with the first value `read` answers that is not undefined (and passes `done`, if given). */
 export async function waitFor<T>(read: () => T | undefined | Promise<T | undefined>, opts: UntilOptions & { done?: (v: T) => boolean } = {}): Promise<T> {
-  const { what = 'condition', timeoutMs = 10_000, everyMs = 5, done } = opts;
+  const { what = 'condition', timeoutMs = 30_000, everyMs = 5, done } = opts;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await read();
