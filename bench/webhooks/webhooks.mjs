@@ -11,6 +11,7 @@ import { ROOT_DIR, figuresOf, finish, machine } from '../lib/report.mjs';
 import { Histogram } from '../lib/histogram.mjs';
 import { Redis } from 'ioredis';
 import { cleanRedis, freePort, serviceEnv, track } from '../lib/processes.mjs';
+import { bareSend } from './bare-sender.mjs';
 
 /**
  * Commands served and CPU seconds spent by a redis-server so far (INFO commandstats and cpu).
@@ -31,6 +32,8 @@ export const USAGE = `npm run bench -- webhooks [--deliveries 5000] [--rate 200]
   --store               sqlite (default) or pg (PostgreSQL at 127.0.0.1:5432/test, a schema of its own)
   --profile FILE        writes a V8 CPU profile of the full-speed run (the service's process) to FILE
   --own-redis           runs a redis-server of its own (no persistence) and reports its commands and CPU per delivery
+  --baseline            bare (default): the same number of signed POSTs sent with nothing else to the same receiver, 64
+                        in flight, after the service's runs; none: skip it
   --out                 result file (default bench/results/<timestamp>-webhooks.json)`;
 
 const RECEIVER = fileURLToPath(new URL('./receiver.mjs', import.meta.url));
@@ -140,30 +143,45 @@ export async function run(options) {
     }
     await Promise.all(pending);
     await waitAll(latencyN, 120_000);
+    const latencyReceived = receivedAt.size;
     const hist = new Histogram();
     for (const [id, at] of receivedAt) {
       const t = sentAt.get(id);
       if (t !== undefined) hist.record(at - t);
     }
     const lat = hist.summary();
+
+    // Baseline: sending alone, in this process while the service idles, to the same receiver.
+    const bare = options.baseline === 'none' ? undefined : await (async () => {
+      receivedAt.clear();
+      const b0 = performance.now();
+      const c0 = process.cpuUsage();
+      await bareSend({ port, total, inFlight: 64 });
+      await waitAll(total, 120_000);
+      const c = process.cpuUsage(c0);
+      const n = Math.max(receivedAt.size, 1);
+      return { received: receivedAt.size, perSec: receivedAt.size / ((performance.now() - b0) / 1000), cpuMsPer: (c.user + c.system) / 1000 / n };
+    })();
     const result = {
       scenario: 'webhooks',
       version: 2,
       startedAt: new Date().toISOString(),
       machine: machine(),
       options: { total, rate, latencyN, store: pg ? 'pg' : 'sqlite' },
-      baseline: 'none: the absolute deliveries/s and latency',
+      baseline: bare ? 'bare sender: the same signed POSTs to the same receiver with no store, queue or retry state' : 'none: the absolute deliveries/s and latency',
       summary: {
         head: ['run', 'deliveries', 'received', 'deliveries/s', 'CPU ms/delivery', 'p50 ms', 'p99 ms'],
         rows: [
           ['full speed', String(total), String(Math.round(perSec * seconds)), perSec.toFixed(0), cpuMsPer.toFixed(2), '', ''],
-          [`${rate}/s`, String(latencyN), String(receivedAt.size), '', '', String(lat.p50), String(lat.p99)],
+          [`${rate}/s`, String(latencyN), String(latencyReceived), '', '', String(lat.p50), String(lat.p99)],
+          ...(bare ? [['bare sender', String(total), String(bare.received), bare.perSec.toFixed(0), bare.cpuMsPer.toFixed(2), '', '']] : []),
         ],
       },
       figures: figuresOf({ 'deliveries/s': [perSec, '/s', 'higher'], 'CPU per delivery': [cpuMsPer, 'ms', 'lower'], 'p99 enqueue to receipt': [lat.p99, 'ms', 'lower'] }),
       goals: [{ name: 'deliveries/s', target: '≥ 5000', value: Math.round(perSec), met: perSec >= 5000 }],
       notes: [
         'service (ROLE=all, one process) and producer in the bench process; the receiver in a child process, keep-alive, answering 200',
+        ...(bare ? [`durable delivery against sending alone: ${(bare.perSec / perSec).toFixed(1)}× fewer deliveries/s, ${(cpuMsPer / bare.cpuMsPer).toFixed(1)}× the CPU per delivery`] : []),
         ...(redisPer ? [`Redis of its own, full-speed run: ${redisPer.commands.toFixed(1)} commands and ${redisPer.cpuMs.toFixed(3)} ms of redis-server CPU per delivery`] : []),
       ],
     };
