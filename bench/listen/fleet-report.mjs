@@ -143,6 +143,13 @@ function ackRows(a, w) {
   ];
 }
 
+/**
+ * What the bare server does with each frame, as the baseline's description says it.
+ * @param {Record<string, unknown>} options
+ */
+export const bareDoes = (options) =>
+  options['bare-forward'] === true ? 'decodes each frame inline and sends the PCM on to a provider_a fake, 100 ms to a message' : 'only decodes each frame inline';
+
 /** @param {any} a */
 export function fleetResult(a) {
   const { figures: f, sessions } = a;
@@ -214,7 +221,7 @@ export function fleetResult(a) {
     machine: a.m,
     options: { sessions, seconds: a.seconds, codec: a.codec, stt: f.stt, baselineSeconds: a.baselineSeconds, raw: a.options },
     audio: { codec: a.codec, sampleRate: a.fixture.sampleRate, frameMs: a.fixture.frameMs, loopSeconds: a.fixture.seconds, what: a.fixture.what },
-    baseline: `a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), same generator, same ${sessions} sessions, ${a.baselineSeconds} s`,
+    baseline: `a bare uWebSockets.js server that ${bareDoes(a.options)} (bench/listen/bare-listen.mjs), same generator, same ${sessions} sessions, ${a.baselineSeconds} s`,
     summary,
     tables: [...(w.threads ? [threadRows(w, b, sessions)] : []), ...profileTables(a.profileDir)],
     figures: figuresOf({

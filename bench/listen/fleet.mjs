@@ -43,6 +43,9 @@ export const USAGE = `npm run bench -- fleet [--sessions 100] [--seconds 30] [--
   --rounds R          no search: --sessions N for --seconds, R times on each side, the service and the bare server
                       taking turns as in the ramp; reports the median CPU per session-second of each side and each
                       round's ratio (a shared host's speed drifts from minute to minute)
+  --bare-forward      the bare server also sends each session's PCM on to a provider_a fake of its own (100 ms to a
+                      message, one socket per session), the work a listen node cannot skip; its lag is still read
+                      where it decodes
   --sequential        the whole bare ramp first, then the service's
   --service-first     the whole service ramp first, then the bare server's
   --generators N      generator processes, their reports summed (default: one per 400 devices, more when the box's
@@ -157,6 +160,7 @@ async function fleetRun(options, speakerIdOff, ackOff) {
   const progress = new Progress('fleet', 1);
   sampler.start();
   const common = { fixture, sampler, timeline, progress, fleet: fleetOptions(options) };
+  const bareForward = options['bare-forward'] === true;
   const profileDir = options.profile ? `bench/results/profiles/${new Date().toISOString().replace(/[:.]/g, '-')}` : undefined;
   const nodeArgs = profileDir ? ['--cpu-prof', '--cpu-prof-interval=5000', `--cpu-prof-dir=${profileDir}`] : [];
   try {
@@ -173,7 +177,7 @@ async function fleetRun(options, speakerIdOff, ackOff) {
       const up = { idleRss: NaN };
       /** @type {any} what rampResult reports */
       const out = {};
-      const startBare = async () => (up.bare = await bareTarget({ ...common, devices: max }));
+      const startBare = async () => (up.bare = await bareTarget({ ...common, devices: max, forward: bareForward }));
       const startSvc = async () => {
         const v = (up.svc = await serviceTarget({ ...common, devices: max, stt, nodeArgs }));
         up.idleRss = await idleRss(v.service.pid, options, progress);
@@ -233,7 +237,7 @@ async function fleetRun(options, speakerIdOff, ackOff) {
     // The baseline runs while the service's idle RSS settles (the samples taken meanwhile do not count), so that
     // `fleet --sessions 50 --seconds 20` stays under a minute; with --open-rate it runs after the service, for as
     // many sessions as were streaming in the service's window.
-    const bareUp = baselineSeconds > 0 ? bareTarget({ ...common, devices: sessions }) : undefined;
+    const bareUp = baselineSeconds > 0 ? bareTarget({ ...common, devices: sessions, forward: bareForward }) : undefined;
     bareUp?.catch(() => undefined); // awaited where the baseline runs (a failed start is reported there)
     let bareStopped = false;
     let exitCode = null;

@@ -18,6 +18,7 @@ export const USAGE = `npm run bench -- limit [--codec opus_fs320] [--from 100] [
   1 s, generator lateness p99 ≤ 50 ms); each step reports the generator's CPU and lateness
   --sessions N --seconds S   one fixed load instead of the search (CPU per session-second of server and generator)
   generator options as for fleet: --generators, --probe, --pause-every, --pause-seconds, --burst, --keepalive
+  --bare-forward  the server also sends each session's PCM on to a provider_a fake (as for fleet)
   --out FILE     result file (default bench/results/<timestamp>-limit.json; the HTML report goes beside it)`;
 
 /** @param {Record<string, string | true>} options */
@@ -31,7 +32,7 @@ export async function run(options) {
   const progress = new Progress('limit', 1);
   const fixed = options.sessions !== undefined;
   const devices = fixed ? Math.round(num(options, 'sessions', 100)) : num(options, 'max', 3000);
-  const bare = await bareTarget({ fixture, sampler, timeline, progress, devices, fleet: fleetOptions(options) });
+  const bare = await bareTarget({ fixture, sampler, timeline, progress, devices, fleet: fleetOptions(options), forward: options['bare-forward'] === true });
   try {
     if (!fixed) {
       const limit = await ramp(bare.ctx, { from: num(options, 'from', 100), max: devices, holdS: num(options, 'hold', 60), settleS: 3, probe: num(options, 'probe', THREAD_PROBE), sessionsWanted: (n) => bare.ctx.fleet.open(n, true) });

@@ -1,7 +1,7 @@
 // Turns a capacity ramp (fleet --ramp, limit) into the common result: capacities, the steps of each target, goals, charts.
 import { figuresOf, finish } from '../lib/report.mjs';
 import { RAMP_BACKLOG_MS, RAMP_LATE_MS, RAMP_P99_MS, RAMP_RECEIVED_MIN } from './measure.mjs';
-import { ENGINE_DELAY_NOTE, GOALS, LATENCY_NOTE, atMost, charts, engineDelayCell, kib, pct, profileTables, ratio, steadyRssMiB, v } from './fleet-report.mjs';
+import { ENGINE_DELAY_NOTE, GOALS, LATENCY_NOTE, atMost, bareDoes, charts, engineDelayCell, kib, pct, profileTables, ratio, steadyRssMiB, v } from './fleet-report.mjs';
 
 /**
  * Steps of a ramp as table rows.
@@ -230,8 +230,8 @@ export function rampResult(a) {
     options: { ramp: a.rounds === undefined, ...(a.rounds === undefined ? {} : { rounds: a.rounds }), order: a.order, codec: a.codec, stt: a.stt, raw: a.options },
     audio: { codec: a.codec, sampleRate: a.fixture.sampleRate, frameMs: a.fixture.frameMs, loopSeconds: a.fixture.seconds, what: a.fixture.what },
     baseline: byRounds
-      ? 'a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), the same sessions with the same generator, in turn with the service'
-      : 'the limit: a bare uWebSockets.js server that only decodes each frame inline (bench/listen/bare-listen.mjs), ramped with the same generator in the same run',
+      ? `a bare uWebSockets.js server that ${bareDoes(a.options)} (bench/listen/bare-listen.mjs), the same sessions with the same generator, in turn with the service`
+      : `the limit: a bare uWebSockets.js server that ${bareDoes(a.options)} (bench/listen/bare-listen.mjs), ramped with the same generator in the same run`,
     summary: byRounds?.summary ?? summary,
     tables: [
       { title: byRounds ? 'bare uWS rounds' : 'limit (bare uWS) steps', head: STEP_HEAD, rows: stepRows(limit.steps) },

@@ -100,12 +100,16 @@ export async function startWebhookReceiver() {
 }
 
 /**
- * The baseline: a bare uWS server that decodes each frame inline (bare-listen.mjs).
+ * The baseline: a bare uWS server that decodes each frame inline (bare-listen.mjs); with `forward`, it also sends each
+ * session's PCM to that provider_a URL with that key.
  * @param {string} codec
  * @param {number} sampleRate
+ * @param {{ url: string, key: string }} [forward]
  */
-export async function startBare(codec, sampleRate) {
-  return startPortChild('bare listen server', [path.join(BENCH_DIR, 'listen/bare-listen.mjs'), '--port', '0', '--codec', codec, '--sample-rate', String(sampleRate)]);
+export async function startBare(codec, sampleRate, forward) {
+  const args = [path.join(BENCH_DIR, 'listen/bare-listen.mjs'), '--port', '0', '--codec', codec, '--sample-rate', String(sampleRate)];
+  if (forward) args.push('--forward', forward.url, '--key', forward.key);
+  return startPortChild('bare listen server', args);
 }
 
 /**

@@ -169,11 +169,15 @@ export async function serviceTarget(o) {
 }
 
 /**
- * The bare uWS server decoding inline (bare-listen.mjs): no auth, so the devices' tokens are placeholders.
- * @param {TargetOptions} o
+ * The bare uWS server decoding inline (bare-listen.mjs): no auth, so the devices' tokens are placeholders. With
+ * `forward`, it also sends each session's PCM to a provider_a fake of its own, as a listen node must.
+ * @param {TargetOptions & { forward?: boolean }} o
  */
 export async function bareTarget(o) {
-  const bare = await startBare(o.fixture.codec, o.fixture.sampleRate);
+  // A fake of its own, so the service's never counts the bare server's audio.
+  const key = randomBytes(12).toString('hex');
+  const fake = o.forward ? await startFakeProvider(key) : undefined;
+  const bare = await startBare(o.fixture.codec, o.fixture.sampleRate, fake ? { url: `ws://127.0.0.1:${fake.port}/v1/listen`, key } : undefined);
   const fleet = await DeviceFleet.start({
     host: '127.0.0.1',
     port: bare.port,
@@ -183,16 +187,27 @@ export async function bareTarget(o) {
     ...o.fleet,
   });
   o.sampler.add('bare', bare.pid);
+  if (fake) o.sampler.add('provider fake (bare run)', fake.pid);
   const unwatch = watchGenerators(fleet, o.sampler, ' (bare run)');
   /** @type {import('./measure.mjs').Ctx} */
-  const ctx = { fleet, stats: bare.stats, target: 'bare', pid: bare.pid, timeline: o.timeline, progress: o.progress };
+  const ctx = { fleet, stats: bare.stats, target: 'bare', pid: bare.pid, fakePid: fake?.pid, timeline: o.timeline, progress: o.progress };
   return {
     ctx,
     async stop() {
       await fleet.exit();
       unwatch();
       o.sampler.remove('bare');
+      if (fake) {
+        // Forwarding that silently failed would make the baseline cheap.
+        const [sent, got] = await Promise.all([bare.stats.get(), fake.stats.get()]);
+        const s = /** @type {any} */ (sent);
+        o.progress.log(`bare server: ${s.forwardedBytes} bytes of PCM forwarded, ${got.bytes} received by its provider fake, ${s.uplinksRefused} sockets refused`);
+      }
       await bare.stop();
+      if (fake) {
+        o.sampler.remove('provider fake (bare run)');
+        await fake.stop();
+      }
     },
   };
 }

@@ -1,4 +1,5 @@
-// The limit (fixed load) and churn benches still run end to end against the bare server and the service.
+// The limit (fixed load) and churn benches still run end to end against the bare server and the service; the bare
+// server's forwarding of its PCM to a provider fake (--bare-forward) too.
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -7,8 +8,10 @@ import { ROOT, runBench } from '../helpers/bench.js';
 
 t.test('limit (fixed load) and churn run end to end', async (t) => {
   const dir = t.testdir();
-  const limit = await runBench(['limit', '--sessions', '5', '--seconds', '3', '--out', path.join(dir, 'limit.json')]);
+  const limit = await runBench(['limit', '--sessions', '5', '--seconds', '3', '--bare-forward', '--out', path.join(dir, 'limit.json')]);
   t.equal(limit.code, 0, limit.stderr);
+  const forwarded = /bare server: (\d+) bytes of PCM forwarded, (\d+) received by its provider fake, 0 sockets refused/.exec(limit.stdout + limit.stderr);
+  t.ok(forwarded && Number(forwarded[1]) > 0 && Number(forwarded[2]) > 0.9 * Number(forwarded[1]), `the bare server forwarded its PCM to the fake (${forwarded?.[0]})`);
   const l = JSON.parse(readFileSync(path.join(dir, 'limit.json'), 'utf8'));
   t.match(l, { scenario: 'limit', window: { sessions: 5, serverCpuUsPerSessionS: Number, generatorCpuUsPerSessionS: Number }, drain: { lostFrames: Number } });
 
