@@ -27,11 +27,11 @@ export async function streaming(ts: TestService, engine: RecordingSttEngine, uid
  */
 export async function say(ts: TestService, c: ListenClient, stream: RecordingSttStream, text: string, speaker: string, start: number, steps = 1): Promise<any[]> {
   stream.emit([{ text, speaker, start, end: start + 0.8 }]);
-  for (let i = 1; i < steps; i++) {
+  for (let step = 1; ; step++) {
     await advance(ts, 600);
-    const heard = await c.json((m) => Array.isArray(m), 2000).catch(() => undefined);
-    if (heard !== undefined) return heard;
+    const heard = c.json((m) => Array.isArray(m), steps > 1 ? 2000 : undefined);
+    if (step >= steps) return heard;
+    const got = await heard.catch(() => undefined);
+    if (got !== undefined) return got;
   }
-  await advance(ts, 600);
-  return c.json((m) => Array.isArray(m), steps > 1 ? 2000 : undefined);
 }
